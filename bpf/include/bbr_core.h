@@ -1,0 +1,863 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The shared BBR (v1) core of the rttfair congestion controls.
+ *
+ * The model
+ * ---------
+ * BBR models the path as a pipe with two properties: the bottleneck
+ * bandwidth BtlBw (the fastest rate the path delivers data) and the round-trip
+ * propagation time RTprop (the RTT with no queue). Their product, the
+ * bandwidth-delay product BDP = BtlBw x RTprop, is the amount of data that
+ * fills the pipe without building a queue: Kleinrock's optimal operating
+ * point. BBR estimates both continuously and from them sets two controls:
+ *
+ *   pacing_rate = pacing_gain x BtlBw              (how fast to send)
+ *   cwnd        = cwnd_gain  x BDP + budget        (how much may be in flight)
+ *
+ * Estimation. Every ACK carries a delivery-rate sample (the kernel's
+ * rate_sample: data delivered over the interval it took). BtlBw is the
+ * windowed maximum of those samples over the last 10 packet-timed round trips,
+ * skipping samples that were limited by the application rather than the
+ * network. RTprop is the windowed minimum RTT over the last 10 seconds.
+ * A "packet-timed round trip" ends when a packet sent after the round began
+ * is acknowledged (tracked through tp->delivered).
+ *
+ * The state machine (BBR paper, ACM Queue 2016; IETF draft-cardwell-iccrg-bbr):
+ *   Startup   pacing and cwnd gain 2/ln2 ~ 2.885, doubling the rate every
+ *             round, until the bandwidth estimate grows by < 25% for three
+ *             rounds in a row ("the pipe is full").
+ *   Drain     pacing gain ln2/2, to drain the queue Startup built, until
+ *             inflight <= BDP.
+ *   ProbeBW   steady state: cycle the pacing gain through eight phases of
+ *             about one RTprop each, 1.25 (probe for more bandwidth), 0.75
+ *             (drain what the probe queued), then six at 1.0. Each flow starts
+ *             at a random phase (never the draining one) so flows sharing a
+ *             bottleneck do not probe in lock-step.
+ *   ProbeRTT  when RTprop has not been refreshed for 10 s, cap cwnd at 4
+ *             packets for at least 200 ms and one round trip so the queue
+ *             drains and the true RTprop can be seen, then return.
+ *
+ * Around this, cwnd is held by packet conservation in fast recovery (send one
+ * packet per packet delivered in the first round), and restored to its prior
+ * value when recovery or loss recovery ends. The budget added to the cwnd
+ * target covers TSO/GSO batching (3 TSO bursts) and, in the probing phase of
+ * ProbeBW, two extra packets.
+ *
+ * What this core deliberately does not do: the long-term bandwidth (policer)
+ * mode of Linux tcp_bbr.c, and its ACK-aggregation cwnd allowance
+ * (extra_acked). Both are documented in docs/algorithms.md.
+ *
+ * Fixed point: bandwidth is packets per microsecond << BW_SCALE (24 bits of
+ * fraction); gains are << BBR_SCALE (8 bits, BBR_UNIT = 1.0).
+ *
+ * Variants. FaiRTT and Ad-BBR are small changes to this machine. Each CCA's
+ * .bpf.c defines RTTFAIR_CCA (its enum rttfair_cca_id) and the hooks declared
+ * below, then includes this header. bbr1 implements them as identities.
+ *
+ * Per-flow state. struct rf_bbr lives in the 104-byte icsk_ca_priv; state a
+ * variant needs beyond that lives in its own bpf_sk_storage map.
+ */
+#ifndef RTTFAIR_BBR_CORE_H
+#define RTTFAIR_BBR_CORE_H
+
+#include "tcp_ca.h"
+#include "rttfair_maps.h"
+
+#ifndef RTTFAIR_CCA
+#error "define RTTFAIR_CCA (enum rttfair_cca_id) before including bbr_core.h"
+#endif
+
+#define BW_SCALE 24
+#define BW_UNIT (1ULL << BW_SCALE)
+#define BBR_SCALE 8
+#define BBR_UNIT (1U << BBR_SCALE)
+
+/* Gains of the state machine. */
+#define BBR_HIGH_GAIN (BBR_UNIT * 2885 / 1000 + 1) /* 2/ln(2) */
+#define BBR_DRAIN_GAIN (BBR_UNIT * 1000 / 2885)    /* ln(2)/2 */
+#define BBR_CWND_GAIN (BBR_UNIT * 2)
+#define BBR_CYCLE_LEN 8
+#define BBR_CYCLE_RAND 7 /* random start phase in [0, 7): never the 0.75 one */
+/* Windows. */
+#define BBR_BW_RTTS (BBR_CYCLE_LEN + 2)     /* max filter: 10 round trips */
+#define BBR_MIN_RTT_WIN_MS 10000             /* RTprop expires after 10 s */
+#define BBR_PROBE_RTT_MODE_MS 200
+#define BBR_CWND_MIN_TARGET 4
+/* Startup exit: bandwidth grew by < 25% in BBR_FULL_BW_CNT rounds. */
+#define BBR_FULL_BW_THRESH (BBR_UNIT * 5 / 4)
+#define BBR_FULL_BW_CNT 3
+#define BBR_PACING_MARGIN_PCT 1
+#define BBR_MIN_TSO_RATE 1200000 /* bit/s below which one segment per TSO */
+#define TCP_INFINITE_SSTHRESH 0x7fffffff
+
+/* One sample of the windowed max filter: value v seen in round t. */
+struct rf_win_sample {
+	__u32 t;
+	__u32 v;
+};
+
+/* Per-flow BBR state: must fit icsk_ca_priv (13 x u64). */
+struct rf_bbr {
+	__u64 flow_id;              /* key in rttfair_flows_v1 */
+	__u64 cycle_mstamp;         /* start of the current gain-cycle phase, us */
+	struct rf_win_sample bw[3]; /* windowed max of delivery rate (best, 2nd, 3rd) */
+	__u32 min_rtt_us;           /* RTprop estimate */
+	__u32 min_rtt_stamp_ms;     /* when min_rtt_us was last refreshed */
+	__u32 probe_rtt_done_ms;    /* end of the ProbeRTT dwell, 0 = not set */
+	__u32 rtt_cnt;              /* packet-timed round trips */
+	__u32 next_rtt_delivered;   /* tp->delivered that ends this round */
+	__u32 prior_cwnd;           /* cwnd before recovery or ProbeRTT */
+	__u32 full_bw;              /* bandwidth at the last 25% growth */
+	__u32 last_export_us;       /* low 32 bits of tcp_mstamp at last export */
+	__u32 last_rtt_us;          /* RTT of the latest valid rate sample */
+	__u32 probe_rtt_entries;
+	__u16 pacing_gain;
+	__u16 cwnd_gain;
+	__u8 mode;                  /* enum rttfair_mode */
+	__u8 prev_ca_state;         /* TCP_CA_* at the previous ACK */
+	__u8 ca_state;              /* TCP_CA_* as last told by set_state */
+	__u8 cycle_idx;
+	__u8 full_bw_cnt;
+	__u8 full_bw_reached;
+	__u8 packet_conservation;
+	__u8 round_start;
+	__u8 idle_restart;
+	__u8 probe_rtt_round_done;
+	__u8 has_seen_rtt;
+	__u8 exported;              /* the flow has an entry in rttfair_flows_v1 */
+};
+
+_Static_assert(sizeof(struct rf_bbr) <= 104, "rf_bbr must fit icsk_ca_priv");
+
+/*
+ * ProbeBW pacing gain of cycle phase idx: 1.25, 0.75, then six phases of 1.0.
+ * (A function, not a table: a 16-byte constant array would land in
+ * .rodata.cst16, which libbpf does not load.)
+ */
+static __always_inline __u32 bbr_pacing_gain_cycle(__u32 idx)
+{
+	if (idx == 0)
+		return BBR_UNIT * 5 / 4;
+	if (idx == 1)
+		return BBR_UNIT * 3 / 4;
+	return BBR_UNIT;
+}
+
+/* ---- Variant hooks: every CCA defines these. ------------------------------ */
+
+/* A new flow starts (after the core state is initialised). */
+static __always_inline void cca_init(struct sock *sk, struct rf_bbr *bbr);
+/* The flow ends or switches CCA. */
+static __always_inline void cca_release(struct sock *sk, struct rf_bbr *bbr);
+/* Every ACK with a rate sample, before the core updates its model. */
+static __always_inline void cca_on_rate_sample(struct sock *sk, struct rf_bbr *bbr,
+					       const struct rate_sample *rs);
+/* The BDP (segments, already times cwnd_gain) that sizes the cwnd target. */
+static __always_inline __u64 cca_inflight_bdp(struct sock *sk, struct rf_bbr *bbr,
+					      __u64 bdp);
+/* The pacing rate (bytes/s) about to be applied. */
+static __always_inline __u64 cca_pacing_rate(struct sock *sk, struct rf_bbr *bbr,
+					     __u64 rate);
+/* Whether to enter ProbeRTT now; min_rtt_expired is BBRv1's 10 s rule. */
+static __always_inline bool cca_probe_rtt_due(struct sock *sk, struct rf_bbr *bbr,
+					      bool min_rtt_expired);
+/* Fill the variant's fields of the export entry. */
+static __always_inline void cca_export(struct sock *sk, struct rf_bbr *bbr,
+				       struct rttfair_flow *f);
+
+/* ---- The windowed max filter of BtlBw ------------------------------------- */
+
+/*
+ * Keeps the best, second-best and third-best samples of the last `win`
+ * rounds, each newer than the one before, so that when the best expires the
+ * next one is still a max over a recent sub-window (Nichols' algorithm, as
+ * described for BBR's BtlBw filter).
+ */
+static __always_inline void bbr_max_filter_reset(struct rf_win_sample *s, __u32 t,
+						 __u32 v)
+{
+	s[0].t = s[1].t = s[2].t = t;
+	s[0].v = s[1].v = s[2].v = v;
+}
+
+static __always_inline void bbr_max_filter_update(struct rf_win_sample *s, __u32 win,
+						  __u32 t, __u32 v)
+{
+	__u32 age;
+
+	if (v >= s[0].v || t - s[2].t > win) {
+		bbr_max_filter_reset(s, t, v); /* new max, or whole window stale */
+		return;
+	}
+	if (v >= s[1].v) {
+		s[1].t = s[2].t = t;
+		s[1].v = s[2].v = v;
+	} else if (v >= s[2].v) {
+		s[2].t = t;
+		s[2].v = v;
+	}
+	/* Age out the best and promote the others as sub-windows pass. */
+	age = t - s[0].t;
+	if (age > win) {
+		s[0] = s[1];
+		s[1] = s[2];
+		s[2].t = t;
+		s[2].v = v;
+		if (t - s[0].t > win) {
+			s[0] = s[1];
+			s[1] = s[2];
+		}
+	} else if (s[1].t == s[0].t && age > win / 4) {
+		s[1].t = s[2].t = t;
+		s[1].v = s[2].v = v;
+	} else if (s[2].t == s[1].t && age > win / 2) {
+		s[2].t = t;
+		s[2].v = v;
+	}
+}
+
+/* ---- Estimates ------------------------------------------------------------- */
+
+static __always_inline struct rf_bbr *bbr_of(const struct sock *sk)
+{
+	return (struct rf_bbr *)inet_csk_ca(sk);
+}
+
+/* BtlBw: packets/us << BW_SCALE. */
+static __always_inline __u32 bbr_btlbw(const struct rf_bbr *bbr)
+{
+	return bbr->bw[0].v;
+}
+
+static __always_inline bool bbr_full_bw_reached(const struct rf_bbr *bbr)
+{
+	return bbr->full_bw_reached;
+}
+
+/* bytes/s for a rate in packets/us << BW_SCALE, scaled by gain, less margin. */
+static __always_inline __u64 bbr_rate_bytes_per_sec(const struct sock *sk, __u64 bw,
+						    __u32 gain)
+{
+	__u64 rate = bw * tcp_sk(sk)->mss_cache;
+
+	rate = (rate * gain) >> BBR_SCALE;
+	/* Keep 8 bits of headroom before multiplying by ~2^20. */
+	rate = (rate >> 8) * (USEC_PER_SEC / 100 * (100 - BBR_PACING_MARGIN_PCT));
+	return rate >> (BW_SCALE - 8);
+}
+
+/* The export's BtlBw in bytes/s (no margin, no gain). */
+static __always_inline __u64 bbr_btlbw_bytes_per_sec(const struct sock *sk,
+						     const struct rf_bbr *bbr)
+{
+	return ((__u64)bbr_btlbw(bbr) * tcp_sk(sk)->mss_cache * USEC_PER_SEC) >> BW_SCALE;
+}
+
+static __always_inline __u64 bbr_bw_to_pacing_rate(const struct sock *sk, __u64 bw,
+						   __u32 gain)
+{
+	__u64 rate = bbr_rate_bytes_per_sec(sk, bw, gain);
+
+	return rf_min(rate, (__u64)sk->sk_max_pacing_rate);
+}
+
+/*
+ * BDP x gain in packets: BtlBw x RTprop x gain, rounded up. Before any RTT
+ * sample the model has no BDP and returns the initial window.
+ */
+static __always_inline __u32 bbr_bdp(const struct rf_bbr *bbr, __u64 bw, __u32 gain)
+{
+	__u64 w;
+
+	if (bbr->min_rtt_us == ~0U)
+		return TCP_INIT_CWND;
+	w = bw * bbr->min_rtt_us;
+	return (__u32)((((w * gain) >> BBR_SCALE) + BW_UNIT - 1) / BW_UNIT);
+}
+
+/* Segments per TSO/GSO burst the stack will build at this pacing rate. */
+static __always_inline __u32 bbr_min_tso_segs(const struct sock *sk)
+{
+	return sk->sk_pacing_rate < (BBR_MIN_TSO_RATE >> 3) ? 1 : 2;
+}
+
+static __always_inline __u32 bbr_tso_segs_goal(const struct sock *sk)
+{
+	__u32 mss = tcp_sk(sk)->mss_cache ?: 1;
+	__u64 bytes = sk->sk_pacing_rate >> sk->sk_pacing_shift;
+	__u32 segs;
+
+	bytes = rf_min(bytes, (__u64)(GSO_LEGACY_MAX_SIZE - 1 - MAX_TCP_HEADER_EST));
+	segs = rf_max((__u32)(bytes / mss), bbr_min_tso_segs(sk));
+	return rf_min(segs, 0x7FU);
+}
+
+/* cwnd budget for TSO batching, even-rounded, +2 while probing in ProbeBW. */
+static __always_inline __u32 bbr_quantization_budget(const struct sock *sk,
+						     const struct rf_bbr *bbr, __u32 cwnd)
+{
+	cwnd += 3 * bbr_tso_segs_goal(sk);
+	cwnd = (cwnd + 1) & ~1U;
+	if (bbr->mode == RTTFAIR_MODE_PROBE_BW && bbr->cycle_idx == 0)
+		cwnd += 2;
+	return cwnd;
+}
+
+/* The inflight the model allows at this gain (used for phase decisions). */
+static __always_inline __u32 bbr_inflight(const struct sock *sk, const struct rf_bbr *bbr,
+					  __u64 bw, __u32 gain)
+{
+	return bbr_quantization_budget(sk, bbr, bbr_bdp(bbr, bw, gain));
+}
+
+/* ---- Controls -------------------------------------------------------------- */
+
+static __always_inline void bbr_init_pacing_rate_from_rtt(struct sock *sk,
+							  struct rf_bbr *bbr)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	__u64 bw, rtt_us;
+
+	if (tp->srtt_us) {
+		rtt_us = rf_max(tp->srtt_us >> 3, 1U);
+		bbr->has_seen_rtt = 1;
+	} else {
+		rtt_us = USEC_PER_MSEC;
+	}
+	bw = (__u64)tp->snd_cwnd * BW_UNIT / rtt_us;
+	sk->sk_pacing_rate = bbr_bw_to_pacing_rate(sk, bw, BBR_HIGH_GAIN);
+}
+
+/* pacing_rate = pacing_gain x BtlBw, never lowered before the pipe is full. */
+static __always_inline void bbr_set_pacing_rate(struct sock *sk, struct rf_bbr *bbr,
+						__u64 bw, __u32 gain)
+{
+	__u64 rate = bbr_bw_to_pacing_rate(sk, bw, gain);
+
+	if (!bbr->has_seen_rtt && tcp_sk(sk)->srtt_us)
+		bbr_init_pacing_rate_from_rtt(sk, bbr);
+	rate = cca_pacing_rate(sk, bbr, rate);
+	if (bbr->full_bw_reached || rate > sk->sk_pacing_rate)
+		sk->sk_pacing_rate = rate;
+}
+
+static __always_inline void bbr_save_cwnd(struct sock *sk, struct rf_bbr *bbr)
+{
+	__u32 cwnd = tcp_sk(sk)->snd_cwnd;
+
+	if (bbr->prev_ca_state < TCP_CA_Recovery && bbr->mode != RTTFAIR_MODE_PROBE_RTT)
+		bbr->prior_cwnd = cwnd;
+	else
+		bbr->prior_cwnd = rf_max(bbr->prior_cwnd, cwnd);
+}
+
+/*
+ * Loss recovery: subtract newly lost packets; in the first round of fast
+ * recovery send one packet per packet delivered (packet conservation); on
+ * leaving recovery restore the cwnd saved before it. Returns true when the
+ * conservation cwnd (in *cwnd) overrides the model.
+ */
+static __always_inline bool bbr_set_cwnd_to_recover_or_restore(struct sock *sk,
+							       struct rf_bbr *bbr,
+							       const struct rate_sample *rs,
+							       __u32 acked, __u32 *cwnd_out)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	__u8 prev_state = bbr->prev_ca_state, state = bbr->ca_state;
+	__u32 cwnd = tp->snd_cwnd;
+	__u32 inflight = tcp_packets_in_flight(tp);
+
+	if (rs->losses > 0)
+		cwnd = (__s32)cwnd - rs->losses > 1 ? cwnd - rs->losses : 1;
+
+	if (state == TCP_CA_Recovery && prev_state != TCP_CA_Recovery) {
+		bbr->packet_conservation = 1;
+		bbr->next_rtt_delivered = tp->delivered;
+		cwnd = inflight + acked;
+	} else if (prev_state >= TCP_CA_Recovery && state < TCP_CA_Recovery) {
+		cwnd = rf_max(cwnd, bbr->prior_cwnd);
+		bbr->packet_conservation = 0;
+	}
+	bbr->prev_ca_state = state;
+
+	if (bbr->packet_conservation) {
+		*cwnd_out = rf_max(cwnd, inflight + acked);
+		return true;
+	}
+	*cwnd_out = cwnd;
+	return false;
+}
+
+/*
+ * cwnd = cwnd_gain x BDP + budget, approached by adding what was acked once
+ * the pipe is full (so a cut never happens in one step), grown freely before.
+ */
+static __always_inline void bbr_set_cwnd(struct sock *sk, struct rf_bbr *bbr,
+					 const struct rate_sample *rs, __u32 acked,
+					 __u64 bw, __u32 gain)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	__u32 cwnd = tp->snd_cwnd, target;
+
+	if (!acked)
+		goto done;
+	if (bbr_set_cwnd_to_recover_or_restore(sk, bbr, rs, acked, &cwnd))
+		goto done;
+
+	target = (__u32)cca_inflight_bdp(sk, bbr, bbr_bdp(bbr, bw, gain));
+	target = bbr_quantization_budget(sk, bbr, target);
+	if (bbr->full_bw_reached)
+		cwnd = rf_min(cwnd + acked, target);
+	else if (cwnd < target || tp->delivered < TCP_INIT_CWND)
+		cwnd = cwnd + acked;
+	cwnd = rf_max(cwnd, (__u32)BBR_CWND_MIN_TARGET);
+done:
+	cwnd = rf_min(cwnd, tp->snd_cwnd_clamp);
+	if (bbr->mode == RTTFAIR_MODE_PROBE_RTT)
+		cwnd = rf_min(cwnd, (__u32)BBR_CWND_MIN_TARGET);
+	tp->snd_cwnd = cwnd;
+}
+
+/* ---- The state machine ----------------------------------------------------- */
+
+static __always_inline void bbr_reset_startup_mode(struct rf_bbr *bbr)
+{
+	bbr->mode = RTTFAIR_MODE_STARTUP;
+}
+
+static __always_inline void bbr_advance_cycle_phase(struct sock *sk, struct rf_bbr *bbr)
+{
+	bbr->cycle_idx = (bbr->cycle_idx + 1) & (BBR_CYCLE_LEN - 1);
+	bbr->cycle_mstamp = tcp_sk(sk)->tcp_mstamp;
+}
+
+static __always_inline void bbr_reset_probe_bw_mode(struct sock *sk, struct rf_bbr *bbr)
+{
+	bbr->mode = RTTFAIR_MODE_PROBE_BW;
+	bbr->cycle_idx = BBR_CYCLE_LEN - 1 - bpf_get_prandom_u32() % BBR_CYCLE_RAND;
+	bbr_advance_cycle_phase(sk, bbr);
+}
+
+static __always_inline void bbr_reset_mode(struct sock *sk, struct rf_bbr *bbr)
+{
+	if (!bbr->full_bw_reached)
+		bbr_reset_startup_mode(bbr);
+	else
+		bbr_reset_probe_bw_mode(sk, bbr);
+}
+
+/* A new packet-timed round starts when a packet sent after the last one ends. */
+static __always_inline void bbr_update_round(struct sock *sk, struct rf_bbr *bbr,
+					     const struct rate_sample *rs)
+{
+	bbr->round_start = 0;
+	if (rs->delivered < 0 || rs->interval_us <= 0)
+		return;
+	if (!rf_before(rs->prior_delivered, bbr->next_rtt_delivered)) {
+		bbr->next_rtt_delivered = tcp_sk(sk)->delivered;
+		bbr->rtt_cnt++;
+		bbr->round_start = 1;
+		bbr->packet_conservation = 0;
+	}
+}
+
+/* BtlBw: feed the delivery-rate sample to the max filter. */
+static __always_inline void bbr_update_btlbw(struct sock *sk, struct rf_bbr *bbr,
+					     const struct rate_sample *rs)
+{
+	__u64 bw;
+
+	if (rs->delivered < 0 || rs->interval_us <= 0)
+		return;
+	bw = (__u64)rs->delivered * BW_UNIT / (__u64)rs->interval_us;
+	if (bw > 0xffffffffULL)
+		bw = 0xffffffffULL;
+	/* App-limited samples underestimate BtlBw: use them only if they raise it. */
+	if (!rs->is_app_limited || bw >= bbr_btlbw(bbr))
+		bbr_max_filter_update(bbr->bw, BBR_BW_RTTS, bbr->rtt_cnt, (__u32)bw);
+}
+
+/* ProbeBW: is it time to leave the current gain-cycle phase? */
+static __always_inline bool bbr_is_next_cycle_phase(struct sock *sk, struct rf_bbr *bbr,
+						    const struct rate_sample *rs)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	bool is_full_length = tp->tcp_mstamp - bbr->cycle_mstamp > bbr->min_rtt_us;
+	__u32 gain = bbr_pacing_gain_cycle(bbr->cycle_idx);
+	__u32 inflight = rs->prior_in_flight;
+	__u64 bw = bbr_btlbw(bbr);
+
+	if (gain == BBR_UNIT)
+		return is_full_length;
+	/* Probing: stay until the queue the probe aims for has built (or loss). */
+	if (gain > BBR_UNIT)
+		return is_full_length &&
+		       (rs->losses || inflight >= bbr_inflight(sk, bbr, bw, gain));
+	/* Draining: leave early once inflight is back at one BDP. */
+	return is_full_length || inflight <= bbr_inflight(sk, bbr, bw, BBR_UNIT);
+}
+
+static __always_inline void bbr_update_cycle_phase(struct sock *sk, struct rf_bbr *bbr,
+						   const struct rate_sample *rs)
+{
+	if (bbr->mode == RTTFAIR_MODE_PROBE_BW && bbr_is_next_cycle_phase(sk, bbr, rs))
+		bbr_advance_cycle_phase(sk, bbr);
+}
+
+/* Startup ends after BBR_FULL_BW_CNT rounds without 25% bandwidth growth. */
+static __always_inline void bbr_check_full_bw_reached(struct rf_bbr *bbr,
+						      const struct rate_sample *rs)
+{
+	__u32 thresh;
+
+	if (bbr->full_bw_reached || !bbr->round_start || rs->is_app_limited)
+		return;
+	thresh = (__u32)(((__u64)bbr->full_bw * BBR_FULL_BW_THRESH) >> BBR_SCALE);
+	if (bbr_btlbw(bbr) >= thresh) {
+		bbr->full_bw = bbr_btlbw(bbr);
+		bbr->full_bw_cnt = 0;
+		return;
+	}
+	++bbr->full_bw_cnt;
+	bbr->full_bw_reached = bbr->full_bw_cnt >= BBR_FULL_BW_CNT;
+}
+
+/* Startup -> Drain -> ProbeBW. */
+static __always_inline void bbr_check_drain(struct sock *sk, struct rf_bbr *bbr)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	if (bbr->mode == RTTFAIR_MODE_STARTUP && bbr->full_bw_reached) {
+		bbr->mode = RTTFAIR_MODE_DRAIN;
+		tp->snd_ssthresh = bbr_inflight(sk, bbr, bbr_btlbw(bbr), BBR_UNIT);
+	}
+	if (bbr->mode == RTTFAIR_MODE_DRAIN &&
+	    tcp_packets_in_flight(tp) <= bbr_inflight(sk, bbr, bbr_btlbw(bbr), BBR_UNIT))
+		bbr_reset_probe_bw_mode(sk, bbr);
+}
+
+static __always_inline void bbr_check_probe_rtt_done(struct sock *sk, struct rf_bbr *bbr)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	__u32 now = tcp_now_ms(tp);
+
+	if (!(bbr->probe_rtt_done_ms && rf_after(now, bbr->probe_rtt_done_ms)))
+		return;
+	bbr->min_rtt_stamp_ms = now; /* the dwell refreshed RTprop */
+	tp->snd_cwnd = rf_max(tp->snd_cwnd, bbr->prior_cwnd);
+	bbr_reset_mode(sk, bbr);
+}
+
+static __always_inline void bbr_enter_probe_rtt(struct sock *sk, struct rf_bbr *bbr)
+{
+	bbr->mode = RTTFAIR_MODE_PROBE_RTT;
+	bbr_save_cwnd(sk, bbr);
+	bbr->probe_rtt_done_ms = 0;
+	bbr->probe_rtt_entries++;
+	rttfair_count(RTTFAIR_CCA, probe_rtt_entries, 1);
+}
+
+/*
+ * RTprop: windowed min RTT over 10 s. When the window expires without a new
+ * minimum (or the variant says so), spend >= 200 ms and one round in ProbeRTT.
+ */
+static __always_inline void bbr_update_min_rtt(struct sock *sk, struct rf_bbr *bbr,
+					       const struct rate_sample *rs)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	__u32 now = tcp_now_ms(tp);
+	bool expired = rf_after(now, bbr->min_rtt_stamp_ms + BBR_MIN_RTT_WIN_MS);
+
+	if (rs->rtt_us >= 0 &&
+	    ((__u64)rs->rtt_us < bbr->min_rtt_us || (expired && !rs->is_ack_delayed))) {
+		bbr->min_rtt_us = (__u32)rs->rtt_us;
+		bbr->min_rtt_stamp_ms = now;
+	}
+
+	if (cca_probe_rtt_due(sk, bbr, expired) && !bbr->idle_restart &&
+	    bbr->mode != RTTFAIR_MODE_PROBE_RTT)
+		bbr_enter_probe_rtt(sk, bbr);
+
+	if (bbr->mode == RTTFAIR_MODE_PROBE_RTT) {
+		__u32 inflight = tcp_packets_in_flight(tp);
+
+		/* Don't let the app-limited logic mistake the dwell for demand. */
+		tp->app_limited = (tp->delivered + inflight) ?: 1;
+		if (!bbr->probe_rtt_done_ms && inflight <= BBR_CWND_MIN_TARGET) {
+			bbr->probe_rtt_done_ms = (now + BBR_PROBE_RTT_MODE_MS) ?: 1;
+			bbr->probe_rtt_round_done = 0;
+			bbr->next_rtt_delivered = tp->delivered;
+		} else if (bbr->probe_rtt_done_ms) {
+			if (bbr->round_start)
+				bbr->probe_rtt_round_done = 1;
+			if (bbr->probe_rtt_round_done)
+				bbr_check_probe_rtt_done(sk, bbr);
+		}
+	}
+	if (rs->delivered > 0)
+		bbr->idle_restart = 0;
+}
+
+static __always_inline void bbr_update_gains(struct rf_bbr *bbr)
+{
+	switch (bbr->mode) {
+	case RTTFAIR_MODE_STARTUP:
+		bbr->pacing_gain = BBR_HIGH_GAIN;
+		bbr->cwnd_gain = BBR_HIGH_GAIN;
+		break;
+	case RTTFAIR_MODE_DRAIN:
+		bbr->pacing_gain = BBR_DRAIN_GAIN;
+		bbr->cwnd_gain = BBR_HIGH_GAIN;
+		break;
+	case RTTFAIR_MODE_PROBE_BW:
+		bbr->pacing_gain = bbr_pacing_gain_cycle(bbr->cycle_idx);
+		bbr->cwnd_gain = BBR_CWND_GAIN;
+		break;
+	default: /* ProbeRTT */
+		bbr->pacing_gain = BBR_UNIT;
+		bbr->cwnd_gain = BBR_UNIT;
+		break;
+	}
+}
+
+static __always_inline void bbr_update_model(struct sock *sk, struct rf_bbr *bbr,
+					     const struct rate_sample *rs)
+{
+	bbr_update_round(sk, bbr, rs);
+	bbr_update_btlbw(sk, bbr, rs);
+	bbr_update_cycle_phase(sk, bbr, rs);
+	bbr_check_full_bw_reached(bbr, rs);
+	bbr_check_drain(sk, bbr);
+	bbr_update_min_rtt(sk, bbr, rs);
+	bbr_update_gains(bbr);
+}
+
+/* ---- Export to rttfair_flows_v1 ------------------------------------------- */
+
+static __always_inline void bbr_export_fill(struct sock *sk, struct rf_bbr *bbr,
+					    struct rttfair_flow *f)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	f->mode = bbr->mode;
+	f->cycle_idx = bbr->cycle_idx;
+	f->btlbw_bps = bbr_btlbw_bytes_per_sec(sk, bbr);
+	f->pacing_rate_bps = sk->sk_pacing_rate;
+	f->min_rtt_us = bbr->min_rtt_us;
+	f->last_rtt_us = bbr->last_rtt_us;
+	f->srtt_us = tp->srtt_us >> 3;
+	f->cwnd = tp->snd_cwnd;
+	f->mss = tp->mss_cache;
+	f->pacing_gain_x256 = bbr->pacing_gain;
+	f->cwnd_gain_x256 = bbr->cwnd_gain;
+	f->delivered_bytes = tp->bytes_acked;
+	f->retrans_bytes = tp->bytes_retrans;
+	f->total_retrans = tp->total_retrans;
+	f->probe_rtt_entries = bbr->probe_rtt_entries;
+	f->rounds = bbr->rtt_cnt;
+	f->last_ns = bpf_ktime_get_ns();
+	cca_export(sk, bbr, f);
+}
+
+/* Create the flow's entry; on a full map count it (once) and go on controlling. */
+static __always_inline void bbr_export_create(struct sock *sk, struct rf_bbr *bbr)
+{
+	struct rttfair_flow f = {};
+	__u64 id = bbr->flow_id; /* map keys must live on the stack */
+	long err;
+
+	f.abi_version = RTTFAIR_ABI_VERSION;
+	f.cca = RTTFAIR_CCA;
+	rttfair_fill_identity(&f, sk);
+	f.first_ns = bpf_ktime_get_ns();
+	bbr_export_fill(sk, bbr, &f);
+	err = bpf_map_update_elem(&rttfair_flows_v1, &id, &f, BPF_NOEXIST);
+	if (!err) {
+		bbr->exported = 1;
+	} else if (bbr->exported != 2) {
+		bbr->exported = 2; /* failed: count the flow once, retry later */
+		rttfair_count(RTTFAIR_CCA, export_failed, 1);
+	}
+}
+
+/* Refresh in place, at most once per round trip and per export interval. */
+static __always_inline void bbr_export_if_due(struct sock *sk, struct rf_bbr *bbr)
+{
+	__u32 now_us = (__u32)tcp_sk(sk)->tcp_mstamp;
+	__u64 id = bbr->flow_id;
+	struct rttfair_flow *f;
+
+	if (!bbr->round_start ||
+	    now_us - bbr->last_export_us < RTTFAIR_EXPORT_MIN_INTERVAL_US)
+		return;
+	bbr->last_export_us = now_us;
+	if (bbr->exported != 1) {
+		bbr_export_create(sk, bbr);
+		return;
+	}
+	f = bpf_map_lookup_elem(&rttfair_flows_v1, &id);
+	if (f)
+		bbr_export_fill(sk, bbr, f);
+	else
+		bbr_export_create(sk, bbr);
+}
+
+/* ---- tcp_congestion_ops entry points --------------------------------------- */
+
+static __always_inline void bbr_core_init(struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct rf_bbr *bbr = bbr_of(sk);
+
+	__builtin_memset(bbr, 0, sizeof(*bbr));
+	tp->snd_ssthresh = TCP_INFINITE_SSTHRESH;
+	bbr->flow_id = rttfair_next_flow_id();
+	bbr->next_rtt_delivered = tp->delivered;
+	bbr->prev_ca_state = TCP_CA_Open;
+	bbr->ca_state = TCP_CA_Open;
+	bbr->min_rtt_us = tcp_min_rtt(tp);
+	bbr->min_rtt_stamp_ms = tcp_now_ms(tp);
+	bbr->last_export_us = (__u32)tp->tcp_mstamp;
+	bbr_init_pacing_rate_from_rtt(sk, bbr);
+	bbr_reset_startup_mode(bbr);
+	bbr_update_gains(bbr);
+	if (sk->sk_pacing_status == SK_PACING_NONE)
+		sk->sk_pacing_status = SK_PACING_NEEDED;
+
+	rttfair_count(RTTFAIR_CCA, flows_started, 1);
+	cca_init(sk, bbr);
+	bbr_export_create(sk, bbr);
+}
+
+static __always_inline void bbr_core_release(struct sock *sk)
+{
+	struct rf_bbr *bbr = bbr_of(sk);
+	__u64 id = bbr->flow_id;
+
+	/* No id: init never ran (e.g. a listener, or a connection that never
+	 * established), so there is nothing to count or delete. */
+	if (!id)
+		return;
+	cca_release(sk, bbr);
+	rttfair_count(RTTFAIR_CCA, flows_released, 1);
+	if (!bpf_map_delete_elem(&rttfair_flows_v1, &id))
+		rttfair_count(RTTFAIR_CCA, export_deleted, 1);
+	bbr->flow_id = 0;
+	bbr->exported = 0;
+}
+
+static __always_inline void bbr_core_main(struct sock *sk, const struct rate_sample *rs)
+{
+	struct rf_bbr *bbr = bbr_of(sk);
+	__u64 bw;
+
+	if (rs->rtt_us > 0)
+		bbr->last_rtt_us = (__u32)rs->rtt_us;
+	cca_on_rate_sample(sk, bbr, rs);
+	bbr_update_model(sk, bbr, rs);
+	bw = bbr_btlbw(bbr);
+	bbr_set_pacing_rate(sk, bbr, bw, bbr->pacing_gain);
+	bbr_set_cwnd(sk, bbr, rs, rs->acked_sacked, bw, bbr->cwnd_gain);
+	bbr_export_if_due(sk, bbr);
+}
+
+static __always_inline void bbr_core_cwnd_event(struct sock *sk, enum tcp_ca_event event)
+{
+	struct rf_bbr *bbr = bbr_of(sk);
+
+	if (event == CA_EVENT_TX_START && tcp_sk(sk)->app_limited) {
+		bbr->idle_restart = 1;
+		/* Resuming from idle: pace at BtlBw, not at the probing gain. */
+		if (bbr->mode == RTTFAIR_MODE_PROBE_BW)
+			bbr_set_pacing_rate(sk, bbr, bbr_btlbw(bbr), BBR_UNIT);
+		else if (bbr->mode == RTTFAIR_MODE_PROBE_RTT)
+			bbr_check_probe_rtt_done(sk, bbr);
+	}
+}
+
+static __always_inline void bbr_core_set_state(struct sock *sk, __u8 new_state)
+{
+	struct rf_bbr *bbr = bbr_of(sk);
+
+	if (new_state == TCP_CA_Loss) {
+		/* An RTO: restart full-bandwidth detection; restore cwnd afterwards. */
+		bbr->prev_ca_state = TCP_CA_Loss;
+		bbr->full_bw = 0;
+		bbr->round_start = 1;
+	}
+	bbr->ca_state = new_state;
+}
+
+/*
+ * The struct_ops programs. Each CCA's .bpf.c defines RTTFAIR_OPS_NAME (the
+ * kernel name, e.g. "bbr1") and RTTFAIR_OPS_VAR (the map name the loader
+ * attaches), then invokes RTTFAIR_DEFINE_STRUCT_OPS().
+ */
+#define RTTFAIR_DEFINE_STRUCT_OPS(ops_var, ops_name)                             \
+	SEC("struct_ops")                                                       \
+	void BPF_PROG(rf_init, struct sock *sk)                                 \
+	{                                                                       \
+		bbr_core_init(sk);                                              \
+	}                                                                       \
+	SEC("struct_ops")                                                       \
+	void BPF_PROG(rf_release, struct sock *sk)                              \
+	{                                                                       \
+		bbr_core_release(sk);                                           \
+	}                                                                       \
+	SEC("struct_ops")                                                       \
+	void BPF_PROG(rf_cong_control, struct sock *sk, __u32 ack, int flag,    \
+		      const struct rate_sample *rs)                             \
+	{                                                                       \
+		bbr_core_main(sk, rs);                                          \
+	}                                                                       \
+	SEC("struct_ops")                                                       \
+	__u32 BPF_PROG(rf_ssthresh, struct sock *sk)                            \
+	{                                                                       \
+		bbr_save_cwnd(sk, bbr_of(sk));                                  \
+		return tcp_sk(sk)->snd_ssthresh;                                \
+	}                                                                       \
+	SEC("struct_ops")                                                       \
+	__u32 BPF_PROG(rf_undo_cwnd, struct sock *sk)                           \
+	{                                                                       \
+		struct rf_bbr *bbr = bbr_of(sk);                                \
+		bbr->full_bw = 0; /* spurious loss: re-check for a full pipe */ \
+		bbr->full_bw_cnt = 0;                                           \
+		return tcp_sk(sk)->snd_cwnd;                                    \
+	}                                                                       \
+	SEC("struct_ops")                                                       \
+	void BPF_PROG(rf_cwnd_event, struct sock *sk, enum tcp_ca_event event)  \
+	{                                                                       \
+		bbr_core_cwnd_event(sk, event);                                 \
+	}                                                                       \
+	SEC("struct_ops")                                                       \
+	void BPF_PROG(rf_set_state, struct sock *sk, __u8 new_state)            \
+	{                                                                       \
+		bbr_core_set_state(sk, new_state);                              \
+	}                                                                       \
+	SEC("struct_ops")                                                       \
+	__u32 BPF_PROG(rf_sndbuf_expand, struct sock *sk)                       \
+	{                                                                       \
+		return 3; /* room for pacing_gain 1.25 and the startup ramp */  \
+	}                                                                       \
+	SEC("struct_ops")                                                       \
+	__u32 BPF_PROG(rf_min_tso_segs, struct sock *sk)                        \
+	{                                                                       \
+		return bbr_min_tso_segs(sk);                                    \
+	}                                                                       \
+	SEC(".struct_ops.link")                                                 \
+	struct tcp_congestion_ops ops_var = {                                   \
+		.init = (void *)rf_init,                                        \
+		.release = (void *)rf_release,                                  \
+		.cong_control = (void *)rf_cong_control,                        \
+		.ssthresh = (void *)rf_ssthresh,                                \
+		.undo_cwnd = (void *)rf_undo_cwnd,                              \
+		.cwnd_event = (void *)rf_cwnd_event,                            \
+		.set_state = (void *)rf_set_state,                              \
+		.sndbuf_expand = (void *)rf_sndbuf_expand,                      \
+		.min_tso_segs = (void *)rf_min_tso_segs,                        \
+		.name = ops_name,                                               \
+	}
+
+char _license[] SEC("license") = "GPL";
+
+#endif /* RTTFAIR_BBR_CORE_H */

@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * rttfair ABI: every layout that crosses the kernel/user boundary.
+ *
+ * This header is the single source of truth for the BPF maps the CCAs share
+ * with user space. The Rust side never re-types these structs: the loader's
+ * build script compiles the BPF objects with libbpf-cargo, which emits Rust
+ * types from the objects' BTF (see loader/src/abi.rs), and the loader checks
+ * at run time that a pinned map's value size matches the generated type.
+ *
+ * Compatibility rule: a change to any struct below bumps RTTFAIR_ABI_VERSION,
+ * and the version is part of every pinned map's name (…_v<N>), so a new build
+ * never reuses a pinned map with an older layout by accident.
+ *
+ * Units are in the field names: _us microseconds, _ns nanoseconds, _bps bytes
+ * per second, _x256 fixed point with 8 fractional bits (BBR_UNIT),
+ * _x1024 fixed point with 10 fractional bits.
+ */
+#ifndef RTTFAIR_ABI_H
+#define RTTFAIR_ABI_H
+
+#define RTTFAIR_ABI_VERSION 1
+
+/* Which of the project's congestion controls a flow or counter belongs to. */
+enum rttfair_cca_id {
+	RTTFAIR_CCA_NONE = 0,
+	RTTFAIR_CCA_BBR1 = 1,
+	RTTFAIR_CCA_FAIRTT = 2,
+	RTTFAIR_CCA_ADBBR = 3,
+	RTTFAIR_CCA_MAX = 4,
+};
+
+/* The BBR state machine, as exported (matches enum bbr_mode in bbr_core.h). */
+enum rttfair_mode {
+	RTTFAIR_MODE_STARTUP = 0,
+	RTTFAIR_MODE_DRAIN = 1,
+	RTTFAIR_MODE_PROBE_BW = 2,
+	RTTFAIR_MODE_PROBE_RTT = 3,
+};
+
+/* Ad-BBR's rate-regulation regime (Ad-BBR Alg. 2). */
+enum rttfair_adbbr_regime {
+	RTTFAIR_ADBBR_NORMAL = 0, /* rRTT < 1.25 nRTT: rate unchanged */
+	RTTFAIR_ADBBR_BETA = 1,   /* 1.25 <= rRTT/nRTT < 1.5: rate / beta */
+	RTTFAIR_ADBBR_GAMMA = 2,  /* rRTT >= 1.5 nRTT: rate scaled by gamma */
+};
+
+/*
+ * One entry per socket that uses a project CCA, keyed by a host-unique flow
+ * id (u64, allocated from rttfair_ids at init). Inserted in init, refreshed at
+ * most once per packet-timed round trip (and not more often than every
+ * RTTFAIR_EXPORT_MIN_INTERVAL_US), deleted in release.
+ */
+struct rttfair_flow {
+	__u32 abi_version;     /* RTTFAIR_ABI_VERSION of the writer */
+	__u8 cca;              /* enum rttfair_cca_id */
+	__u8 mode;             /* enum rttfair_mode */
+	__u8 cycle_idx;        /* ProbeBW gain-cycle phase, 0..7 */
+	__u8 family;           /* AF_INET (2) or AF_INET6 (10) */
+	__u32 netns_ino;       /* inode number of the socket's network namespace */
+	__u16 sport;           /* local port, host byte order */
+	__u16 dport;           /* remote port, host byte order */
+	__u8 saddr[16];        /* local address: IPv4 in the first 4 bytes */
+	__u8 daddr[16];        /* remote address: IPv4 in the first 4 bytes */
+	__u64 btlbw_bps;       /* windowed-max delivery rate, bytes/s */
+	__u64 pacing_rate_bps; /* sk_pacing_rate, bytes/s */
+	__u32 min_rtt_us;      /* the model's RTprop */
+	__u32 last_rtt_us;     /* RTT of the latest rate sample */
+	__u32 srtt_us;         /* kernel smoothed RTT */
+	__u32 cwnd;            /* snd_cwnd, segments */
+	__u32 mss;             /* mss_cache, bytes */
+	__u16 pacing_gain_x256;
+	__u16 cwnd_gain_x256;
+	__u64 delivered_bytes; /* tcp_sock.bytes_acked */
+	__u64 retrans_bytes;   /* tcp_sock.bytes_retrans */
+	__u32 total_retrans;   /* tcp_sock.total_retrans, segments */
+	__u32 probe_rtt_entries;
+	__u64 rounds;          /* packet-timed round trips so far */
+	__u64 first_ns;        /* bpf_ktime_get_ns() at init */
+	__u64 last_ns;         /* bpf_ktime_get_ns() at the latest refresh */
+
+	/* FaiRTT internals (zero for other CCAs); FaiRTT paper Eq. 4-7. */
+	__u32 fairtt_alpha_us;      /* alpha_t, Eq. 5 */
+	__u32 fairtt_wminrtt_us;    /* WminRTT_t, Eq. 6 */
+	__u32 fairtt_coef_x1024;    /* minRTT*gamma/lastRTT applied to BDP (1024 = none) */
+	__u16 fairtt_wfcount;       /* distinct minRTTs seen active in the window */
+	__u8 fairtt_active;         /* 1 when the BDP reduction is applied */
+	__u8 _pad0;
+
+	/* Ad-BBR internals (zero for other CCAs); Ad-BBR paper Alg. 1-3. */
+	__u32 adbbr_nrtt_us;        /* nRTT, Alg. 1 */
+	__u32 adbbr_rtt_std_us;     /* std-dev of the RTT history, Alg. 3 */
+	__u32 adbbr_factor_x1024;   /* pacing factor applied (1024 = none) */
+	__u8 adbbr_regime;          /* enum rttfair_adbbr_regime */
+	__u8 _pad1[3];
+};
+
+/* Per-CCA host-wide counters (ARRAY indexed by enum rttfair_cca_id). */
+struct rttfair_counters {
+	__u64 flows_started;      /* init calls */
+	__u64 flows_released;     /* release calls */
+	__u64 export_failed;      /* flows that could not get a map entry (map full) */
+	__u64 export_deleted;     /* entries removed at release */
+	__u64 probe_rtt_entries;  /* ProbeRTT entries, all flows */
+};
+
+/*
+ * FaiRTT's host-shared minRTT registry (FaiRTT paper Alg. 1 line 4: Wfcount is
+ * the number of unique minRTTs in window t). A fixed array of slots, each a
+ * class of flows whose minRTTs lie within the distinct-minRTT tolerance of the
+ * slot's value; a slot counts while some flow refreshed it within the window.
+ */
+#define FAIRTT_REGISTRY_SLOTS 32
+
+struct fairtt_slot {
+	__u32 min_rtt_us;  /* representative minRTT of the class */
+	__u32 flows;       /* best-effort count of flows that refreshed it */
+	__u64 last_seen_ns;
+};
+
+/* Runtime tunables. 0 in any field means "use the built-in default". */
+struct fairtt_tunables {
+	__u32 beta_x1024;        /* Eq. 6 balance factor, default 0.8 */
+	__u32 gamma_x1024;       /* Alg. 1 discount factor, default 0.99 */
+	__u32 window_ms;         /* activity window for Wfcount, default 1000 */
+	__u32 tolerance_pct;     /* distinct-minRTT tolerance, default 10 % */
+};
+
+struct adbbr_tunables {
+	__u32 alpha_x1024;       /* Alg. 1 threshold alpha * RTprop, default 1.25 */
+	__u32 hold_ms;           /* Alg. 1 over-threshold duration, default 300 */
+	__u32 x_x1024;           /* Eq. 13 noise sensitivity X, default 0.5 */
+	__u32 zmin_us;           /* Eq. 13 protection threshold Z_min, default 5000 */
+	__u32 probe_hold_ms;     /* Alg. 3 condition duration, default 10000 */
+	__u32 gamma_mode;        /* interpretation of Eq. 12; 0 = default (1) */
+	__u32 gamma_ref_us;      /* reference delay for gamma modes, default 1000 */
+};
+
+#define RTTFAIR_EXPORT_MIN_INTERVAL_US 1000
+
+#endif /* RTTFAIR_ABI_H */

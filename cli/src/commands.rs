@@ -1,0 +1,126 @@
+//! Dispatch of the subcommands to the library crates.
+
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use rttfair_loader::lifecycle::{self, LoadOptions, LoadOutcome};
+use rttfair_loader::{flows::FlowReader, kernel, BpfFs, Cca};
+
+use crate::view;
+use crate::{Cli, Command};
+
+pub fn run(cli: Cli) -> Result<()> {
+    let fs = BpfFs::new(&cli.bpffs);
+    match cli.command {
+        Command::Load { ccas, flows_max } => load(&fs, &ccas, flows_max),
+        Command::Unload { ccas, force } => unload(&fs, &ccas, force),
+        Command::List { json } => list(&fs, json),
+        Command::Flows { json, watch, cca } => flows(&fs, json, watch, cca.as_deref()),
+    }
+}
+
+/// Parse every name before touching the kernel, so a typo changes nothing.
+fn parse_ccas(names: &[String]) -> Result<Vec<Cca>> {
+    let mut out = Vec::new();
+    for n in names {
+        let c: Cca = n.parse()?;
+        if !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    Ok(out)
+}
+
+fn load(fs: &BpfFs, names: &[String], flows_max: Option<u32>) -> Result<()> {
+    let ccas = parse_ccas(names)?;
+    let opts = LoadOptions { flows_max };
+    let mut done = Vec::new();
+    for cca in &ccas {
+        match lifecycle::load(*cca, fs, &opts) {
+            Ok(outcome) => {
+                let what = match outcome {
+                    LoadOutcome::Loaded => "loaded",
+                    LoadOutcome::AlreadyLoaded => "already loaded",
+                    LoadOutcome::Repaired => "loaded (repaired a stale pin from an interrupted run)",
+                };
+                println!("{cca}: {what}");
+                if outcome != LoadOutcome::AlreadyLoaded {
+                    done.push(*cca);
+                }
+            }
+            Err(e) => {
+                // All or nothing: undo what this invocation registered.
+                for c in done {
+                    let _ = lifecycle::unregister(c, fs, true);
+                }
+                return Err(e.into());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn unload(fs: &BpfFs, names: &[String], force: bool) -> Result<()> {
+    let ccas = parse_ccas(names)?;
+    // Check all before changing any.
+    for cca in &ccas {
+        if !fs.link_pin(*cca).exists() {
+            lifecycle::unregister(*cca, fs, force)?; // reports the precise error
+        }
+        if !force {
+            let n = rttfair_loader::flows::live_sockets(fs, *cca).unwrap_or(0);
+            if n > 0 {
+                return Err(rttfair_loader::Error::InUse { cca: cca.to_string(), sockets: n }.into());
+            }
+        }
+    }
+    for cca in ccas {
+        lifecycle::unregister(cca, fs, force)?;
+        println!("{cca}: unloaded");
+    }
+    Ok(())
+}
+
+fn list(fs: &BpfFs, json: bool) -> Result<()> {
+    let status = view::Status::gather(fs)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&status)?);
+    } else {
+        print!("{}", status.table());
+    }
+    Ok(())
+}
+
+fn flows(fs: &BpfFs, json: bool, watch: Option<f64>, cca: Option<&str>) -> Result<()> {
+    let filter = cca.map(str::parse::<Cca>).transpose()?;
+    if let Some(w) = watch {
+        if !(w.is_finite() && w >= 0.1) {
+            bail!("--watch must be a number of seconds >= 0.1, got {w}");
+        }
+    }
+    let reader = FlowReader::open(fs)?;
+    loop {
+        let mut flows = reader.flows()?;
+        if let Some(c) = filter {
+            flows.retain(|f| f.cca() == Some(c));
+        }
+        if json {
+            let rows: Vec<_> = flows.iter().map(view::FlowRow::from).collect();
+            println!("{}", serde_json::to_string(&rows)?);
+        } else {
+            if watch.is_some() {
+                print!("\x1b[2J\x1b[H");
+            }
+            print!("{}", view::flows_table(&flows));
+        }
+        match watch {
+            Some(w) => std::thread::sleep(Duration::from_secs_f64(w)),
+            None => return Ok(()),
+        }
+    }
+}
+
+#[allow(dead_code)]
+fn kernel_default() -> String {
+    kernel::default_cca().unwrap_or_else(|_| "?".into())
+}

@@ -1,0 +1,92 @@
+//! `rttfairctl`: the operator's command line for rttfair.
+//!
+//! Every command is a thin layer over a library crate (the loader, the lab,
+//! the daemon): parsing and printing live here, behaviour does not.
+
+mod commands;
+mod view;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// RTT-fair congestion control for Linux, as eBPF.
+///
+/// Load a congestion control with `rttfairctl load fairtt`; any TCP socket can
+/// then select it (sysctl net.ipv4.tcp_congestion_control, setsockopt
+/// TCP_CONGESTION, `iperf3 -C fairtt`, `ip route ... congctl fairtt`). It stays
+/// registered after this command exits, until `rttfairctl unload fairtt`.
+#[derive(Debug, Parser)]
+#[command(name = "rttfairctl", version, propagate_version = true)]
+pub struct Cli {
+    /// bpffs directory holding rttfair's pins.
+    #[arg(long, global = true, env = "RTTFAIR_BPFFS", default_value = "/sys/fs/bpf/rttfair")]
+    bpffs: std::path::PathBuf,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Register congestion controls with the kernel (bbr1, fairtt, adbbr).
+    Load {
+        /// CCAs to load.
+        #[arg(required = true, value_name = "CCA")]
+        ccas: Vec<String>,
+        /// Capacity of the per-flow export map, if this load creates it.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4_194_304))]
+        flows_max: Option<u32>,
+    },
+    /// Unregister congestion controls (refused while sockets use them).
+    Unload {
+        #[arg(required = true, value_name = "CCA")]
+        ccas: Vec<String>,
+        /// Unregister even if sockets still use it (they keep running on it).
+        #[arg(long)]
+        force: bool,
+    },
+    /// Show the CCAs of this build, which are loaded, the kernel default, and
+    /// how many sockets use each.
+    List {
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Per-flow BBR estimates of every socket on a rttfair CCA (what `ss -ti`
+    /// cannot show for BPF congestion controls).
+    Flows {
+        /// Machine-readable output (one JSON array).
+        #[arg(long)]
+        json: bool,
+        /// Refresh every N seconds until interrupted.
+        #[arg(long, value_name = "SECS")]
+        watch: Option<f64>,
+        /// Only flows of this CCA.
+        #[arg(long, value_name = "CCA")]
+        cca: Option<String>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match commands::run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("rttfairctl: error: {}", one_line(&e));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The error and its causes on one line.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for cause in e.chain() {
+        let s = cause.to_string();
+        if !parts.iter().any(|p| p.contains(&s)) {
+            parts.push(s);
+        }
+    }
+    parts.join(": ").replace('\n', " ")
+}

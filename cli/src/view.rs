@@ -1,0 +1,220 @@
+//! How things are shown: tables for people, serde structs for `--json`.
+
+use std::fmt::Write;
+
+use anyhow::Result;
+use rttfair_loader::flows::{self, Flow, FlowReader};
+use rttfair_loader::{kernel, lifecycle, BpfFs, Cca};
+use serde::Serialize;
+
+/// What `rttfairctl list` reports.
+#[derive(Debug, Serialize)]
+pub struct Status {
+    pub ccas: Vec<CcaStatus>,
+    pub kernel_default: String,
+    pub available: Vec<String>,
+    pub bpffs: String,
+    pub flow_map_capacity: Option<u32>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct CcaStatus {
+    pub name: &'static str,
+    pub loaded: bool,
+    /// Sockets using it now (init minus release, exact).
+    pub sockets: u64,
+    /// Of those, sockets whose export entry is present.
+    pub exported_flows: usize,
+    /// Flows that could not get an export entry (map full).
+    pub export_failed_total: u64,
+    pub probe_rtt_entries_total: u64,
+}
+
+impl Status {
+    pub fn gather(fs: &BpfFs) -> Result<Status> {
+        let reader = FlowReader::open(fs).ok();
+        let all_flows = reader.as_ref().and_then(|r| r.flows().ok()).unwrap_or_default();
+        let mut ccas = Vec::new();
+        for cca in Cca::ALL {
+            let counters = reader.as_ref().and_then(|r| r.counters(cca).ok()).unwrap_or_default();
+            ccas.push(CcaStatus {
+                name: cca.name(),
+                loaded: lifecycle::is_loaded(cca, fs),
+                sockets: counters.flows_started.saturating_sub(counters.flows_released),
+                exported_flows: all_flows.iter().filter(|f| f.cca() == Some(cca)).count(),
+                export_failed_total: counters.export_failed,
+                probe_rtt_entries_total: counters.probe_rtt_entries,
+            });
+        }
+        Ok(Status {
+            ccas,
+            kernel_default: kernel::default_cca()?,
+            available: kernel::available_ccas()?,
+            bpffs: fs.root().display().to_string(),
+            flow_map_capacity: reader.as_ref().map(|r| r.capacity()),
+        })
+    }
+
+    pub fn table(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(s, "{:<8} {:<7} {:>8} {:>9}", "CCA", "LOADED", "SOCKETS", "EXPORTED");
+        for c in &self.ccas {
+            let _ = writeln!(
+                s,
+                "{:<8} {:<7} {:>8} {:>9}",
+                c.name,
+                if c.loaded { "yes" } else { "no" },
+                c.sockets,
+                c.exported_flows
+            );
+        }
+        let _ = writeln!(s, "kernel default: {}", self.kernel_default);
+        let _ = writeln!(s, "available:      {}", self.available.join(" "));
+        s
+    }
+}
+
+/// One flow, flattened for JSON and tables.
+#[derive(Debug, Serialize)]
+pub struct FlowRow {
+    pub id: u64,
+    pub cca: String,
+    pub local: String,
+    pub peer: String,
+    pub netns: u32,
+    pub mode: &'static str,
+    pub btlbw_bytes_per_second: u64,
+    pub pacing_rate_bytes_per_second: u64,
+    pub min_rtt_seconds: f64,
+    pub last_rtt_seconds: f64,
+    pub srtt_seconds: f64,
+    pub cwnd_segments: u32,
+    pub pacing_gain: f64,
+    pub cwnd_gain: f64,
+    pub delivered_bytes: u64,
+    pub retrans_bytes: u64,
+    pub probe_rtt_entries: u32,
+    pub age_seconds: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fairtt: Option<FairttRow>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub adbbr: Option<AdbbrRow>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct FairttRow {
+    pub alpha_seconds: f64,
+    pub wminrtt_seconds: f64,
+    pub coefficient: f64,
+    pub wfcount: u16,
+    pub active: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct AdbbrRow {
+    pub nrtt_seconds: f64,
+    pub rtt_std_seconds: f64,
+    pub regime: &'static str,
+    pub factor: f64,
+}
+
+impl From<&Flow> for FlowRow {
+    fn from(f: &Flow) -> Self {
+        let r = &f.raw;
+        let cca = f.cca();
+        FlowRow {
+            id: f.id,
+            cca: cca.map(|c| c.name().to_string()).unwrap_or_else(|| format!("id{}", r.cca)),
+            local: f.local().to_string(),
+            peer: f.peer().to_string(),
+            netns: r.netns_ino,
+            mode: f.mode(),
+            btlbw_bytes_per_second: r.btlbw_bps,
+            pacing_rate_bytes_per_second: r.pacing_rate_bps,
+            min_rtt_seconds: r.min_rtt_us as f64 / 1e6,
+            last_rtt_seconds: r.last_rtt_us as f64 / 1e6,
+            srtt_seconds: r.srtt_us as f64 / 1e6,
+            cwnd_segments: r.cwnd,
+            pacing_gain: r.pacing_gain_x256 as f64 / 256.0,
+            cwnd_gain: r.cwnd_gain_x256 as f64 / 256.0,
+            delivered_bytes: r.delivered_bytes,
+            retrans_bytes: r.retrans_bytes,
+            probe_rtt_entries: r.probe_rtt_entries,
+            age_seconds: r.last_ns.saturating_sub(r.first_ns) as f64 / 1e9,
+            fairtt: (r.cca as u32 == rttfair_loader::abi::CCA_FAIRTT).then(|| FairttRow {
+                alpha_seconds: r.fairtt_alpha_us as f64 / 1e6,
+                wminrtt_seconds: r.fairtt_wminrtt_us as f64 / 1e6,
+                coefficient: r.fairtt_coef_x1024 as f64 / 1024.0,
+                wfcount: r.fairtt_wfcount,
+                active: r.fairtt_active != 0,
+            }),
+            adbbr: (r.cca as u32 == rttfair_loader::abi::CCA_ADBBR).then(|| AdbbrRow {
+                nrtt_seconds: r.adbbr_nrtt_us as f64 / 1e6,
+                rtt_std_seconds: r.adbbr_rtt_std_us as f64 / 1e6,
+                regime: flows::regime_name(r.adbbr_regime),
+                factor: r.adbbr_factor_x1024 as f64 / 1024.0,
+            }),
+        }
+    }
+}
+
+/// The `flows` table.
+pub fn flows_table(flows: &[Flow]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:>6} {:<6} {:<22} {:<22} {:<9} {:>11} {:>9} {:>9} {:>6} {:>6}  EXTRA",
+        "ID", "CCA", "LOCAL", "PEER", "MODE", "BTLBW", "MINRTT", "LASTRTT", "CWND", "GAIN"
+    );
+    for f in flows {
+        let row = FlowRow::from(f);
+        let extra = match (&row.fairtt, &row.adbbr) {
+            (Some(ft), _) => format!(
+                "alpha={:.1}ms coef={:.3} wf={} {}",
+                ft.alpha_seconds * 1e3,
+                ft.coefficient,
+                ft.wfcount,
+                if ft.active { "active" } else { "idle" }
+            ),
+            (_, Some(ab)) => format!(
+                "nrtt={:.1}ms std={:.2}ms {} x{:.3}",
+                ab.nrtt_seconds * 1e3,
+                ab.rtt_std_seconds * 1e3,
+                ab.regime,
+                ab.factor
+            ),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            s,
+            "{:>6} {:<6} {:<22} {:<22} {:<9} {:>11} {:>9} {:>9} {:>6} {:>6.2}  {}",
+            row.id,
+            row.cca,
+            row.local,
+            row.peer,
+            row.mode,
+            human_rate(row.btlbw_bytes_per_second),
+            format!("{:.2}ms", row.min_rtt_seconds * 1e3),
+            format!("{:.2}ms", row.last_rtt_seconds * 1e3),
+            row.cwnd_segments,
+            row.pacing_gain,
+            extra
+        );
+    }
+    if flows.is_empty() {
+        let _ = writeln!(s, "(no flows on rttfair CCAs)");
+    }
+    s
+}
+
+/// bytes/s as bit/s with a unit.
+pub fn human_rate(bytes_per_sec: u64) -> String {
+    let bits = bytes_per_sec as f64 * 8.0;
+    if bits >= 1e9 {
+        format!("{:.2}Gbit/s", bits / 1e9)
+    } else if bits >= 1e6 {
+        format!("{:.2}Mbit/s", bits / 1e6)
+    } else {
+        format!("{:.0}kbit/s", bits / 1e3)
+    }
+}

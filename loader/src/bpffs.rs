@@ -1,0 +1,162 @@
+//! Where rttfair keeps its kernel objects: a directory on bpffs.
+//!
+//! ```text
+//! /sys/fs/bpf/rttfair/        root (mode 0700)
+//!   links/<cca>               pinned struct_ops link: the CCA stays registered
+//!   maps/<map>_v<abi>         shared maps, pinned by name by libbpf
+//! ```
+//! The root can be moved with `RTTFAIR_BPFFS` (tests use a private root).
+
+use std::fs::{self, File, OpenOptions};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use nix::fcntl::{Flock, FlockArg};
+
+use crate::cca::Cca;
+use crate::error::{Error, Result};
+
+/// `statfs(2)` magic of bpffs.
+const BPF_FS_MAGIC: i64 = 0xcafe4a11;
+/// Where bpffs is conventionally mounted.
+const BPFFS_MOUNTPOINT: &str = "/sys/fs/bpf";
+
+/// The bpffs directory tree of one rttfair installation.
+#[derive(Debug, Clone)]
+pub struct BpfFs {
+    root: PathBuf,
+}
+
+/// Holds the installation lock; released on drop (also when the process dies).
+#[derive(Debug)]
+pub struct LockGuard {
+    _flock: Flock<File>,
+}
+
+impl BpfFs {
+    /// The default root.
+    pub const DEFAULT_ROOT: &'static str = "/sys/fs/bpf/rttfair";
+
+    /// An installation rooted at `root`.
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        BpfFs { root: root.into() }
+    }
+
+    /// `$RTTFAIR_BPFFS` or the default root.
+    pub fn from_env() -> Self {
+        match std::env::var_os("RTTFAIR_BPFFS") {
+            Some(p) if !p.is_empty() => BpfFs::new(p),
+            _ => BpfFs::new(Self::DEFAULT_ROOT),
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Directory libbpf pins the shared maps in (`pin_root_path`).
+    pub fn maps_dir(&self) -> PathBuf {
+        self.root.join("maps")
+    }
+
+    pub fn links_dir(&self) -> PathBuf {
+        self.root.join("links")
+    }
+
+    /// The pinned struct_ops link of a CCA.
+    pub fn link_pin(&self, cca: Cca) -> PathBuf {
+        self.links_dir().join(cca.name())
+    }
+
+    /// A shared map's pin.
+    pub fn map_pin(&self, map: &str) -> PathBuf {
+        self.maps_dir().join(map)
+    }
+
+    /// Is the installation's root present at all (nothing was ever loaded if not)?
+    pub fn exists(&self) -> bool {
+        self.root.is_dir()
+    }
+
+    /// Make sure the tree exists on a mounted bpffs, mounting bpffs at
+    /// /sys/fs/bpf if the root would live there and nothing is mounted.
+    pub fn ensure(&self) -> Result<()> {
+        if self.root.starts_with(BPFFS_MOUNTPOINT) && !is_bpffs(Path::new(BPFFS_MOUNTPOINT)) {
+            mount_bpffs(Path::new(BPFFS_MOUNTPOINT)).map_err(|reason| Error::Bpffs {
+                path: BPFFS_MOUNTPOINT.into(),
+                reason,
+            })?;
+        }
+        let anchor = nearest_existing(&self.root);
+        if !is_bpffs(&anchor) {
+            return Err(Error::Bpffs {
+                path: self.root.clone(),
+                reason: format!("{} is not on a bpf filesystem", anchor.display()),
+            });
+        }
+        for dir in [self.root.clone(), self.maps_dir(), self.links_dir()] {
+            fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&dir)
+                .map_err(|e| Error::Bpffs { path: dir.clone(), reason: e.to_string() })?;
+        }
+        Ok(())
+    }
+
+    /// Take the installation lock, waiting up to `wait` for another holder.
+    /// bpffs holds no regular files, so the lock is a flock on the root
+    /// directory itself; the kernel drops it when the holder dies.
+    pub fn lock(&self, wait: Duration) -> Result<LockGuard> {
+        let path = self.root.clone();
+        let file = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY)
+            .open(&path)
+            .map_err(|e| Error::io(format!("open {}", path.display()), e))?;
+        let deadline = Instant::now() + wait;
+        let mut file = file;
+        loop {
+            match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+                Ok(flock) => return Ok(LockGuard { _flock: flock }),
+                Err((f, _)) if Instant::now() < deadline => {
+                    file = f;
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(_) => return Err(Error::Busy { path }),
+            }
+        }
+    }
+
+    /// Remove the tree if nothing remains in it.
+    pub fn remove_if_empty(&self) {
+        for dir in [self.maps_dir(), self.links_dir(), self.root.clone()] {
+            let _ = fs::remove_dir(dir); // fails, harmlessly, if not empty
+        }
+    }
+}
+
+fn nearest_existing(path: &Path) -> PathBuf {
+    let mut p = path.to_path_buf();
+    while !p.exists() {
+        if !p.pop() {
+            return PathBuf::from("/");
+        }
+    }
+    p
+}
+
+/// Whether `path` lives on bpffs.
+pub fn is_bpffs(path: &Path) -> bool {
+    nix::sys::statfs::statfs(path)
+        .map(|s| s.filesystem_type().0 as i64 == BPF_FS_MAGIC)
+        .unwrap_or(false)
+}
+
+fn mount_bpffs(target: &Path) -> std::result::Result<(), String> {
+    use nix::mount::{mount, MsFlags};
+    fs::create_dir_all(target).map_err(|e| e.to_string())?;
+    mount(Some("bpf"), target, Some("bpf"), MsFlags::empty(), None::<&str>)
+        .map_err(|e| format!("mount -t bpf failed: {e}"))
+}

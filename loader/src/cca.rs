@@ -1,0 +1,74 @@
+//! The congestion controls this build carries.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::abi;
+use crate::error::Error;
+
+/// A congestion control shipped by rttfair. The kernel name is what sockets
+/// select (`setsockopt(TCP_CONGESTION)`, `iperf3 -C`, sysctl).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Cca {
+    /// BBR v1, the baseline built on the shared core.
+    Bbr1,
+}
+
+impl Cca {
+    /// Every CCA of this build, in a stable order.
+    pub const ALL: [Cca; 1] = [Cca::Bbr1];
+
+    /// The name registered with the kernel.
+    pub fn name(self) -> &'static str {
+        match self {
+            Cca::Bbr1 => "bbr1",
+        }
+    }
+
+    /// The id used in the BPF maps (`enum rttfair_cca_id`).
+    pub fn abi_id(self) -> u32 {
+        match self {
+            Cca::Bbr1 => abi::CCA_BBR1,
+        }
+    }
+
+    /// The inverse of [`Cca::abi_id`].
+    pub fn from_abi_id(id: u32) -> Option<Cca> {
+        Cca::ALL.into_iter().find(|c| c.abi_id() == id)
+    }
+
+    /// Name of the `.struct_ops.link` map in the object.
+    pub(crate) fn ops_map(self) -> String {
+        format!("{}_ops", self.name())
+    }
+
+    /// The compiled BPF object, embedded at build time.
+    pub(crate) fn object(self) -> &'static [u8] {
+        match self {
+            Cca::Bbr1 => crate::lifecycle::objects::BBR1,
+        }
+    }
+
+    /// "bbr1, fairtt, adbbr", for error messages.
+    pub fn valid_names() -> String {
+        Cca::ALL.map(Cca::name).join(", ")
+    }
+}
+
+impl fmt::Display for Cca {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Cca {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Cca::ALL
+            .into_iter()
+            .find(|c| c.name() == s)
+            .ok_or_else(|| Error::UnknownCca { name: s.to_string(), valid: Cca::valid_names() })
+    }
+}

@@ -1,0 +1,60 @@
+//! One error type for every way a lifecycle step can fail, each rendered as
+//! one line an operator can act on.
+
+use std::path::PathBuf;
+
+/// Errors from the loader. `Display` is a single, self-contained line.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("permission denied: {what} needs {missing} (run as root)")]
+    NotPrivileged { what: String, missing: String },
+    #[error("kernel has no BTF ({path} missing): rttfair needs CONFIG_DEBUG_INFO_BTF=y")]
+    NoBtf { path: PathBuf },
+    #[error("kernel cannot register BPF congestion controls ({0}); needs Linux >= 5.13 with CONFIG_BPF_JIT and struct_ops")]
+    NoStructOps(String),
+    #[error("bpffs unavailable at {path}: {reason}")]
+    Bpffs { path: PathBuf, reason: String },
+    #[error("unknown CCA '{name}' (valid: {valid})")]
+    UnknownCca { name: String, valid: String },
+    #[error("the name '{name}' is already registered by another congestion control (not by rttfair at {pin})")]
+    NameTaken { name: String, pin: PathBuf },
+    #[error("the verifier rejected {cca}: {log_tail}")]
+    Verifier { cca: String, log_tail: String },
+    #[error("no rttfair CCA has been loaded (nothing pinned at {path})")]
+    NothingLoaded { path: PathBuf },
+    #[error("{cca} is not loaded")]
+    NotLoaded { cca: String },
+    #[error("{cca} is used by {sockets} socket(s); close or migrate them first, or pass --force")]
+    InUse { cca: String, sockets: u64 },
+    #[error("pinned map {path} does not match this build ({reason}); remove it or unload all rttfair CCAs")]
+    ForeignPin { path: PathBuf, reason: String },
+    #[error("another rttfairctl holds the lock on {path}")]
+    Busy { path: PathBuf },
+    #[error("invalid value for {name}: {reason}")]
+    InvalidValue { name: String, reason: String },
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{context}: {source}")]
+    Bpf {
+        context: String,
+        #[source]
+        source: libbpf_rs::Error,
+    },
+}
+
+/// Result alias for this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Io { context: context.into(), source }
+    }
+
+    pub(crate) fn bpf(context: impl Into<String>, source: libbpf_rs::Error) -> Self {
+        Error::Bpf { context: context.into(), source }
+    }
+}

@@ -1,0 +1,31 @@
+//! rttfair-loader: the lifecycle of the rttfair BPF congestion controls.
+//!
+//! A congestion control goes through the same steps every time, and this
+//! crate is organised after them ([`lifecycle`]):
+//!
+//! 1. **open** the embedded BPF object, pointing libbpf at the pinned shared
+//!    maps so every CCA and every process sees the same per-flow state;
+//! 2. **load** it into the kernel (the verifier runs here);
+//! 3. **register** its `struct_ops` `tcp_congestion_ops` through a BPF link,
+//!    which makes the name selectable by any socket;
+//! 4. **pin** the link under bpffs so the registration outlives this process;
+//! 5. **update** the link in place with a newer build (swap);
+//! 6. **unregister** by removing the pin.
+//!
+//! Around that: [`Cca`] names what can be loaded, [`BpfFs`] where state lives,
+//! [`preflight`] what the host must offer, [`flows`] reads the per-flow
+//! export, and [`abi`] holds the Rust mirror of `bpf/include/rttfair_abi.h`,
+//! generated from BTF.
+
+pub mod abi;
+pub mod bpffs;
+pub mod cca;
+pub mod error;
+pub mod flows;
+pub mod kernel;
+pub mod lifecycle;
+pub mod preflight;
+
+pub use bpffs::BpfFs;
+pub use cca::Cca;
+pub use error::{Error, Result};

@@ -1,0 +1,259 @@
+//! open -> load -> register -> pin, and back: unregister.
+//!
+//! Each step is a function from one typed state to the next, so a caller can
+//! only register what loaded and only pin what registered. Failing at any step
+//! drops what the earlier steps created: an unpinned link unregisters the CCA
+//! when it is dropped, so a failed `load` never leaves a CCA half-registered.
+//! Only the shared maps can outlive a failure; they are harmless and reused.
+
+use std::fs;
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use libbpf_rs::{Link, MapCore, MapHandle, Object, ObjectBuilder, OpenObject, PrintLevel};
+
+use crate::bpffs::BpfFs;
+use crate::cca::Cca;
+use crate::error::{Error, Result};
+use crate::{kernel, preflight};
+
+/// The compiled objects, embedded at build time by build.rs.
+pub(crate) mod objects {
+    pub static BBR1: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/bbr1.bpf.o"));
+}
+
+/// Name of the shared per-flow map (versioned with the ABI).
+pub const FLOWS_MAP: &str = "rttfair_flows_v1";
+/// Name of the shared per-CCA counters map.
+pub const COUNTERS_MAP: &str = "rttfair_counters_v1";
+
+/// Knobs of a load that matter only when the shared maps are first created.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// Capacity of the per-flow export map (default 65536).
+    pub flows_max: Option<u32>,
+}
+
+/// Step 1: an object opened for a CCA, not yet in the kernel.
+pub struct Opened {
+    cca: Cca,
+    obj: OpenObject,
+}
+
+/// Step 2: the programs passed the verifier and the maps exist.
+pub struct Loaded {
+    cca: Cca,
+    obj: Object,
+}
+
+/// Step 3: the CCA is registered for as long as `link` lives (or is pinned).
+pub struct Registered {
+    cca: Cca,
+    link: Link,
+    _obj: Object,
+}
+
+/// What `load` did.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub enum LoadOutcome {
+    /// Newly registered and pinned.
+    Loaded,
+    /// Already registered by rttfair; nothing changed.
+    AlreadyLoaded,
+    /// A pin was left without a registration (an interrupted run); repaired.
+    Repaired,
+}
+
+/// Open the embedded object of `cca`, wired to the installation's shared maps.
+pub fn open(cca: Cca, fs: &BpfFs, opts: &LoadOptions) -> Result<Opened> {
+    let mut builder = ObjectBuilder::default();
+    builder
+        .pin_root_path(fs.maps_dir())
+        .map_err(|e| Error::bpf("set pin root", e))?;
+    let mut obj = builder
+        .open_memory(cca.object())
+        .map_err(|e| Error::bpf(format!("open {cca} object"), e))?;
+    for mut map in obj.maps_mut() {
+        let name = map.name().to_string_lossy().into_owned();
+        let pin = fs.map_pin(&name);
+        if pin.exists() {
+            check_pinned_map_matches(&pin, map.map_type(), map.key_size(), map.value_size())?;
+        } else if name == FLOWS_MAP {
+            if let Some(n) = opts.flows_max {
+                map.set_max_entries(n).map_err(|e| Error::bpf("set flow map size", e))?;
+            }
+        }
+    }
+    Ok(Opened { cca, obj })
+}
+
+/// A pin under our maps directory must be the map this build expects;
+/// anything else (a file from another tool, an older layout) is refused.
+fn check_pinned_map_matches(
+    pin: &Path,
+    ty: libbpf_rs::MapType,
+    key_size: u32,
+    value_size: u32,
+) -> Result<()> {
+    let foreign = |reason: String| Error::ForeignPin { path: pin.to_path_buf(), reason };
+    let handle = MapHandle::from_pinned_path(pin).map_err(|e| foreign(format!("not a BPF map: {e}")))?;
+    if handle.map_type() != ty {
+        return Err(foreign(format!("type {:?}, expected {:?}", handle.map_type(), ty)));
+    }
+    if handle.key_size() != key_size || handle.value_size() != value_size {
+        return Err(foreign(format!(
+            "key/value size {}/{}, expected {key_size}/{value_size}",
+            handle.key_size(),
+            handle.value_size()
+        )));
+    }
+    Ok(())
+}
+
+static VERIFIER_LOG: Mutex<String> = Mutex::new(String::new());
+
+fn capture_libbpf_output(_level: PrintLevel, msg: String) {
+    if let Ok(mut log) = VERIFIER_LOG.lock() {
+        log.push_str(&msg);
+    }
+}
+
+/// The last `lines` lines of what libbpf printed, joined with " | ".
+fn log_tail(log: &str, lines: usize) -> String {
+    let all: Vec<&str> = log.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    all[all.len().saturating_sub(lines)..].join(" | ")
+}
+
+impl Opened {
+    /// Step 2: load into the kernel. A verifier rejection returns the tail of
+    /// the verifier log.
+    pub fn load(self) -> Result<Loaded> {
+        VERIFIER_LOG.lock().map(|mut l| l.clear()).ok();
+        let prev = libbpf_rs::set_print(Some((PrintLevel::Debug, capture_libbpf_output)));
+        let res = self.obj.load();
+        libbpf_rs::set_print(prev);
+        let log = VERIFIER_LOG.lock().map(|l| l.clone()).unwrap_or_default();
+        match res {
+            Ok(obj) => Ok(Loaded { cca: self.cca, obj }),
+            Err(e) => Err(classify_load_error(self.cca, e, &log)),
+        }
+    }
+}
+
+fn classify_load_error(cca: Cca, e: libbpf_rs::Error, log: &str) -> Error {
+    if log.contains("couldn't reuse pinned map") {
+        return Error::ForeignPin { path: "maps".into(), reason: log_tail(log, 2) };
+    }
+    if log.contains("processed ") || log.contains("R0 ") || log.contains("invalid") && log.contains("insn") {
+        return Error::Verifier { cca: cca.to_string(), log_tail: log_tail(log, 6) };
+    }
+    if log.contains("struct_ops") && (log.contains("not found") || log.contains("Unknown")) {
+        return Error::NoStructOps(log_tail(log, 2));
+    }
+    Error::bpf(format!("load {cca} ({})", log_tail(log, 3)), e)
+}
+
+impl Loaded {
+    /// Step 3: register the struct_ops with the kernel via a BPF link.
+    pub fn register(mut self) -> Result<Registered> {
+        let ops = self.cca.ops_map();
+        let mut map = self
+            .obj
+            .maps_mut()
+            .find(|m| m.name() == ops.as_str())
+            .ok_or_else(|| Error::NoStructOps(format!("object has no map {ops}")))?;
+        let link = map.attach_struct_ops().map_err(|e| match e.kind() {
+            libbpf_rs::ErrorKind::AlreadyExists => Error::NameTaken {
+                name: self.cca.to_string(),
+                pin: "(none)".into(),
+            },
+            _ => Error::bpf(format!("register {}", self.cca), e),
+        })?;
+        Ok(Registered { cca: self.cca, link, _obj: self.obj })
+    }
+}
+
+impl Registered {
+    /// Step 4: pin the link so the registration outlives this process.
+    pub fn pin(mut self, fs: &BpfFs) -> Result<()> {
+        let path = fs.link_pin(self.cca);
+        self.link
+            .pin(&path)
+            .map_err(|e| Error::bpf(format!("pin {}", path.display()), e))?;
+        Ok(())
+    }
+}
+
+/// Load `cca` end to end: preflight, open, load, register, pin. Idempotent.
+pub fn load(cca: Cca, fs: &BpfFs, opts: &LoadOptions) -> Result<LoadOutcome> {
+    preflight::check_can_register(&format!("loading {cca}"))?;
+    preflight::check_btf()?;
+    fs.ensure()?;
+    let _lock = fs.lock(Duration::from_secs(10))?;
+
+    let pin = fs.link_pin(cca);
+    let registered = kernel::is_registered(cca.name())?;
+    let mut outcome = LoadOutcome::Loaded;
+    if pin.exists() {
+        if registered && Link::open(&pin).is_ok() {
+            return Ok(LoadOutcome::AlreadyLoaded);
+        }
+        // A pin without a live registration: left by an interrupted run.
+        fs::remove_file(&pin).map_err(|e| Error::io(format!("remove stale {}", pin.display()), e))?;
+        outcome = LoadOutcome::Repaired;
+    }
+    if kernel::is_registered(cca.name())? {
+        return Err(Error::NameTaken { name: cca.to_string(), pin });
+    }
+    open(cca, fs, opts)?.load()?.register()?.pin(fs)?;
+    Ok(outcome)
+}
+
+/// Is `cca` registered and pinned by this installation?
+pub fn is_loaded(cca: Cca, fs: &BpfFs) -> bool {
+    fs.link_pin(cca).exists() && kernel::is_registered(cca.name()).unwrap_or(false)
+}
+
+/// Step 6: unregister by removing the link pin. Refuses while sockets still
+/// use the CCA unless `force`.
+pub fn unregister(cca: Cca, fs: &BpfFs, force: bool) -> Result<()> {
+    preflight::check_can_register(&format!("unloading {cca}"))?;
+    let pin = fs.link_pin(cca);
+    if !pin.exists() {
+        if kernel::is_registered(cca.name())? {
+            return Err(Error::NameTaken { name: cca.to_string(), pin });
+        }
+        return Err(Error::NotLoaded { cca: cca.to_string() });
+    }
+    let _lock = fs.lock(Duration::from_secs(10))?;
+    if !force {
+        let sockets = crate::flows::live_sockets(fs, cca).unwrap_or(0);
+        if sockets > 0 {
+            return Err(Error::InUse { cca: cca.to_string(), sockets });
+        }
+    }
+    fs::remove_file(&pin).map_err(|e| Error::io(format!("remove {}", pin.display()), e))?;
+    // The kernel unregisters when the last link reference goes; it is
+    // synchronous for pins, but give RCU a moment before reporting.
+    for _ in 0..50 {
+        if !kernel::is_registered(cca.name())? {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    if !Cca::ALL.iter().any(|c| fs.link_pin(*c).exists()) {
+        remove_shared_maps(fs);
+    }
+    Ok(())
+}
+
+/// With no CCA left, the shared maps go too, so the host is left as found.
+fn remove_shared_maps(fs: &BpfFs) {
+    if let Ok(entries) = fs::read_dir(fs.maps_dir()) {
+        for e in entries.flatten() {
+            let _ = fs::remove_file(e.path());
+        }
+    }
+    fs.remove_if_empty();
+}
