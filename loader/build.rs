@@ -20,7 +20,7 @@ use std::process::Command;
 use libbpf_cargo::SkeletonBuilder;
 
 /// The BPF programs this crate embeds, by source stem.
-const OBJECTS: &[&str] = &["abi", "bbr1"];
+const OBJECTS: &[&str] = &["abi", "bbr1", "testdata/reject"];
 
 fn main() {
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR"));
@@ -39,7 +39,7 @@ fn main() {
         println!("cargo:rerun-if-changed={}", src.display());
         SkeletonBuilder::new()
             .source(&src)
-            .obj(out.join(format!("{stem}.bpf.o")))
+            .obj(out.join(format!("{}.bpf.o", stem.replace('/', "_"))))
             .clang_args([
                 "-Wall".into(),
                 "-Werror".into(),
@@ -49,7 +49,7 @@ fn main() {
                 "-I".into(),
                 vmlinux_dir.clone().into_os_string(),
             ])
-            .build_and_generate(out.join(format!("{stem}.skel.rs")))
+            .build_and_generate(out.join(format!("{}.skel.rs", stem.replace('/', "_"))))
             .unwrap_or_else(|e| panic!("building bpf/{stem}.bpf.c failed: {e:#}"));
     }
 }

@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use anyhow::{bail, Result};
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
 use rttfair_loader::lifecycle::{self, LoadOptions, LoadOutcome};
 use rttfair_loader::{flows::FlowReader, kernel, BpfFs, Cca};
 
@@ -12,7 +14,7 @@ use crate::{Cli, Command};
 pub fn run(cli: Cli) -> Result<()> {
     let fs = BpfFs::new(&cli.bpffs);
     match cli.command {
-        Command::Load { ccas, flows_max } => load(&fs, &ccas, flows_max),
+        Command::Load { ccas, flows_max, object } => load(&fs, &ccas, flows_max, object.as_deref()),
         Command::Unload { ccas, force } => unload(&fs, &ccas, force),
         Command::List { json } => list(&fs, json),
         Command::Flows { json, watch, cca } => flows(&fs, json, watch, cca.as_deref()),
@@ -31,9 +33,14 @@ fn parse_ccas(names: &[String]) -> Result<Vec<Cca>> {
     Ok(out)
 }
 
-fn load(fs: &BpfFs, names: &[String], flows_max: Option<u32>) -> Result<()> {
+fn load(fs: &BpfFs, names: &[String], flows_max: Option<u32>, object: Option<&Path>) -> Result<()> {
     let ccas = parse_ccas(names)?;
-    let opts = LoadOptions { flows_max };
+    let object = match object {
+        None => None,
+        Some(_) if ccas.len() != 1 => bail!("--object takes exactly one CCA"),
+        Some(p) => Some(std::fs::read(p).with_context(|| format!("read {}", p.display()))?),
+    };
+    let opts = LoadOptions { flows_max, object };
     let mut done = Vec::new();
     for cca in &ccas {
         match lifecycle::load(*cca, fs, &opts) {

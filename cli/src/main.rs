@@ -37,6 +37,10 @@ pub enum Command {
         /// Capacity of the per-flow export map, if this load creates it.
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4_194_304))]
         flows_max: Option<u32>,
+        /// Load this BPF object instead of the built-in one (your own build of
+        /// the CCA; it must define `<cca>_ops`). Only with a single CCA.
+        #[arg(long, value_name = "PATH")]
+        object: Option<std::path::PathBuf>,
     },
     /// Unregister congestion controls (refused while sockets use them).
     Unload {

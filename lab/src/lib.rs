@@ -1,0 +1,10 @@
+//! rttfair-lab: real kernel TCP through emulated networks on one host.
+//!
+//! [`netns`] owns network namespaces (unique names, cleanup on drop, panic,
+//! Ctrl-C, and of leftovers of killed runs); [`link`] builds veth links with
+//! rate limits and drop-tail buffers; [`sock`] opens TCP sockets inside a
+//! namespace with a chosen congestion control and reads TCP_INFO.
+
+pub mod link;
+pub mod netns;
+pub mod sock;

@@ -23,6 +23,14 @@ pub(crate) mod objects {
     pub static BBR1: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/bbr1.bpf.o"));
 }
 
+/// Objects for tests of the failure paths (not CCAs anyone should load).
+#[doc(hidden)]
+pub mod testdata {
+    /// Defines `bbr1_ops` with a write the verifier refuses.
+    pub static REJECTED_BY_VERIFIER: &[u8] =
+        include_bytes!(concat!(env!("OUT_DIR"), "/testdata_reject.bpf.o"));
+}
+
 /// Name of the shared per-flow map (versioned with the ABI).
 pub const FLOWS_MAP: &str = "rttfair_flows_v1";
 /// Name of the shared per-CCA counters map.
@@ -33,6 +41,9 @@ pub const COUNTERS_MAP: &str = "rttfair_counters_v1";
 pub struct LoadOptions {
     /// Capacity of the per-flow export map (default 65536).
     pub flows_max: Option<u32>,
+    /// Load this BPF object instead of the embedded build (a developer's own
+    /// build of the CCA; it must define `<cca>_ops`).
+    pub object: Option<Vec<u8>>,
 }
 
 /// Step 1: an object opened for a CCA, not yet in the kernel.
@@ -72,7 +83,7 @@ pub fn open(cca: Cca, fs: &BpfFs, opts: &LoadOptions) -> Result<Opened> {
         .pin_root_path(fs.maps_dir())
         .map_err(|e| Error::bpf("set pin root", e))?;
     let mut obj = builder
-        .open_memory(cca.object())
+        .open_memory(opts.object.as_deref().unwrap_or(cca.object()))
         .map_err(|e| Error::bpf(format!("open {cca} object"), e))?;
     for mut map in obj.maps_mut() {
         let name = map.name().to_string_lossy().into_owned();
@@ -125,6 +136,18 @@ fn log_tail(log: &str, lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join(" | ")
 }
 
+/// The verifier's verdict: the lines just before its "processed N insns"
+/// summary, where it says what it refused and at which instruction.
+fn verifier_reason(log: &str) -> Option<String> {
+    let lines: Vec<&str> = log.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let end = lines.iter().position(|l| l.starts_with("processed ") && l.contains(" insns"))?;
+    let prog = lines
+        .iter()
+        .find_map(|l| l.strip_prefix("libbpf: prog '").and_then(|r| r.split('\'').next()))
+        .unwrap_or("?");
+    Some(format!("program {prog}: {}", lines[end.saturating_sub(2)..end].join(" | ")))
+}
+
 impl Opened {
     /// Step 2: load into the kernel. A verifier rejection returns the tail of
     /// the verifier log.
@@ -145,8 +168,8 @@ fn classify_load_error(cca: Cca, e: libbpf_rs::Error, log: &str) -> Error {
     if log.contains("couldn't reuse pinned map") {
         return Error::ForeignPin { path: "maps".into(), reason: log_tail(log, 2) };
     }
-    if log.contains("processed ") || log.contains("R0 ") || log.contains("invalid") && log.contains("insn") {
-        return Error::Verifier { cca: cca.to_string(), log_tail: log_tail(log, 6) };
+    if let Some(reason) = verifier_reason(log) {
+        return Error::Verifier { cca: cca.to_string(), log_tail: reason };
     }
     if log.contains("struct_ops") && (log.contains("not found") || log.contains("Unknown")) {
         return Error::NoStructOps(log_tail(log, 2));
@@ -206,8 +229,16 @@ pub fn load(cca: Cca, fs: &BpfFs, opts: &LoadOptions) -> Result<LoadOutcome> {
     if kernel::is_registered(cca.name())? {
         return Err(Error::NameTaken { name: cca.to_string(), pin });
     }
-    open(cca, fs, opts)?.load()?.register()?.pin(fs)?;
-    Ok(outcome)
+    let res = open(cca, fs, opts).and_then(Opened::load).and_then(Loaded::register);
+    match res.and_then(|r| r.pin(fs)) {
+        Ok(()) => Ok(outcome),
+        Err(e) => {
+            if !Cca::ALL.iter().any(|c| fs.link_pin(*c).exists()) {
+                remove_shared_maps(fs); // nothing else uses what this load created
+            }
+            Err(e)
+        }
+    }
 }
 
 /// Is `cca` registered and pinned by this installation?

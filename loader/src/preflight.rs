@@ -56,9 +56,13 @@ pub fn check_can_read(what: &str) -> Result<()> {
     }
 }
 
-/// The kernel must expose its BTF.
+/// The kernel must expose its BTF. `RTTFAIR_KERNEL_BTF` overrides the path
+/// (to test the failure on a host that has BTF).
 pub fn check_btf() -> Result<()> {
-    check_btf_at(Path::new(VMLINUX_BTF))
+    match std::env::var_os("RTTFAIR_KERNEL_BTF") {
+        Some(p) => check_btf_at(Path::new(&p)),
+        None => check_btf_at(Path::new(VMLINUX_BTF)),
+    }
 }
 
 /// As [`check_btf`], for a given path (tests point it elsewhere).

@@ -1,0 +1,62 @@
+//! TCP socket helpers: choose a congestion control, read it back, TCP_INFO.
+
+use std::io;
+use std::os::fd::AsRawFd;
+
+/// `setsockopt(TCP_CONGESTION)`.
+pub fn set_congestion(sock: &impl AsRawFd, name: &str) -> io::Result<()> {
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            name.as_ptr().cast(),
+            name.len() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// `getsockopt(TCP_CONGESTION)`: the socket's congestion control.
+pub fn congestion(sock: &impl AsRawFd) -> io::Result<String> {
+    let mut buf = [0u8; 16];
+    let mut len = buf.len() as libc::socklen_t;
+    let rc = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            buf.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(len as usize);
+    Ok(String::from_utf8_lossy(&buf[..end]).into_owned())
+}
+
+/// `getsockopt(TCP_INFO)`.
+pub fn tcp_info(sock: &impl AsRawFd) -> io::Result<libc::tcp_info> {
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    let rc = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        )
+    };
+    if rc == 0 {
+        Ok(info)
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}

@@ -1,0 +1,172 @@
+//! Shared by the kernel integration tests.
+//!
+//! Tests that register a CCA touch one global kernel namespace of CCA names,
+//! so they serialise on a host-wide lock. Each gets a private bpffs root;
+//! whatever it pins there is removed on drop, on panic, and on Ctrl-C.
+
+#![allow(dead_code)]
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use nix::fcntl::{Flock, FlockArg};
+use rttfair_loader::BpfFs;
+
+static SEQ: AtomicU32 = AtomicU32::new(0);
+static ROOTS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// A test's claim on the kernel's CCA names plus its private bpffs root.
+pub struct KernelTest {
+    pub fs: BpfFs,
+    _lock: Flock<File>,
+}
+
+impl KernelTest {
+    pub fn new() -> KernelTest {
+        assert!(
+            nix::unistd::geteuid().is_root(),
+            "kernel integration tests must run as root (they register CCAs and create namespaces)"
+        );
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open("/run/rttfair-kernel-tests.lock")
+            .expect("open test lock");
+        let lock = Flock::lock(lock, FlockArg::LockExclusive).expect("lock");
+        let root = PathBuf::from(format!(
+            "/sys/fs/bpf/rttfair-test-{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        ROOTS.lock().unwrap().push(root.clone());
+        rttfair_lab::netns::on_signal_exit(remove_all_roots);
+        for name in ["bbr1", "fairtt", "adbbr"] {
+            assert!(
+                !registered(name),
+                "{name} is already registered on this host (by a real installation?); unload it before running the tests"
+            );
+        }
+        KernelTest { fs: BpfFs::new(root), _lock: lock }
+    }
+
+    /// `rttfairctl` with this test's bpffs root.
+    pub fn ctl(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_rttfairctl"));
+        c.env("RTTFAIR_BPFFS", self.fs.root());
+        c
+    }
+
+    /// Run rttfairctl with `args`, returning its output.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.ctl().args(args).output().expect("spawn rttfairctl")
+    }
+}
+
+impl Drop for KernelTest {
+    fn drop(&mut self) {
+        remove_root(self.fs.root());
+        ROOTS.lock().map(|mut r| r.retain(|p| p != self.fs.root())).ok();
+    }
+}
+
+fn remove_all_roots() {
+    let roots: Vec<PathBuf> = ROOTS.lock().map(|r| r.clone()).unwrap_or_default();
+    for r in roots {
+        remove_root(&r);
+    }
+}
+
+/// Unpin links first (unregisters the CCAs), then maps, then directories.
+fn remove_root(root: &Path) {
+    for sub in ["links", "maps"] {
+        if let Ok(entries) = std::fs::read_dir(root.join(sub)) {
+            for e in entries.flatten() {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+        let _ = std::fs::remove_dir(root.join(sub));
+    }
+    let _ = std::fs::remove_dir(root);
+}
+
+/// Is `name` in tcp_available_congestion_control?
+pub fn registered(name: &str) -> bool {
+    rttfair_loader::kernel::is_registered(name).unwrap_or(false)
+}
+
+/// Assert a failed command: non-zero exit, one line on stderr containing
+/// `needle`. Returns that line.
+pub fn assert_one_line_error(out: &Output, needle: &str) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(!out.status.success(), "expected failure, got success; stderr: {stderr}");
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "expected one line of error, got: {stderr}");
+    assert!(lines[0].contains(needle), "error {:?} does not mention {needle:?}", lines[0]);
+    lines[0].to_string()
+}
+
+pub fn assert_success(out: &Output) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "command failed: {}{}",
+        stdout,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// Poll `f` until it is true or `timeout` passes.
+pub fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    f()
+}
+
+/// A sink server: accepts one connection, reads to EOF, returns the byte count.
+pub fn sink_once(listener: TcpListener) -> u64 {
+    let (mut s, _) = listener.accept().expect("accept");
+    let mut buf = vec![0u8; 1 << 16];
+    let mut total = 0u64;
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return total,
+            Ok(n) => total += n as u64,
+            Err(e) => panic!("sink read: {e}"),
+        }
+    }
+}
+
+/// Connect to `addr` with congestion control `cca` set before the handshake.
+pub fn connect_with(addr: SocketAddr, cca: &str) -> std::net::TcpStream {
+    let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+        .expect("socket");
+    rttfair_lab::sock::set_congestion(&sock, cca).expect("setsockopt TCP_CONGESTION");
+    sock.connect(&addr.into()).expect("connect");
+    sock.into()
+}
+
+/// Write zeros for `dur`.
+pub fn blast(s: &mut std::net::TcpStream, dur: Duration) -> u64 {
+    let buf = vec![0u8; 1 << 16];
+    let end = Instant::now() + dur;
+    let mut sent = 0u64;
+    while Instant::now() < end {
+        sent += s.write(&buf).expect("write") as u64;
+    }
+    sent
+}

@@ -1,0 +1,218 @@
+//! Foundation: `rttfairctl load bbr1` registers a working congestion control,
+//! a real transfer through a bottleneck is controlled and exported by it, and
+//! every error path is one clear line that changes nothing.
+
+mod common;
+
+use std::net::{SocketAddr, TcpListener};
+use std::time::Duration;
+
+use common::*;
+use rttfair_lab::link::{self, Bottleneck};
+use rttfair_lab::netns::Netns;
+use rttfair_lab::sock;
+use rttfair_loader::flows::FlowReader;
+
+const RATE_BIT: u64 = 50_000_000;
+
+/// Two namespaces joined by a veth whose client side is a 50 Mbit/s HTB
+/// bottleneck with a 100 kB bfifo.
+fn bottleneck_pair() -> (Netns, Netns) {
+    let client = Netns::create("cli").unwrap();
+    let server = Netns::create("srv").unwrap();
+    link::veth(&client, "v0", &server, "v1").unwrap();
+    link::addr(&client, "v0", "10.77.0.1/24").unwrap();
+    link::addr(&server, "v1", "10.77.0.2/24").unwrap();
+    link::shape(&client, "v0", Bottleneck { rate_bit: RATE_BIT, limit_bytes: 100_000 }).unwrap();
+    (client, server)
+}
+
+#[test]
+fn bbr1_controls_and_exports_a_real_transfer() {
+    let t = KernelTest::new();
+    assert_success(&t.run(&["load", "bbr1"]));
+    assert!(registered("bbr1"), "bbr1 missing from tcp_available_congestion_control");
+
+    let (client, server) = bottleneck_pair();
+    let addr: SocketAddr = "10.77.0.2:5001".parse().unwrap();
+    let listener = server.run(move || TcpListener::bind(addr).unwrap()).unwrap();
+    let sink = server.spawn(move || sink_once(listener)).unwrap();
+
+    let fs = t.fs.clone();
+    let (cca_seen, entry, sent) = client
+        .run(move || {
+            let mut s = connect_with(addr, "bbr1");
+            let mut sent = blast(&mut s, Duration::from_secs(4));
+            let cca = sock::congestion(&s).unwrap();
+            let reader = FlowReader::open(&fs).unwrap();
+            let entry = reader
+                .flows()
+                .unwrap()
+                .into_iter()
+                .find(|f| f.peer().port() == 5001)
+                .expect("no export entry for the flow");
+            sent += blast(&mut s, Duration::from_millis(200));
+            drop(s);
+            (cca, entry, sent)
+        })
+        .unwrap();
+    let received = sink.join().unwrap().unwrap();
+    assert_eq!(received, sent, "bytes lost");
+
+    assert_eq!(cca_seen, "bbr1", "TCP_CONGESTION of the socket");
+    assert_eq!(entry.cca(), Some(rttfair_loader::Cca::Bbr1));
+    let btlbw_bit = entry.raw.btlbw_bps as f64 * 8.0;
+    let err = (btlbw_bit - RATE_BIT as f64) / RATE_BIT as f64;
+    println!(
+        "btlbw {:.2} Mbit/s vs bottleneck {:.2} Mbit/s ({:+.1}%), min_rtt {} us, mode {}",
+        btlbw_bit / 1e6,
+        RATE_BIT as f64 / 1e6,
+        err * 100.0,
+        entry.raw.min_rtt_us,
+        entry.mode()
+    );
+    assert!(err.abs() <= 0.15, "btlbw off the bottleneck rate by {:.1}%", err * 100.0);
+    assert!(entry.raw.min_rtt_us > 0 && entry.raw.min_rtt_us < 100_000);
+    assert_eq!(entry.raw.abi_version, rttfair_loader::abi::ABI_VERSION);
+
+    // Closed: release deleted the entry (the server side is closed by now too).
+    let reader = FlowReader::open(&t.fs).unwrap();
+    let id = entry.id;
+    assert!(
+        wait_until(Duration::from_secs(3), || reader.flows().unwrap().iter().all(|f| f.id != id)),
+        "flow entry leaked after close"
+    );
+
+    assert_success(&t.run(&["unload", "bbr1"]));
+    assert!(!registered("bbr1"), "bbr1 still registered after unload");
+    assert!(!t.fs.root().exists(), "unload of the last CCA left pins behind");
+}
+
+#[test]
+fn load_survives_the_cli_and_is_idempotent() {
+    let t = KernelTest::new();
+    assert!(assert_success(&t.run(&["load", "bbr1"])).contains("loaded"));
+    // A second process sees it and does not register twice.
+    assert!(assert_success(&t.run(&["load", "bbr1"])).contains("already loaded"));
+    let list = assert_success(&t.run(&["list", "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&list).unwrap();
+    let bbr1 = v["ccas"].as_array().unwrap().iter().find(|c| c["name"] == "bbr1").unwrap();
+    assert_eq!(bbr1["loaded"], true, "{list}");
+    assert!(v["available"].as_array().unwrap().iter().any(|n| n == "bbr1"));
+    assert_success(&t.run(&["unload", "bbr1"]));
+    assert!(!registered("bbr1"));
+}
+
+#[test]
+fn unknown_cca_is_refused_with_the_valid_names() {
+    let t = KernelTest::new();
+    let line = assert_one_line_error(&t.run(&["load", "bbr1", "nope"]), "unknown CCA 'nope'");
+    assert!(line.contains("bbr1"), "valid names missing: {line}");
+    assert!(!registered("bbr1"), "a failed load left bbr1 registered");
+    assert!(!t.fs.root().exists());
+}
+
+#[test]
+fn not_root_is_refused() {
+    let t = KernelTest::new();
+    let out = {
+        use std::os::unix::process::CommandExt;
+        t.ctl().args(["load", "bbr1"]).uid(65534).gid(65534).output().unwrap()
+    };
+    assert_one_line_error(&out, "CAP_BPF");
+    assert!(!registered("bbr1"));
+}
+
+#[test]
+fn missing_btf_is_refused() {
+    let t = KernelTest::new();
+    let out = t.ctl().args(["load", "bbr1"]).env("RTTFAIR_KERNEL_BTF", "/nonexistent/btf").output().unwrap();
+    assert_one_line_error(&out, "no BTF");
+    assert!(!registered("bbr1"));
+}
+
+#[test]
+fn bpffs_that_cannot_be_used_is_refused() {
+    let t = KernelTest::new();
+    let dir = std::env::temp_dir().join(format!("rttfair-notbpf-{}", std::process::id()));
+    let out = t
+        .ctl()
+        .args(["load", "bbr1"])
+        .env("RTTFAIR_BPFFS", dir.join("root"))
+        .output()
+        .unwrap();
+    assert_one_line_error(&out, "not on a bpf filesystem");
+    assert!(!registered("bbr1"));
+    assert!(!dir.exists(), "created directories outside bpffs");
+}
+
+#[test]
+fn a_name_taken_by_another_registrant_is_refused() {
+    let owner = KernelTest::new();
+    assert_success(&owner.run(&["load", "bbr1"]));
+    // Same name, different installation: must not replace or touch it.
+    let other = format!("{}-other", owner.fs.root().display());
+    let out = owner.ctl().args(["load", "bbr1"]).env("RTTFAIR_BPFFS", &other).output().unwrap();
+    assert_one_line_error(&out, "already registered by another");
+    assert!(registered("bbr1"), "the owner's registration was disturbed");
+    let out = owner.ctl().args(["unload", "bbr1"]).env("RTTFAIR_BPFFS", &other).output().unwrap();
+    assert_one_line_error(&out, "already registered by another");
+    assert!(registered("bbr1"));
+    let _ = std::fs::remove_dir_all(&other);
+    assert_success(&owner.run(&["unload", "bbr1"]));
+}
+
+#[test]
+fn verifier_rejection_prints_the_verifier_and_registers_nothing() {
+    let t = KernelTest::new();
+    let obj = std::env::temp_dir().join(format!("rttfair-reject-{}.o", std::process::id()));
+    std::fs::write(&obj, rttfair_loader::lifecycle::testdata::REJECTED_BY_VERIFIER).unwrap();
+    let out = t.run(&["load", "bbr1", "--object", obj.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&obj);
+    let line = assert_one_line_error(&out, "verifier rejected bbr1");
+    assert!(line.contains("no write support"), "verifier's reason missing: {line}");
+    assert!(!registered("bbr1"));
+    assert!(!t.fs.root().exists(), "a failed load left pins: {:?}", t.fs.root());
+}
+
+#[test]
+fn unload_is_refused_while_sockets_use_the_cca() {
+    let t = KernelTest::new();
+    assert_success(&t.run(&["load", "bbr1"]));
+    let ns = Netns::create("busy").unwrap();
+    let (listener, client, server) = ns
+        .run(|| {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            let c = connect_with(l.local_addr().unwrap(), "bbr1");
+            let (s, _) = l.accept().unwrap();
+            (l, c, s)
+        })
+        .unwrap();
+    assert_eq!(sock::congestion(&client).unwrap(), "bbr1");
+    let line = assert_one_line_error(&t.run(&["unload", "bbr1"]), "used by");
+    assert!(line.contains("1 socket") || line.contains("2 socket"), "{line}");
+    assert!(registered("bbr1"), "a refused unload unregistered anyway");
+    drop((listener, client, server));
+    assert!(wait_until(Duration::from_secs(3), || {
+        rttfair_loader::flows::live_sockets(&t.fs, rttfair_loader::Cca::Bbr1).unwrap() == 0
+    }));
+    assert_success(&t.run(&["unload", "bbr1"]));
+    assert!(!registered("bbr1"));
+}
+
+#[test]
+fn forced_unload_leaves_open_connections_working() {
+    let t = KernelTest::new();
+    assert_success(&t.run(&["load", "bbr1"]));
+    let ns = Netns::create("force").unwrap();
+    let l = ns.run(|| TcpListener::bind("127.0.0.1:0").unwrap()).unwrap();
+    let addr = l.local_addr().unwrap();
+    let sink = ns.spawn(move || sink_once(l)).unwrap();
+    let mut c = ns.run(move || connect_with(addr, "bbr1")).unwrap();
+    let mut sent = blast(&mut c, Duration::from_millis(300));
+    assert_success(&t.run(&["unload", "bbr1", "--force"]));
+    assert!(!registered("bbr1"));
+    sent += blast(&mut c, Duration::from_millis(300));
+    drop(c);
+    assert_eq!(sink.join().unwrap().unwrap(), sent, "connection broke after a forced unload");
+}
