@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use rttfair_loader::lifecycle::{self, LoadOptions, LoadOutcome};
-use rttfair_loader::{flows::FlowReader, kernel, BpfFs, Cca};
+use rttfair_loader::{flows::FlowReader, BpfFs, Cca};
 
 use crate::view;
 use crate::{Cli, Command};
@@ -18,6 +18,12 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Unload { ccas, force } => unload(&fs, &ccas, force),
         Command::List { json } => list(&fs, json),
         Command::Flows { json, watch, cca } => flows(&fs, json, watch, cca.as_deref()),
+        Command::Demo { seconds, keep_loaded } => {
+            if !(seconds.is_finite() && (1.0..=600.0).contains(&seconds)) {
+                bail!("--seconds must be between 1 and 600, got {seconds}");
+            }
+            rttfair_lab::demo::run(&fs, &rttfair_lab::demo::DemoOptions { seconds, keep_loaded })
+        }
     }
 }
 
@@ -125,9 +131,4 @@ fn flows(fs: &BpfFs, json: bool, watch: Option<f64>, cca: Option<&str>) -> Resul
             None => return Ok(()),
         }
     }
-}
-
-#[allow(dead_code)]
-fn kernel_default() -> String {
-    kernel::default_cca().unwrap_or_else(|_| "?".into())
 }

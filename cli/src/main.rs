@@ -70,6 +70,16 @@ pub enum Command {
         #[arg(long, value_name = "CCA")]
         cca: Option<String>,
     },
+    /// The guided tour: real flows through an emulated bottleneck with native
+    /// and rttfair CCAs side by side. Leaves the host as it found it.
+    Demo {
+        /// Seconds per flow.
+        #[arg(long, default_value_t = 6.0)]
+        seconds: f64,
+        /// Leave the CCAs the demo loaded registered afterwards.
+        #[arg(long)]
+        keep_loaded: bool,
+    },
 }
 
 fn main() -> ExitCode {

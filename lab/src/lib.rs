@@ -5,6 +5,9 @@
 //! rate limits and drop-tail buffers; [`sock`] opens TCP sockets inside a
 //! namespace with a chosen congestion control and reads TCP_INFO.
 
+pub mod ccas;
+pub mod demo;
+pub mod iperf;
 pub mod link;
 pub mod netns;
 pub mod sock;

@@ -288,3 +288,57 @@ fn remove_shared_maps(fs: &BpfFs) {
     }
     fs.remove_if_empty();
 }
+
+/// What the verifier and JIT made of one program.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ProgramStats {
+    pub name: String,
+    /// Instructions in the object.
+    pub insns: usize,
+    /// Instructions the verifier processed (its cost, and the figure that
+    /// approaches the 1M limit as a program grows).
+    pub verified_insns: u32,
+    pub xlated_bytes: u32,
+    pub jited_bytes: u32,
+}
+
+/// Load `cca` without registering it and report each program's verifier and
+/// JIT figures. `scratch` must be a bpffs root nobody else uses; its maps are
+/// removed afterwards.
+pub fn inspect_programs(cca: Cca, scratch: &BpfFs) -> Result<Vec<ProgramStats>> {
+    scratch.ensure()?;
+    let res = (|| {
+        let loaded = open(cca, scratch, &LoadOptions::default())?.load()?;
+        let mut out = Vec::new();
+        for prog in loaded.obj.progs() {
+            use std::os::fd::{AsFd, AsRawFd};
+            let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
+            let mut len = std::mem::size_of_val(&info) as u32;
+            let rc = unsafe {
+                libbpf_rs::libbpf_sys::bpf_prog_get_info_by_fd(
+                    prog.as_fd().as_raw_fd(),
+                    &mut info,
+                    &mut len,
+                )
+            };
+            if rc != 0 {
+                return Err(Error::io("bpf_prog_get_info_by_fd", std::io::Error::last_os_error()));
+            }
+            out.push(ProgramStats {
+                name: prog.name().to_string_lossy().into_owned(),
+                insns: prog.insn_cnt(),
+                verified_insns: info.verified_insns,
+                xlated_bytes: info.xlated_prog_len,
+                jited_bytes: info.jited_prog_len,
+            });
+        }
+        Ok(out)
+    })();
+    remove_shared_maps(scratch);
+    res
+}
+
+/// The embedded object of a CCA (for size reports).
+pub fn object_bytes(cca: Cca) -> &'static [u8] {
+    cca.object()
+}

@@ -1,0 +1,124 @@
+//! iperf3 as the lab's traffic: servers and clients run inside namespaces,
+//! results come back as parsed JSON.
+
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+
+use crate::netns::Netns;
+
+/// An `iperf3 -s` inside a namespace; killed on drop.
+pub struct Server {
+    child: Child,
+    pub port: u16,
+}
+
+impl Server {
+    pub fn start(ns: &Netns, bind: &str, port: u16) -> Result<Server> {
+        let child = ns
+            .command("iperf3")
+            .args(["-s", "-B", bind, "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("start iperf3 server (is iperf3 installed?)")?;
+        // Wait until it accepts connections.
+        let addr = format!("{bind}:{port}");
+        let ok = ns.run(move || {
+            for _ in 0..100 {
+                if std::net::TcpStream::connect_timeout(&addr.parse().unwrap(), Duration::from_millis(50)).is_ok() {
+                    return true;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            false
+        })?;
+        if !ok {
+            bail!("iperf3 server on {bind}:{port} did not come up");
+        }
+        // Give the server a moment to finish with the probe connection.
+        std::thread::sleep(Duration::from_millis(100));
+        Ok(Server { child, port })
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What one client run reports.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct ClientResult {
+    pub sent_bytes: u64,
+    pub received_bytes: u64,
+    pub sender_bits_per_second: f64,
+    pub receiver_bits_per_second: f64,
+    pub retransmits: u64,
+    /// CPU of the sending iperf3 process (user+system), % of one core.
+    pub sender_cpu_percent: f64,
+    pub seconds: f64,
+    /// Per-interval receiver-side... as seen by the sender: (t_end, bits/s, rtt_us, cwnd_bytes).
+    pub intervals: Vec<(f64, f64, u64, u64)>,
+    pub congestion: String,
+}
+
+/// Client options.
+#[derive(Debug, Clone)]
+pub struct ClientSpec {
+    pub server: String,
+    pub port: u16,
+    pub bind: Option<String>,
+    pub cca: String,
+    pub seconds: f64,
+    pub interval: f64,
+}
+
+/// Run `iperf3 -c` to completion and parse its JSON.
+pub fn client(ns: &Netns, spec: &ClientSpec) -> Result<ClientResult> {
+    let mut cmd = ns.command("iperf3");
+    cmd.args(["-c", &spec.server, "-p", &spec.port.to_string(), "-J", "-C", &spec.cca])
+        .args(["-t", &format!("{}", spec.seconds), "-i", &format!("{}", spec.interval)]);
+    if let Some(b) = &spec.bind {
+        cmd.args(["-B", b]);
+    }
+    let out = cmd.stdin(Stdio::null()).output().context("run iperf3 client")?;
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .with_context(|| format!("iperf3 output is not JSON: {}", String::from_utf8_lossy(&out.stderr)))?;
+    if let Some(e) = v.get("error").and_then(Value::as_str) {
+        bail!("iperf3 -C {}: {e}", spec.cca);
+    }
+    parse(&v)
+}
+
+fn parse(v: &Value) -> Result<ClientResult> {
+    let end = &v["end"];
+    let f = |p: &Value| p.as_f64().unwrap_or(0.0);
+    let u = |p: &Value| p.as_u64().unwrap_or(0);
+    let intervals = v["intervals"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|i| {
+                    let s = i["streams"].get(0)?;
+                    Some((f(&s["end"]), f(&s["bits_per_second"]), u(&s["rtt"]), u(&s["snd_cwnd"])))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(ClientResult {
+        sent_bytes: u(&end["sum_sent"]["bytes"]),
+        received_bytes: u(&end["sum_received"]["bytes"]),
+        sender_bits_per_second: f(&end["sum_sent"]["bits_per_second"]),
+        receiver_bits_per_second: f(&end["sum_received"]["bits_per_second"]),
+        retransmits: u(&end["sum_sent"]["retransmits"]),
+        sender_cpu_percent: f(&end["cpu_utilization_percent"]["host_total"]),
+        seconds: f(&end["sum_sent"]["seconds"]),
+        intervals,
+        congestion: end["sender_tcp_congestion"].as_str().unwrap_or("").to_string(),
+    })
+}
