@@ -107,11 +107,48 @@ fn deps() -> Result<()> {
     Ok(())
 }
 
+/// Run the suite, echoing it, and end with one plain summary line over all
+/// test binaries ("N passed, N failed"), so a reader (or CI) does not have to
+/// add up cargo's per-binary lines.
 fn test(rest: &[String]) -> Result<()> {
+    use std::io::{BufRead, BufReader};
     deps()?;
     let mut args = vec!["test", "--workspace", "--release"];
     args.extend(strs(rest));
-    cargo(&args)
+    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut child = Command::new(&cargo)
+        .args(&args)
+        .current_dir(workspace_root())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .context("spawn cargo test")?;
+    let (mut passed, mut failed, mut ignored) = (0u64, 0u64, 0u64);
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line?;
+        println!("{line}");
+        if let Some(rest) = line.strip_prefix("test result: ") {
+            for part in rest.split(';') {
+                let mut it = part.split_whitespace().rev();
+                let (Some(word), Some(n)) = (it.next(), it.next()) else { continue };
+                let n: u64 = n.parse().unwrap_or(0);
+                match word {
+                    "passed" => passed += n,
+                    "failed" => failed += n,
+                    "ignored" => ignored += n,
+                    _ => {}
+                }
+            }
+        }
+    }
+    let status = child.wait()?;
+    println!("{passed} passed, {failed} failed, {ignored} skipped");
+    if !status.success() {
+        bail!("cargo test failed ({status})");
+    }
+    if passed == 0 {
+        bail!("no test ran");
+    }
+    Ok(())
 }
 
 fn demo(rest: &[String]) -> Result<()> {
