@@ -18,6 +18,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Unload { ccas, force } => unload(&fs, &ccas, force),
         Command::List { json } => list(&fs, json),
         Command::Flows { json, watch, cca } => flows(&fs, json, watch, cca.as_deref()),
+        Command::Lab { command } => crate::lab::run(&fs, command),
         Command::Demo { seconds, keep_loaded } => {
             if !(seconds.is_finite() && (1.0..=600.0).contains(&seconds)) {
                 bail!("--seconds must be between 1 and 600, got {seconds}");

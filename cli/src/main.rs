@@ -4,6 +4,7 @@
 //! the daemon): parsing and printing live here, behaviour does not.
 
 mod commands;
+mod lab;
 mod view;
 
 use std::process::ExitCode;
@@ -70,6 +71,12 @@ pub enum Command {
         #[arg(long, value_name = "CCA")]
         cca: Option<String>,
     },
+    /// Experiments on an emulated dumbbell (real kernel TCP, per-flow RTTs,
+    /// drop-tail buffer in BDP units).
+    Lab {
+        #[command(subcommand)]
+        command: LabCommand,
+    },
     /// The guided tour: real flows through an emulated bottleneck with native
     /// and rttfair CCAs side by side. Leaves the host as it found it.
     Demo {
@@ -80,6 +87,46 @@ pub enum Command {
         #[arg(long)]
         keep_loaded: bool,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LabCommand {
+    /// Run a scenario (a TOML file, or the name of an embedded one).
+    Run {
+        scenario: String,
+        /// Give every flow this congestion control.
+        #[arg(long)]
+        cca: Option<String>,
+        #[command(flatten)]
+        common: LabArgs,
+    },
+    /// Run one scenario once per CCA and print the results side by side.
+    Compare {
+        scenario: String,
+        /// Comma-separated CCAs, e.g. bbr,bbr1,fairtt.
+        #[arg(long, value_delimiter = ',', required = true)]
+        cca: Vec<String>,
+        #[command(flatten)]
+        common: LabArgs,
+    },
+    /// List the embedded scenarios.
+    Scenarios,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct LabArgs {
+    /// Parent folder of the results.
+    #[arg(long, default_value = "lab-out")]
+    pub out: std::path::PathBuf,
+    /// Override the scenario's duration (seconds).
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Override the scenario's repetitions.
+    #[arg(long)]
+    pub reps: Option<u32>,
+    /// No progress bar.
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 fn main() -> ExitCode {

@@ -19,7 +19,7 @@ impl Server {
     pub fn start(ns: &Netns, bind: &str, port: u16) -> Result<Server> {
         let child = ns
             .command("iperf3")
-            .args(["-s", "-B", bind, "-p", &port.to_string()])
+            .args(["-s", "-J", "-B", bind, "-p", &port.to_string()]) // -J: clients get server_output_json
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -80,7 +80,13 @@ pub struct ClientSpec {
 
 /// Run `iperf3 -c` to completion and parse its JSON.
 pub fn client(ns: &Netns, spec: &ClientSpec) -> Result<ClientResult> {
-    let mut cmd = ns.command("iperf3");
+    client_in(ns.name(), spec)
+}
+
+/// As [`client`], by namespace name (for use from other threads).
+pub fn client_in(ns: &str, spec: &ClientSpec) -> Result<ClientResult> {
+    let mut cmd = std::process::Command::new("ip");
+    cmd.args(["netns", "exec", ns, "iperf3"]);
     cmd.args(["-c", &spec.server, "-p", &spec.port.to_string(), "-J", "-C", &spec.cca])
         .args(["-t", &format!("{}", spec.seconds), "-i", &format!("{}", spec.interval)]);
     if let Some(b) = &spec.bind {
@@ -121,4 +127,48 @@ fn parse(v: &Value) -> Result<ClientResult> {
         intervals,
         congestion: end["sender_tcp_congestion"].as_str().unwrap_or("").to_string(),
     })
+}
+
+/// A client run plus the receiver's own per-interval goodput.
+#[derive(Debug, Clone, Default)]
+pub struct FullResult {
+    pub client: ClientResult,
+    /// (interval end in seconds since the client started, bit/s) as the
+    /// receiving iperf3 counted it.
+    pub receiver_intervals: Vec<(f64, f64)>,
+}
+
+/// Run a client with `--get-server-output`, so goodput is measured where the
+/// data arrives.
+pub fn client_with_server_output(ns: &str, spec: &ClientSpec) -> Result<FullResult> {
+    let mut cmd = std::process::Command::new("ip");
+    cmd.args(["netns", "exec", ns, "iperf3", "--get-server-output"]);
+    cmd.args(["-c", &spec.server, "-p", &spec.port.to_string(), "-J", "-C", &spec.cca])
+        .args(["-t", &format!("{}", spec.seconds), "-i", &format!("{}", spec.interval)]);
+    if let Some(b) = &spec.bind {
+        cmd.args(["-B", b]);
+    }
+    let out = cmd.stdin(Stdio::null()).output().context("run iperf3 client")?;
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .with_context(|| format!("iperf3 output is not JSON: {}", String::from_utf8_lossy(&out.stderr)))?;
+    if let Some(e) = v.get("error").and_then(Value::as_str) {
+        bail!("iperf3 -C {}: {e}", spec.cca);
+    }
+    let client = parse(&v)?;
+    let receiver_intervals = v["server_output_json"]["intervals"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|i| {
+                    let s = &i["sum"];
+                    // Drop the trailing partial interval: its rate is noise.
+                    if s["seconds"].as_f64()? < 0.5 * spec.interval {
+                        return None;
+                    }
+                    Some((s["end"].as_f64()?, s["bits_per_second"].as_f64()?))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(FullResult { client, receiver_intervals })
 }

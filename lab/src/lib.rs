@@ -5,9 +5,18 @@
 //! rate limits and drop-tail buffers; [`sock`] opens TCP sockets inside a
 //! namespace with a chosen congestion control and reads TCP_INFO.
 
+pub mod builtin;
 pub mod ccas;
 pub mod demo;
+pub mod delay;
 pub mod iperf;
 pub mod link;
+pub mod metrics;
 pub mod netns;
+pub mod plot;
+pub mod qstats;
+pub mod run;
+pub mod scenario;
+pub mod selfcheck;
 pub mod sock;
+pub mod topology;

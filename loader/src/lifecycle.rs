@@ -23,6 +23,12 @@ pub(crate) mod objects {
     pub static BBR1: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/bbr1.bpf.o"));
 }
 
+/// BPF objects the lab uses (not congestion controls).
+pub mod lab_objects {
+    /// tc ingress program dropping packets at random per source address.
+    pub static RANDOM_LOSS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/lab_loss.bpf.o"));
+}
+
 /// Objects for tests of the failure paths (not CCAs anyone should load).
 #[doc(hidden)]
 pub mod testdata {

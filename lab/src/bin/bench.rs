@@ -18,6 +18,7 @@ fn main() {
     let res = match args.first().map(String::as_str) {
         Some("single-flow") => single_flow(&args[1..]),
         Some("verifier") => verifier(),
+        Some("lab-accuracy") => lab_accuracy(),
         Some(other) => Err(anyhow::anyhow!("unknown benchmark '{other}' (single-flow, verifier)")),
         None => Err(anyhow::anyhow!("which benchmark? single-flow, verifier")),
     };
@@ -131,6 +132,105 @@ fn single_flow(args: &[String]) -> Result<()> {
             "  bbr1 cong_control: {} calls, mean {:.0} ns per call (BPF run-time stats)",
             cc_runtime.1,
             cc_runtime.0 as f64 / cc_runtime.1 as f64
+        );
+    }
+    Ok(())
+}
+
+/// Configured vs measured RTT and rate of the emulated dumbbell, and the
+/// highest aggregate rate the delay element carries.
+fn lab_accuracy() -> Result<()> {
+    use rttfair_lab::link::Bottleneck;
+    use rttfair_lab::selfcheck;
+    use rttfair_lab::topology::{Dumbbell, FlowPath};
+
+    println!("RTT: configured vs measured (min of 10 TCP handshakes per flow)");
+    let rtts = [2.0, 10.0, 50.0, 200.0];
+    let paths: Vec<FlowPath> =
+        rtts.iter().map(|r| FlowPath { rtt: Duration::from_secs_f64(r / 1e3), loss_pct: 0.0 }).collect();
+    let net = Dumbbell::build(&paths, Bottleneck { rate_bit: 100_000_000, limit_bytes: 1_000_000 })?;
+    for c in selfcheck::measure_rtts(&net, &rtts, 10)? {
+        println!(
+            "  {:>6.1} ms -> {:>8.3} ms  ({:+.2} ms, {:+.2}%) {}",
+            c.configured_ms,
+            c.measured_ms,
+            c.measured_ms - c.configured_ms,
+            (c.measured_ms / c.configured_ms - 1.0) * 100.0,
+            if c.ok { "ok" } else { "OUT OF TOLERANCE" }
+        );
+    }
+    drop(net);
+
+    println!("rate: configured vs measured goodput of one cubic flow, 5 s (expected = rate x 1448/1514)");
+    for mbit in [10u64, 50, 100] {
+        let net = Dumbbell::build(
+            &[FlowPath { rtt: Duration::from_millis(10), loss_pct: 0.0 }],
+            Bottleneck { rate_bit: mbit * 1_000_000, limit_bytes: (mbit * 1_000_000 / 8 / 100).max(30_000) * 2 },
+        )?;
+        let _srv = iperf::Server::start(&net.rcv, "10.20.0.1", 5201)?;
+        let r = iperf::client(&net.snd, &ClientSpec {
+            server: "10.20.0.1".into(),
+            port: 5201,
+            bind: Some(net.sender(0).to_string()),
+            cca: "cubic".into(),
+            seconds: 5.0,
+            interval: 1.0,
+        })?;
+        let expected = mbit as f64 * 1e6 * 1448.0 / 1514.0;
+        println!(
+            "  {:>4} Mbit/s -> {:>7.2} Mbit/s goodput ({:+.2}% of expected)",
+            mbit,
+            r.receiver_bits_per_second / 1e6,
+            (r.receiver_bits_per_second / expected - 1.0) * 100.0
+        );
+    }
+
+    println!("delay element capacity: 10 cubic flows, 20 ms, bottleneck rate stepped up");
+    for mbit in [100u64, 200, 400, 800] {
+        let paths: Vec<FlowPath> =
+            (0..10).map(|_| FlowPath { rtt: Duration::from_millis(20), loss_pct: 0.0 }).collect();
+        let net = Dumbbell::build(
+            &paths,
+            Bottleneck { rate_bit: mbit * 1_000_000, limit_bytes: mbit * 1_000_000 / 8 / 50 },
+        )?;
+        let servers: Vec<_> = (0..10)
+            .map(|i| iperf::Server::start(&net.rcv, "10.20.0.1", 5201 + i as u16))
+            .collect::<Result<_>>()?;
+        let handles: Vec<_> = (0..10)
+            .map(|i| {
+                let spec = ClientSpec {
+                    server: "10.20.0.1".into(),
+                    port: 5201 + i as u16,
+                    bind: Some(net.sender(i).to_string()),
+                    cca: "cubic".into(),
+                    seconds: 8.0,
+                    interval: 1.0,
+                };
+                let snd = net.snd.name().to_string();
+                std::thread::spawn(move || iperf::client_in(&snd, &spec))
+            })
+            .collect();
+        let mut total = 0.0;
+        for h in handles {
+            total += h.join().map_err(|_| anyhow::anyhow!("client thread"))??.receiver_bits_per_second;
+        }
+        drop(servers);
+        let st = &net.delay.stats;
+        let (inp, out) = (
+            st.packets_in.load(std::sync::atomic::Ordering::Relaxed),
+            st.packets_out.load(std::sync::atomic::Ordering::Relaxed),
+        );
+        let lost = st.overflow_drops.load(std::sync::atomic::Ordering::Relaxed);
+        println!(
+            "  {:>4} Mbit/s bottleneck: aggregate {:>7.1} Mbit/s, element in {} out {} dropped {} ({:.4}%), mean lateness {:?}, max {:.3} ms",
+            mbit,
+            total / 1e6,
+            inp,
+            out,
+            lost,
+            lost as f64 / inp.max(1) as f64 * 100.0,
+            st.mean_lateness(),
+            st.lateness_max_ns.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1e6
         );
     }
     Ok(())

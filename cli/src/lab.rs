@@ -1,0 +1,89 @@
+//! `rttfairctl lab ...`
+
+use anyhow::{bail, Result};
+use rttfair_lab::run::{self, RunOptions, RunResult};
+use rttfair_lab::scenario::Scenario;
+use rttfair_lab::builtin;
+use rttfair_loader::BpfFs;
+
+use crate::{LabArgs, LabCommand};
+
+pub fn run(fs: &BpfFs, cmd: LabCommand) -> Result<()> {
+    match cmd {
+        LabCommand::Scenarios => {
+            for (name, text) in builtin::SCENARIOS {
+                let s = Scenario::from_toml(text).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+                println!("{name:<24} {}", s.description);
+            }
+            Ok(())
+        }
+        LabCommand::Run { scenario, cca, common } => {
+            let mut s = prepare(&scenario, &common)?;
+            if let Some(c) = cca {
+                s = s.with_cca(&c);
+            }
+            let r = run::run(&s, &options(fs, &common))?;
+            print_table(&[r]);
+            Ok(())
+        }
+        LabCommand::Compare { scenario, cca, common } => {
+            let s = prepare(&scenario, &common)?;
+            let mut results = Vec::new();
+            for c in &cca {
+                results.push(run::run(&s.with_cca(c), &options(fs, &common))?);
+            }
+            print_table(&results);
+            Ok(())
+        }
+    }
+}
+
+fn prepare(arg: &str, a: &LabArgs) -> Result<Scenario> {
+    let mut s = builtin::resolve(arg)?;
+    if let Some(d) = a.duration {
+        s.duration_s = d;
+        s.warmup_s = s.warmup_s.min(d / 4.0);
+    }
+    if let Some(r) = a.reps {
+        s.repetitions = r;
+    }
+    if let Err(e) = s.validate() {
+        bail!("{arg}: {e}");
+    }
+    Ok(s)
+}
+
+fn options(fs: &BpfFs, a: &LabArgs) -> RunOptions {
+    RunOptions { out_dir: a.out.clone(), bpffs: fs.clone(), progress: !a.quiet, verbose: !a.quiet }
+}
+
+/// One row per run: per-group goodput, ratio, fairness, utilization, delay.
+pub fn print_table(results: &[RunResult]) {
+    let Some(first) = results.first() else { return };
+    let groups: Vec<String> = first.summary.goodput_mbit_by_group.keys().cloned().collect();
+    print!("{:<10}", "cca");
+    for g in &groups {
+        print!(" {:>12}", format!("{g} Mb/s"));
+    }
+    println!(" {:>6} {:>6} {:>6} {:>7} {:>9} {:>8} {:>8}", "ratio", "jain", "stdr", "util", "qdelay", "rtt p95", "retrans");
+    for r in results {
+        let s = &r.summary;
+        print!("{:<10}", run::label_of(&r.scenario));
+        for g in &groups {
+            print!(" {:>12.2}", s.goodput_mbit_by_group.get(g).copied().unwrap_or(0.0));
+        }
+        println!(
+            " {:>6.2} {:>6.3} {:>6.2} {:>6.1}% {:>7.1}ms {:>6.1}ms {:>7.2}%",
+            s.group_ratio,
+            s.jain,
+            s.stdr,
+            s.utilization * 100.0,
+            s.qdelay_mean_ms,
+            s.rtt_p95_ms,
+            s.retrans_ratio * 100.0
+        );
+    }
+    for r in results {
+        println!("results: {}", r.dir.display());
+    }
+}

@@ -1,0 +1,174 @@
+//! The dumbbell: senders -> router (bottleneck) -> receivers.
+//!
+//! ```text
+//!  snd ns                      router ns                        rcv ns
+//!  s0 10.10.0.1/16  <-veth->  r0 10.10.0.254/16
+//!     + 10.10.1.N (flow N)    r1 10.20.0.254/24  <-veth->  c0 10.20.0.1/24
+//!                             dly0 (TUN): reverse path to 10.10.1.0/24
+//! ```
+//! - Forward (data): s0 -> r0 -> r1 egress = HTB rate + bfifo drop-tail
+//!   buffer -> c0. Random loss, if any, is a tc program on r0 ingress.
+//! - Reverse (ACKs): c0 -> r1 -> route 10.10.1.0/24 dev dly0 -> the delay
+//!   element -> back in through dly0 -> `ip rule iif dly0 lookup 100` ->
+//!   r0 -> s0. Each flow has its own sender address, so its own delay.
+//! - TSO/GSO/GRO are off on every veth: the bottleneck sees MTU packets.
+
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+use std::os::fd::{AsFd, AsRawFd};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use libbpf_rs::{MapCore, MapFlags, ObjectBuilder};
+
+use crate::delay::{self, DelayElement};
+use crate::link::{self, Bottleneck};
+use crate::netns::Netns;
+use crate::qstats::QdiscReader;
+
+/// Handle of the bfifo under HTB class 1:1 ("10:").
+pub const BUFFER_QDISC_HANDLE: u32 = 0x0010_0000; // tc handles are hex
+/// The router interface facing the receivers, where the bottleneck is.
+pub const BOTTLENECK_IF: &str = "r1";
+/// Receiver address.
+pub const RECEIVER: Ipv4Addr = Ipv4Addr::new(10, 20, 0, 1);
+
+/// What a flow needs from the network.
+#[derive(Debug, Clone)]
+pub struct FlowPath {
+    pub rtt: Duration,
+    pub loss_pct: f64,
+}
+
+/// A built dumbbell. Dropping it stops the delay element and deletes the
+/// namespaces (which removes every link, qdisc and tc program in them).
+pub struct Dumbbell {
+    pub snd: Netns,
+    pub router: Netns,
+    pub rcv: Netns,
+    pub delay: DelayElement,
+    senders: Vec<Ipv4Addr>,
+    _loss: Option<libbpf_rs::Object>,
+}
+
+/// The sender address of flow `i` (0-based).
+pub fn sender_addr(i: usize) -> Ipv4Addr {
+    Ipv4Addr::new(10, 10, 1 + (i / 250) as u8, (i % 250 + 1) as u8)
+}
+
+impl Dumbbell {
+    pub fn build(flows: &[FlowPath], bottleneck: Bottleneck) -> Result<Dumbbell> {
+        let snd = Netns::create("snd")?;
+        let router = Netns::create("rtr")?;
+        let rcv = Netns::create("rcv")?;
+
+        link::veth(&snd, "s0", &router, "r0")?;
+        link::veth(&router, "r1", &rcv, "c0")?;
+        link::addr(&snd, "s0", "10.10.0.1/16")?;
+        link::addr(&router, "r0", "10.10.0.254/16")?;
+        link::addr(&router, "r1", "10.20.0.254/24")?;
+        link::addr(&rcv, "c0", "10.20.0.1/24")?;
+        snd.ip(&["route", "add", "default", "via", "10.10.0.254"])?;
+        rcv.ip(&["route", "add", "default", "via", "10.20.0.254"])?;
+        let senders: Vec<Ipv4Addr> = (0..flows.len()).map(sender_addr).collect();
+        for a in &senders {
+            link::addr(&snd, "s0", &format!("{a}/16"))?;
+        }
+        for (k, v) in [
+            ("net.ipv4.ip_forward", "1"),
+            ("net.ipv4.conf.all.rp_filter", "0"),
+            ("net.ipv4.conf.default.rp_filter", "0"),
+        ] {
+            router.exec("sysctl", &["-qw", &format!("{k}={v}")])?;
+        }
+
+        // The reverse path through the delay element.
+        let tun = delay::create_tun(&router, "dly0")?;
+        router.ip(&["link", "set", "dly0", "mtu", "1500", "up"])?;
+        router.exec("sysctl", &["-qw", "net.ipv4.conf.dly0.rp_filter=0"])?;
+        let flow_nets: Vec<String> = flow_prefixes(senders.len());
+        for net in &flow_nets {
+            router.ip(&["route", "add", net, "dev", "dly0"])?;
+        }
+        router.ip(&["rule", "add", "iif", "dly0", "lookup", "100", "pref", "100"])?;
+        router.ip(&["route", "add", "10.10.0.0/16", "dev", "r0", "table", "100"])?;
+        let delays: HashMap<Ipv4Addr, Duration> =
+            senders.iter().copied().zip(flows.iter().map(|f| f.rtt)).collect();
+        let delay = DelayElement::start(tun, delays, Duration::ZERO)?;
+
+        link::shape(&router, BOTTLENECK_IF, bottleneck)?;
+
+        let loss = if flows.iter().any(|f| f.loss_pct > 0.0) {
+            Some(attach_loss(&router, "r0", &senders, flows)?)
+        } else {
+            None
+        };
+        Ok(Dumbbell { snd, router, rcv, delay, senders, _loss: loss })
+    }
+
+    pub fn sender(&self, i: usize) -> Ipv4Addr {
+        self.senders[i]
+    }
+
+    /// A reader of the bottleneck buffer's counters.
+    pub fn queue_reader(&self) -> Result<QdiscReader> {
+        QdiscReader::open(&self.router, BOTTLENECK_IF, BUFFER_QDISC_HANDLE)
+    }
+}
+
+fn flow_prefixes(n: usize) -> Vec<String> {
+    (0..n.div_ceil(250).max(1)).map(|k| format!("10.10.{}.0/24", k + 1)).collect()
+}
+
+/// Load the random-loss program and attach it to `ifname`'s ingress.
+fn attach_loss(ns: &Netns, ifname: &str, senders: &[Ipv4Addr], flows: &[FlowPath]) -> Result<libbpf_rs::Object> {
+    let obj = ObjectBuilder::default()
+        .open_memory(rttfair_loader::lifecycle::lab_objects::RANDOM_LOSS)
+        .context("open loss program")?
+        .load()
+        .context("load loss program")?;
+    {
+        let map = obj.maps().find(|m| m.name() == "loss_by_saddr").context("loss map")?;
+        for (a, f) in senders.iter().zip(flows) {
+            if f.loss_pct > 0.0 {
+                let p = ((f.loss_pct / 100.0) * u32::MAX as f64) as u32;
+                map.update(&a.octets(), &p.to_ne_bytes(), MapFlags::ANY)?;
+            }
+        }
+    }
+    let prog = obj.progs().find(|p| p.name() == "lab_random_loss").context("loss prog")?;
+    let fd = prog.as_fd().try_clone_to_owned()?;
+    let name = ifname.to_string();
+    ns.run(move || -> Result<()> {
+        let cname = std::ffi::CString::new(name.clone())?;
+        // SAFETY: valid C string.
+        let idx = unsafe { libc::if_nametoindex(cname.as_ptr()) } as i32;
+        let mut hook = libbpf_rs::TcHookBuilder::new(fd.as_fd())
+            .ifindex(idx)
+            .replace(true)
+            .handle(1)
+            .priority(1)
+            .hook(libbpf_rs::TC_INGRESS);
+        hook.create().context("create clsact")?;
+        hook.attach().context("attach loss program")?;
+        let _ = fd.as_raw_fd();
+        Ok(())
+    })??;
+    Ok(obj)
+}
+
+/// Packets the loss program dropped so far.
+pub fn loss_drops(obj: &libbpf_rs::Object) -> u64 {
+    obj.maps()
+        .find(|m| m.name() == "loss_dropped")
+        .and_then(|m| m.lookup(&0u32.to_ne_bytes(), MapFlags::ANY).ok().flatten())
+        .map(|v| u64::from_ne_bytes(v[..8].try_into().unwrap()))
+        .unwrap_or(0)
+}
+
+impl Dumbbell {
+    /// Packets dropped by random loss so far.
+    pub fn random_loss_drops(&self) -> u64 {
+        self._loss.as_ref().map(loss_drops).unwrap_or(0)
+    }
+}

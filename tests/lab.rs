@@ -1,0 +1,63 @@
+//! The lab: a short real run passes its self-check and a cubic flow fills
+//! the bottleneck; bad scenarios are refused naming the field; nothing is
+//! left behind.
+
+mod common;
+
+use common::*;
+use rttfair_lab::run::{self, RunOptions};
+use rttfair_lab::{builtin, netns};
+
+#[test]
+fn ci_smoke_scenario_self_checks_and_fills_the_link() {
+    let t = KernelTest::new();
+    let s = builtin::resolve("ci-smoke").unwrap();
+    let out = std::env::temp_dir().join(format!("rttfair-lab-test-{}", std::process::id()));
+    let r = run::run(&s, &RunOptions { out_dir: out.clone(), bpffs: t.fs.clone(), progress: false, verbose: true })
+        .expect("run (self-check included)");
+    for c in &r.rtt_check {
+        println!("rtt check: configured {:.2} ms measured {:.3} ms", c.configured_ms, c.measured_ms);
+        assert!(c.ok);
+    }
+    println!("rate check: {:.2} Mbit/s goodput", r.rate_check_goodput_mbit);
+    println!("summary: {}", run::one_line(&r.summary));
+    assert!(r.summary.utilization >= 0.90, "cubic utilization {:.1}%", r.summary.utilization * 100.0);
+    for f in ["summary.json", "scenario.toml", "rep0/goodput.csv", "rep0/queue.csv", "rep0/throughput.png", "rep0/queue.png"] {
+        assert!(r.dir.join(f).exists(), "missing {f}");
+    }
+    // The queue was sampled at >= 100 Hz.
+    let q = &r.reps[0].queue;
+    let span = q.last().unwrap().t - q.first().unwrap().t;
+    assert!(q.len() as f64 / span >= 90.0, "queue sampled at {:.0} Hz", q.len() as f64 / span);
+    let _ = std::fs::remove_dir_all(&out);
+    let mine = format!("rf-{}-", std::process::id());
+    let left: Vec<String> = std::fs::read_dir("/run/netns")
+        .map(|d| d.flatten().filter_map(|e| e.file_name().into_string().ok()).filter(|n| n.starts_with(&mine)).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "namespaces left behind: {left:?}");
+}
+
+#[test]
+fn invalid_scenarios_are_refused_naming_the_field() {
+    let t = KernelTest::new();
+    let dir = std::env::temp_dir().join(format!("rttfair-scn-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cases = [
+        ("\nrtt_ms = 20\n", "\nrtt_ms = -1\n", "flows[0].rtt_ms"),
+        ("rate_mbit = 20", "rate_mbit = 0", "bottleneck.rate_mbit"),
+        ("buffer = { bdp = 1.0, rtt_ms = 20.0 }", "buffer = { bdp = 1.0 }", "bottleneck.buffer.rtt_ms"),
+        ("duration_s = 12", "duration_s = \"long\"", "duration_s"),
+    ];
+    let base = builtin::SCENARIOS.iter().find(|(n, _)| *n == "ci-smoke").unwrap().1;
+    for (from, to, field) in cases {
+        assert!(base.contains(from), "{from}");
+        let path = dir.join("bad.toml");
+        std::fs::write(&path, base.replace(from, to)).unwrap();
+        let out = t.run(&["lab", "run", path.to_str().unwrap()]);
+        assert_one_line_error(&out, field);
+    }
+    let out = t.run(&["lab", "run", "no-such-scenario"]);
+    assert_one_line_error(&out, "embedded");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(netns::stale().is_empty());
+}
