@@ -20,7 +20,7 @@ use std::process::Command;
 use libbpf_cargo::SkeletonBuilder;
 
 /// The BPF programs this crate embeds, by source stem.
-const OBJECTS: &[&str] = &["abi", "bbr1", "lab_loss", "testdata/reject"];
+const OBJECTS: &[&str] = &["abi", "bbr1", "fairtt", "adbbr", "lab_loss", "testdata/reject"];
 
 fn main() {
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR"));
@@ -34,6 +34,7 @@ fn main() {
     export_abi_version(&include.join("rttfair_abi.h"));
     println!("cargo:rerun-if-env-changed=RTTFAIR_VMLINUX_H");
     println!("cargo:rerun-if-changed={}", include.display());
+    compile_host_math(&bpf_dir, &include);
     for stem in OBJECTS {
         let src = bpf_dir.join(format!("{stem}.bpf.c"));
         println!("cargo:rerun-if-changed={}", src.display());
@@ -42,6 +43,7 @@ fn main() {
             .obj(out.join(format!("{}.bpf.o", stem.replace('/', "_"))))
             .clang_args([
                 "-Wall".into(),
+                "-mcpu=v3".into(), // atomics with fetch (flow ids, registry counts)
                 "-Werror".into(),
                 "-Wno-unused-function".into(),
                 "-I".into(),
@@ -88,4 +90,12 @@ fn export_abi_version(header: &Path) {
         .map(str::trim)
         .expect("RTTFAIR_ABI_VERSION in rttfair_abi.h");
     println!("cargo:rustc-env=RTTFAIR_ABI_VERSION={version}");
+}
+
+/// The fixed-point math headers compiled for the host, for the unit tests in
+/// src/math.rs (the same source the BPF programs include).
+fn compile_host_math(bpf_dir: &Path, include: &Path) {
+    let src = bpf_dir.join("host/math_host.c");
+    println!("cargo:rerun-if-changed={}", src.display());
+    cc::Build::new().file(&src).include(include).warnings(true).compile("rttfair_math_host");
 }

@@ -118,22 +118,26 @@ struct fairtt_slot {
 	__u64 last_seen_ns;
 };
 
-/* Runtime tunables. 0 in any field means "use the built-in default". */
+/*
+ * Runtime tunables, one ARRAY entry per CCA, read by the CCA once per round
+ * trip. 0 in any field means "use the built-in default" (so a fresh map is a
+ * valid configuration); user space validates ranges before writing.
+ */
 struct fairtt_tunables {
-	__u32 beta_x1024;        /* Eq. 6 balance factor, default 0.8 */
-	__u32 gamma_x1024;       /* Alg. 1 discount factor, default 0.99 */
+	__u32 beta_ppm;          /* Eq. 6 balance factor, default 800000 (0.8) */
+	__u32 gamma_ppm;         /* Alg. 1 discount factor, default 990000 (0.99) */
 	__u32 window_ms;         /* activity window for Wfcount, default 1000 */
 	__u32 tolerance_pct;     /* distinct-minRTT tolerance, default 10 % */
 };
 
 struct adbbr_tunables {
-	__u32 alpha_x1024;       /* Alg. 1 threshold alpha * RTprop, default 1.25 */
+	__u32 alpha_ppm;         /* Alg. 1 threshold alpha * RTprop, default 1250000 (1.25) */
 	__u32 hold_ms;           /* Alg. 1 over-threshold duration, default 300 */
-	__u32 x_x1024;           /* Eq. 13 noise sensitivity X, default 0.5 */
+	__u32 x_ppm;             /* Eq. 13 noise sensitivity X, default 500000 (0.5) */
 	__u32 zmin_us;           /* Eq. 13 protection threshold Z_min, default 5000 */
 	__u32 probe_hold_ms;     /* Alg. 3 condition duration, default 10000 */
-	__u32 gamma_mode;        /* interpretation of Eq. 12; 0 = default (1) */
-	__u32 gamma_ref_us;      /* reference delay for gamma modes, default 1000 */
+	__u32 gamma_mode;        /* interpretation of Eq. 12 (ADBBR_GAMMA_*), default 2 */
+	__u32 gamma_ref_us;      /* reference delay of gamma mode 3, default 1000 */
 };
 
 #define RTTFAIR_EXPORT_MIN_INTERVAL_US 1000

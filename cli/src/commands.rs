@@ -18,6 +18,20 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Unload { ccas, force } => unload(&fs, &ccas, force),
         Command::List { json } => list(&fs, json),
         Command::Flows { json, watch, cca } => flows(&fs, json, watch, cca.as_deref()),
+        Command::Set { name, value } => {
+            let v = rttfair_loader::tunables::set(&fs, &name, &value)?;
+            println!("{} = {}{}", v.name, v.value, v.unit);
+            Ok(())
+        }
+        Command::Get { name, json } => {
+            let values = rttfair_loader::tunables::get(&fs, name.as_deref())?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&values)?);
+            } else {
+                print!("{}", view::tunables_table(&values));
+            }
+            Ok(())
+        }
         Command::Lab { command } => crate::lab::run(&fs, command),
         Command::Demo { seconds, keep_loaded } => {
             if !(seconds.is_finite() && (1.0..=600.0).contains(&seconds)) {

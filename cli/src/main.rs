@@ -58,6 +58,20 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Set a runtime tunable, e.g. `set fairtt.beta 0.7` (applies within one
+    /// round trip to every flow, no reload).
+    Set {
+        /// <cca>.<tunable>
+        name: String,
+        value: String,
+    },
+    /// Show tunables: all of the loaded CCAs, one CCA's, or one.
+    Get {
+        /// <cca> or <cca>.<tunable>
+        name: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Per-flow BBR estimates of every socket on a rttfair CCA (what `ss -ti`
     /// cannot show for BPF congestion controls).
     Flows {

@@ -15,6 +15,7 @@ pub struct Status {
     pub available: Vec<String>,
     pub bpffs: String,
     pub flow_map_capacity: Option<u32>,
+    pub tunables: Vec<rttfair_loader::tunables::Value>,
 }
 
 #[derive(Debug, Serialize)]
@@ -52,6 +53,7 @@ impl Status {
             available: kernel::available_ccas()?,
             bpffs: fs.root().display().to_string(),
             flow_map_capacity: reader.as_ref().map(|r| r.capacity()),
+            tunables: rttfair_loader::tunables::get(fs, None).unwrap_or_default(),
         })
     }
 
@@ -70,6 +72,9 @@ impl Status {
         }
         let _ = writeln!(s, "kernel default: {}", self.kernel_default);
         let _ = writeln!(s, "available:      {}", self.available.join(" "));
+        if !self.tunables.is_empty() {
+            s.push_str(&tunables_table(&self.tunables));
+        }
         s
     }
 }
@@ -217,4 +222,20 @@ pub fn human_rate(bytes_per_sec: u64) -> String {
     } else {
         format!("{:.0}kbit/s", bits / 1e3)
     }
+}
+
+/// Tunables as `name = value  (default)  help`.
+pub fn tunables_table(values: &[rttfair_loader::tunables::Value]) -> String {
+    let mut s = String::new();
+    for v in values {
+        let _ = writeln!(
+            s,
+            "{:<22} = {:<10} {:<9} {}",
+            v.name,
+            format!("{}{}", v.value, v.unit),
+            if v.is_default { "(default)" } else { "" },
+            v.help
+        );
+    }
+    s
 }

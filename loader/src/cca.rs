@@ -13,16 +13,22 @@ use crate::error::Error;
 pub enum Cca {
     /// BBR v1, the baseline built on the shared core.
     Bbr1,
+    /// FaiRTT (seed 001): RTT-dependent BDP reduction in ProbeBW.
+    Fairtt,
+    /// Ad-BBR (seed 003): nRTT, RTT-ratio pacing regulation, adaptive ProbeRTT.
+    Adbbr,
 }
 
 impl Cca {
     /// Every CCA of this build, in a stable order.
-    pub const ALL: [Cca; 1] = [Cca::Bbr1];
+    pub const ALL: [Cca; 3] = [Cca::Bbr1, Cca::Fairtt, Cca::Adbbr];
 
     /// The name registered with the kernel.
     pub fn name(self) -> &'static str {
         match self {
             Cca::Bbr1 => "bbr1",
+            Cca::Fairtt => "fairtt",
+            Cca::Adbbr => "adbbr",
         }
     }
 
@@ -30,6 +36,8 @@ impl Cca {
     pub fn abi_id(self) -> u32 {
         match self {
             Cca::Bbr1 => abi::CCA_BBR1,
+            Cca::Fairtt => abi::CCA_FAIRTT,
+            Cca::Adbbr => abi::CCA_ADBBR,
         }
     }
 
@@ -47,6 +55,8 @@ impl Cca {
     pub(crate) fn object(self) -> &'static [u8] {
         match self {
             Cca::Bbr1 => crate::lifecycle::objects::BBR1,
+            Cca::Fairtt => crate::lifecycle::objects::FAIRTT,
+            Cca::Adbbr => crate::lifecycle::objects::ADBBR,
         }
     }
 

@@ -24,7 +24,9 @@ pub mod error;
 pub mod flows;
 pub mod kernel;
 pub mod lifecycle;
+pub mod math;
 pub mod preflight;
+pub mod tunables;
 
 pub use bpffs::BpfFs;
 pub use cca::Cca;

@@ -21,6 +21,8 @@ use crate::{kernel, preflight};
 /// The compiled objects, embedded at build time by build.rs.
 pub(crate) mod objects {
     pub static BBR1: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/bbr1.bpf.o"));
+    pub static FAIRTT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/fairtt.bpf.o"));
+    pub static ADBBR: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/adbbr.bpf.o"));
 }
 
 /// BPF objects the lab uses (not congestion controls).

@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * adbbr: Ad-BBR (seed 003_ef85492fd8507648.txt) on the rttfair BBR core.
+ *
+ * The model
+ * ---------
+ * BBRv1 over-injects: cwnd is 2 x BDP and every flow's probing adds to a
+ * shared queue, and each flow's share of that queue grows with its RTT.
+ * Ad-BBR watches the RTT each ACK reports (rRTT) against a reference minimum
+ * RTT (nRTT) and, in ProbeBW, slows its pacing as the queue grows:
+ *
+ *   nRTT      the reference RTT (Alg. 1): RTprop, re-read at once while
+ *             rRTT <= alpha * RTprop, or after rRTT stayed above it for
+ *             0.3 s (a path change rather than a passing burst)
+ *   regime    rRTT <  1.25 nRTT               pacing = BtlBw * gain      (Alg. 2)
+ *             1.25 <= rRTT/nRTT < 1.5         pacing = BtlBw * gain / beta,
+ *                                             beta = rRTT / nRTT         (Eq. 11)
+ *             rRTT >= 1.5 nRTT                pacing = BtlBw * gain * gamma,
+ *                                             gamma ~ 1 / (rRTT - nRTT)  (Eq. 12)
+ *   ProbeRTT  not every 10 s, but when rRTT > RTprop + Y has held for 10 s,
+ *             Y = max(X * std(RTT history), Z_min), X = 0.5, Z_min = 5 ms
+ *             (Alg. 3, Eq. 13): a queue that does not go away, not a timer.
+ *
+ * Eq. 12 as printed is not dimensionless (with seconds it multiplies the rate
+ * by 100 at 10 ms of queueing). The interpretation is a runtime tunable
+ * (adbbr.gamma_mode, adbbr_math.h): 1 ratio nRTT/rRTT, 2 normalized
+ * nRTT/(3 eta) [default], 3 reference 1 ms/eta; each clamped to [1/16, 2/3].
+ * Alg. 1 leaves alpha unset: 1.25, the same threshold at which Alg. 2 starts
+ * regulating, so nRTT is held steady exactly while the rate is regulated.
+ * docs/algorithms.md has the reasoning and the deviations table.
+ *
+ * State: the BBR core in icsk_ca_priv; the RTT history (16 samples, one per
+ * round trip) and timers in the adbbr_sk sk_storage map.
+ *
+ * GPL-2.0: struct_ops programs must be GPL-compatible.
+ */
+#define RTTFAIR_CCA RTTFAIR_CCA_ADBBR
+#include "bbr_core.h"
+#include "adbbr_math.h"
+
+#define ADBBR_HIST 16
+#define ADBBR_DEF_ALPHA_PPM 1250000
+#define ADBBR_DEF_HOLD_MS 300
+#define ADBBR_DEF_X_PPM 500000
+#define ADBBR_DEF_ZMIN_US 5000
+#define ADBBR_DEF_PROBE_HOLD_MS 10000
+#define ADBBR_DEF_GAMMA_MODE ADBBR_GAMMA_NORMALIZED
+#define ADBBR_DEF_GAMMA_REF_US 1000
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct adbbr_tunables);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} adbbr_tunables_v1 SEC(".maps");
+
+struct adbbr_flow {
+	__u32 hist[ADBBR_HIST];   /* rt_history: one RTT sample per round trip */
+	__u32 hist_pos;
+	__u32 hist_len;
+	__u32 nrtt_us;            /* Alg. 1 */
+	__u32 over_alpha_since_ms;/* Alg. 1: start of rRTT > alpha*RTprop, 0 = not */
+	__u32 queue_since_ms;     /* Alg. 3: start of rRTT > RTprop + Y, 0 = not */
+	__u32 std_us;
+	__u32 factor_x1024;
+	__u8 regime;
+	__u8 _pad[3];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct adbbr_flow);
+} adbbr_sk SEC(".maps");
+
+static __always_inline struct adbbr_tunables adbbr_params(void)
+{
+	struct adbbr_tunables p = {
+		.alpha_ppm = ADBBR_DEF_ALPHA_PPM,
+		.hold_ms = ADBBR_DEF_HOLD_MS,
+		.x_ppm = ADBBR_DEF_X_PPM,
+		.zmin_us = ADBBR_DEF_ZMIN_US,
+		.probe_hold_ms = ADBBR_DEF_PROBE_HOLD_MS,
+		.gamma_mode = ADBBR_DEF_GAMMA_MODE,
+		.gamma_ref_us = ADBBR_DEF_GAMMA_REF_US,
+	};
+	__u32 zero = 0;
+	struct adbbr_tunables *t = bpf_map_lookup_elem(&adbbr_tunables_v1, &zero);
+
+	if (t) {
+		if (t->alpha_ppm)
+			p.alpha_ppm = t->alpha_ppm;
+		if (t->hold_ms)
+			p.hold_ms = t->hold_ms;
+		if (t->x_ppm)
+			p.x_ppm = t->x_ppm;
+		if (t->zmin_us)
+			p.zmin_us = t->zmin_us;
+		if (t->probe_hold_ms)
+			p.probe_hold_ms = t->probe_hold_ms;
+		if (t->gamma_mode)
+			p.gamma_mode = t->gamma_mode;
+		if (t->gamma_ref_us)
+			p.gamma_ref_us = t->gamma_ref_us;
+	}
+	return p;
+}
+
+static __always_inline struct adbbr_flow *adbbr_flow_of(struct sock *sk, bool create)
+{
+	return bpf_sk_storage_get(&adbbr_sk, sk, 0, create ? BPF_SK_STORAGE_GET_F_CREATE : 0);
+}
+
+/* ms timestamps with 0 reserved for "not running". */
+static __always_inline __u32 adbbr_stamp(__u32 now_ms)
+{
+	return now_ms ?: 1;
+}
+
+/* Alg. 1: the reference RTT. */
+static __always_inline void adbbr_update_nrtt(struct adbbr_flow *af, __u32 rrtt_us,
+					      __u32 rtprop_us, __u32 now_ms,
+					      const struct adbbr_tunables *p)
+{
+	__u64 threshold = (__u64)rtprop_us * p->alpha_ppm / PPM;
+
+	if (rtprop_us == ~0U)
+		return;
+	if (rrtt_us <= threshold || af->nrtt_us == 0) {
+		af->nrtt_us = rtprop_us;
+		af->over_alpha_since_ms = 0;
+		return;
+	}
+	if (!af->over_alpha_since_ms) {
+		af->over_alpha_since_ms = adbbr_stamp(now_ms);
+	} else if (now_ms - af->over_alpha_since_ms >= p->hold_ms) {
+		af->nrtt_us = rtprop_us;
+		af->over_alpha_since_ms = 0;
+	}
+}
+
+struct adbbr_sums {
+	const struct adbbr_flow *af;
+	__u64 sum, sum_sq;
+};
+
+static long adbbr_sum_sample(__u64 i, void *ctx)
+{
+	struct adbbr_sums *s = ctx;
+	__u64 v = s->af->hist[i & (ADBBR_HIST - 1)];
+
+	s->sum += v;
+	s->sum_sq += v * v;
+	return 0;
+}
+
+static long adbbr_isqrt_step(__u64 i, void *ctx)
+{
+	rf_isqrt_step(ctx);
+	return 0;
+}
+
+/* Alg. 3 lines 1-4: the standard deviation of the RTT history (bpf_loop
+ * keeps both loops at one verified iteration each). */
+static __always_inline __u32 adbbr_history_std(const struct adbbr_flow *af)
+{
+	struct adbbr_sums s = { .af = af };
+	struct rf_isqrt st;
+	__u32 n = rf_min(af->hist_len, (__u32)ADBBR_HIST);
+
+	if (n < 2)
+		return 0;
+	bpf_loop(n, adbbr_sum_sample, &s, 0);
+	rf_isqrt_init(&st, adbbr_variance(s.sum, s.sum_sq, n));
+	bpf_loop(RF_ISQRT_STEPS, adbbr_isqrt_step, &st, 0);
+	return (__u32)st.res;
+}
+
+static __always_inline void cca_init(struct sock *sk, struct rf_bbr *bbr)
+{
+	struct adbbr_flow *af = adbbr_flow_of(sk, true);
+
+	if (af) {
+		__builtin_memset(af, 0, sizeof(*af));
+		af->factor_x1024 = FACTOR_UNIT;
+	}
+}
+
+static __always_inline void cca_release(struct sock *sk, struct rf_bbr *bbr)
+{
+	bpf_sk_storage_delete(&adbbr_sk, sk);
+}
+
+static __always_inline void cca_on_rate_sample(struct sock *sk, struct rf_bbr *bbr,
+					       const struct rate_sample *rs)
+{
+	struct adbbr_flow *af = adbbr_flow_of(sk, false);
+	struct adbbr_tunables p;
+	__u32 now = tcp_now_ms(tcp_sk(sk)), rrtt = bbr->last_rtt_us, y;
+
+	if (!af || rs->rtt_us <= 0)
+		return;
+	p = adbbr_params();
+	adbbr_update_nrtt(af, rrtt, bbr->min_rtt_us, now, &p);
+
+	/* One history sample per round trip; the std over it once per round. */
+	if (bbr->round_start) {
+		af->hist[af->hist_pos & (ADBBR_HIST - 1)] = rrtt;
+		af->hist_pos = (af->hist_pos + 1) & (ADBBR_HIST - 1);
+		if (af->hist_len < ADBBR_HIST)
+			af->hist_len++;
+		af->std_us = adbbr_history_std(af);
+	}
+
+	/* Alg. 3 lines 5-14: a queue above RTprop + Y that persists. */
+	y = adbbr_y_us(af->std_us, p.x_ppm, p.zmin_us);
+	if (bbr->min_rtt_us != ~0U && (__u64)rrtt > (__u64)bbr->min_rtt_us + y) {
+		if (!af->queue_since_ms)
+			af->queue_since_ms = adbbr_stamp(now);
+	} else {
+		af->queue_since_ms = 0;
+	}
+
+	/* Alg. 2: the regime and its factor for this ACK (ProbeBW only). */
+	if (bbr->mode == RTTFAIR_MODE_PROBE_BW && af->nrtt_us) {
+		af->regime = adbbr_regime(rrtt, af->nrtt_us);
+		af->factor_x1024 = adbbr_pacing_factor_x1024(rrtt, af->nrtt_us, p.gamma_mode,
+							     p.gamma_ref_us);
+	} else {
+		af->regime = ADBBR_REGIME_NORMAL;
+		af->factor_x1024 = FACTOR_UNIT;
+	}
+}
+
+static __always_inline __u64 cca_inflight_bdp(struct sock *sk, struct rf_bbr *bbr, __u64 bdp)
+{
+	return bdp;
+}
+
+/* Alg. 2 lines 3-10: scale the pacing rate by 1, 1/beta or gamma. */
+static __always_inline __u64 cca_pacing_rate(struct sock *sk, struct rf_bbr *bbr, __u64 rate)
+{
+	struct adbbr_flow *af = adbbr_flow_of(sk, false);
+
+	if (!af || af->factor_x1024 == FACTOR_UNIT)
+		return rate;
+	return adbbr_apply_factor(rate, af->factor_x1024);
+}
+
+/* Alg. 3: ProbeRTT when the queue condition has held for probe_hold_ms;
+ * the 10 s RTprop expiry alone no longer triggers it. */
+static __always_inline bool cca_probe_rtt_due(struct sock *sk, struct rf_bbr *bbr,
+					      bool min_rtt_expired)
+{
+	struct adbbr_flow *af = adbbr_flow_of(sk, false);
+	struct adbbr_tunables p;
+	__u32 now;
+
+	if (!af || !af->queue_since_ms)
+		return false;
+	p = adbbr_params();
+	now = tcp_now_ms(tcp_sk(sk));
+	if (now - af->queue_since_ms < p.probe_hold_ms)
+		return false;
+	af->queue_since_ms = 0; /* phase_timer = 0 */
+	return true;
+}
+
+static __always_inline void cca_export(struct sock *sk, struct rf_bbr *bbr,
+				       struct rttfair_flow *f)
+{
+	struct adbbr_flow *af = adbbr_flow_of(sk, false);
+
+	if (!af)
+		return;
+	f->adbbr_nrtt_us = af->nrtt_us;
+	f->adbbr_rtt_std_us = af->std_us;
+	f->adbbr_factor_x1024 = af->factor_x1024;
+	f->adbbr_regime = af->regime;
+}
+
+RTTFAIR_DEFINE_STRUCT_OPS(adbbr_ops, "adbbr");

@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * fairtt: FaiRTT (seed 001_49c85951144fc9fa.txt) on the rttfair BBR core.
+ *
+ * The model
+ * ---------
+ * Flows that share a bottleneck under BBR each keep about 2 x BDP in flight,
+ * and a flow's BDP is its BtlBw times its own RTprop. In a deep buffer the
+ * standing queue this builds is shared, so a long-RTT ("elephant") flow, whose
+ * BDP is larger, holds more of the queue and gets more of the link; the
+ * short-RTT ("mice") flows starve. FaiRTT shrinks a flow's BDP while the RTT it
+ * sees is well above what the flows on the host consider normal:
+ *
+ *   Wfcount_t  number of distinct minRTTs among active flows (Alg. 1 line 4)
+ *   WminRTT_t  = beta * mean(past minRTTs) + (1 - beta) * minRTT_t     (Eq. 6)
+ *   W_t        = min(|Rx|, |Tx|): the window, in round trips            (Eq. 7)
+ *   alpha_t    = Wfcount_t * mean of WminRTT over the last W_t rounds   (Eq. 5)
+ *   in ProbeBW, when lastRTT_t > alpha_t:
+ *     BDP_t    = BtlBw_t * RTprop_t * (minRTT_t * gamma / lastRTT_t)    (Alg. 1)
+ *   Inflight_t = BDP_t * cwnd_gain                                      (Eq. 4)
+ *
+ * The coefficient minRTT * gamma / lastRTT is below 1 and smaller the more
+ * queueing a flow sees relative to its own minRTT.
+ *
+ * Where things live
+ * -----------------
+ * - The BBR machine: bbr_core.h (this file changes only the BDP that sizes
+ *   cwnd, through cca_inflight_bdp()).
+ * - Per-flow FaiRTT state (minRTT history, the WminRTT window): the
+ *   fairtt_sk sk_storage map, since icsk_ca_priv is taken by the core.
+ * - Wfcount: fairtt_registry_v1, a pinned array shared by every socket on the
+ *   host in every network namespace (and by the daemon): slots of minRTT
+ *   classes refreshed by their flows once per round trip. FaiRTT needs no
+ *   daemon to work.
+ * - Tunables: fairtt_tunables_v1 (rttfairctl set fairtt.<name>).
+ *
+ * The paper's choices left open, and what this file does (docs/algorithms.md
+ * has the full table): "window t" is the last W_t packet-timed round trips,
+ * W_t = min(peer receive window, cwnd) in packets capped at the 16-entry ring;
+ * a minRTT sample is the core's RTprop once per round trip; lastRTT is the RTT
+ * of the latest ACK's rate sample (not srtt); "distinct" minRTTs differ by
+ * more than tolerance_pct (10 %) of the larger; a class is active while some
+ * flow refreshed it within window_ms (1 s).
+ *
+ * GPL-2.0: struct_ops programs must be GPL-compatible.
+ */
+#define RTTFAIR_CCA RTTFAIR_CCA_FAIRTT
+#include "bbr_core.h"
+#include "fairtt_math.h"
+
+#define FAIRTT_RING 16
+#define FAIRTT_NO_SLOT 0xff
+#define FAIRTT_DEF_BETA_PPM 800000
+#define FAIRTT_DEF_GAMMA_PPM 990000
+#define FAIRTT_DEF_WINDOW_MS 1000
+#define FAIRTT_DEF_TOL_PCT 10
+
+/* Host-wide minRTT classes (Wfcount). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FAIRTT_REGISTRY_SLOTS);
+	__type(key, __u32);
+	__type(value, struct fairtt_slot);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fairtt_registry_v1 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fairtt_tunables);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} fairtt_tunables_v1 SEC(".maps");
+
+/* Per-flow FaiRTT state, beyond the core's icsk_ca_priv. */
+struct fairtt_flow {
+	__u64 minrtt_sum_us;           /* Eq. 6: sum of past minRTT samples */
+	__u32 minrtt_n;                /* ... and their count */
+	__u32 wminrtt_ring[FAIRTT_RING]; /* Eq. 5: WminRTT of the last rounds */
+	__u32 ring_pos;
+	__u32 ring_len;
+	__u32 wminrtt_us;              /* latest WminRTT_t */
+	__u32 alpha_us;                /* latest alpha_t */
+	__u32 coef_x1024;              /* latest coefficient (1024 = none) */
+	__u16 wfcount;
+	__u8 active;
+	__u8 slot;                     /* registry slot, FAIRTT_NO_SLOT if none */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct fairtt_flow);
+} fairtt_sk SEC(".maps");
+
+struct fairtt_params {
+	__u32 beta_ppm, gamma_ppm, tol_pct;
+	__u64 window_ns;
+};
+
+static __always_inline struct fairtt_params fairtt_params(void)
+{
+	struct fairtt_params p = {
+		FAIRTT_DEF_BETA_PPM, FAIRTT_DEF_GAMMA_PPM, FAIRTT_DEF_TOL_PCT,
+		FAIRTT_DEF_WINDOW_MS * NSEC_PER_MSEC,
+	};
+	__u32 zero = 0;
+	struct fairtt_tunables *t = bpf_map_lookup_elem(&fairtt_tunables_v1, &zero);
+
+	if (t) {
+		if (t->beta_ppm)
+			p.beta_ppm = t->beta_ppm;
+		if (t->gamma_ppm)
+			p.gamma_ppm = t->gamma_ppm;
+		if (t->tolerance_pct)
+			p.tol_pct = t->tolerance_pct;
+		if (t->window_ms)
+			p.window_ns = (__u64)t->window_ms * NSEC_PER_MSEC;
+	}
+	return p;
+}
+
+static __always_inline struct fairtt_flow *fairtt_flow_of(struct sock *sk, bool create)
+{
+	return bpf_sk_storage_get(&fairtt_sk, sk, 0, create ? BPF_SK_STORAGE_GET_F_CREATE : 0);
+}
+
+static __always_inline bool fairtt_slot_active(const struct fairtt_slot *s, __u64 now,
+					       __u64 window_ns)
+{
+	return s->last_seen_ns && now - s->last_seen_ns <= window_ns;
+}
+
+/* State of one pass over the registry (bpf_loop callback context). */
+struct fairtt_scan {
+	__u64 now, window_ns;
+	__u32 min_rtt_us, tol_pct;
+	__s32 mine, free;
+	__u32 count;
+};
+
+/* One slot: count it if active, note the first free slot and our class. */
+static long fairtt_scan_slot(__u64 i, void *ctx)
+{
+	struct fairtt_scan *sc = ctx;
+	__u32 key = (__u32)i;
+	struct fairtt_slot *s = bpf_map_lookup_elem(&fairtt_registry_v1, &key);
+
+	if (!s)
+		return 0;
+	if (!fairtt_slot_active(s, sc->now, sc->window_ns)) {
+		if (sc->free < 0)
+			sc->free = key;
+		return 0;
+	}
+	sc->count++;
+	if (sc->mine < 0 && fairtt_same_class(s->min_rtt_us, sc->min_rtt_us, sc->tol_pct))
+		sc->mine = key;
+	return 0;
+}
+
+/*
+ * Wfcount_t (Alg. 1 line 4): refresh this flow's minRTT class in the host
+ * registry and count the classes active in the window. One pass over
+ * FAIRTT_REGISTRY_SLOTS (bpf_loop, so the verifier checks one iteration),
+ * once per round trip.
+ */
+static __always_inline __u32 fairtt_wfcount(struct fairtt_flow *ff, __u32 min_rtt_us,
+					    const struct fairtt_params *p)
+{
+	struct fairtt_scan sc = {
+		.now = bpf_ktime_get_ns(),
+		.window_ns = p->window_ns,
+		.min_rtt_us = min_rtt_us,
+		.tol_pct = p->tol_pct,
+		.mine = -1,
+		.free = -1,
+	};
+	struct fairtt_slot *s;
+	__u32 key;
+
+	bpf_loop(FAIRTT_REGISTRY_SLOTS, fairtt_scan_slot, &sc, 0);
+	if (sc.mine >= 0) {
+		key = sc.mine;
+		s = bpf_map_lookup_elem(&fairtt_registry_v1, &key);
+		if (s) {
+			s->last_seen_ns = sc.now;
+			if (ff->slot != (__u8)key) {
+				__sync_fetch_and_add(&s->flows, 1);
+				ff->slot = key;
+			}
+		}
+	} else if (sc.free >= 0) {
+		key = sc.free;
+		s = bpf_map_lookup_elem(&fairtt_registry_v1, &key);
+		if (s) {
+			/* A new class; a race with another claimant only merges two
+			 * classes for one window, which is tolerable. */
+			s->min_rtt_us = min_rtt_us;
+			s->flows = 1;
+			s->last_seen_ns = sc.now;
+			ff->slot = key;
+			sc.count++;
+		}
+	}
+	return sc.count ? sc.count : 1;
+}
+
+/* Leave the registry: a class whose last flow leaves stops counting at once. */
+static __always_inline void fairtt_leave(struct fairtt_flow *ff)
+{
+	__u32 key = ff->slot;
+	struct fairtt_slot *s;
+
+	if (ff->slot == FAIRTT_NO_SLOT)
+		return;
+	s = bpf_map_lookup_elem(&fairtt_registry_v1, &key);
+	if (s && __sync_fetch_and_add(&s->flows, -1) == 1)
+		s->last_seen_ns = 0;
+	ff->slot = FAIRTT_NO_SLOT;
+}
+
+/* Eq. 7: W_t = min(|Rx|, |Tx|) in packets, capped at the ring size. */
+static __always_inline __u32 fairtt_window_rounds(struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	__u32 mss = tp->mss_cache ?: 1;
+	__u32 w = rf_min(tp->snd_wnd / mss, tp->snd_cwnd);
+
+	return rf_max(rf_min(w, (__u32)FAIRTT_RING), 1U);
+}
+
+/* Once per round trip: minRTT sample -> WminRTT (Eq. 6) -> alpha (Eq. 5). */
+static __always_inline void fairtt_update_round(struct sock *sk, struct rf_bbr *bbr,
+						struct fairtt_flow *ff)
+{
+	struct fairtt_params p = fairtt_params();
+	__u32 min_rtt = bbr->min_rtt_us, w, i;
+	__u64 sum = 0;
+
+	if (min_rtt == ~0U || min_rtt == 0)
+		return;
+	ff->wminrtt_us = fairtt_wminrtt_us(ff->minrtt_sum_us, ff->minrtt_n, min_rtt, p.beta_ppm);
+	ff->minrtt_sum_us += min_rtt;
+	ff->minrtt_n++;
+	ff->wminrtt_ring[ff->ring_pos & (FAIRTT_RING - 1)] = ff->wminrtt_us;
+	ff->ring_pos = (ff->ring_pos + 1) & (FAIRTT_RING - 1);
+	if (ff->ring_len < FAIRTT_RING)
+		ff->ring_len++;
+
+	w = rf_min(fairtt_window_rounds(sk), ff->ring_len);
+	for (i = 0; i < FAIRTT_RING; i++) {
+		if (i >= w)
+			break;
+		sum += ff->wminrtt_ring[(ff->ring_pos - 1 - i) & (FAIRTT_RING - 1)];
+	}
+	ff->wfcount = fairtt_wfcount(ff, min_rtt, &p);
+	ff->alpha_us = fairtt_alpha_us(ff->wfcount, sum, w);
+}
+
+static __always_inline void cca_init(struct sock *sk, struct rf_bbr *bbr)
+{
+	struct fairtt_flow *ff = fairtt_flow_of(sk, true);
+
+	if (ff) {
+		__builtin_memset(ff, 0, sizeof(*ff));
+		ff->slot = FAIRTT_NO_SLOT;
+		ff->coef_x1024 = COEF_UNIT;
+	}
+}
+
+static __always_inline void cca_release(struct sock *sk, struct rf_bbr *bbr)
+{
+	struct fairtt_flow *ff = fairtt_flow_of(sk, false);
+
+	if (ff) {
+		fairtt_leave(ff);
+		bpf_sk_storage_delete(&fairtt_sk, sk);
+	}
+}
+
+static __always_inline void cca_on_rate_sample(struct sock *sk, struct rf_bbr *bbr,
+					       const struct rate_sample *rs)
+{
+	struct fairtt_flow *ff;
+	struct fairtt_params p;
+
+	/* The round boundary is decided by the core after this hook, so the
+	 * per-round work keys off the previous ACK's round_start. */
+	ff = fairtt_flow_of(sk, false);
+	if (!ff)
+		return;
+	if (bbr->round_start)
+		fairtt_update_round(sk, bbr, ff);
+
+	/* Alg. 1 lines 6-11, per ACK with the ACK's own RTT as lastRTT. */
+	ff->active = bbr->mode == RTTFAIR_MODE_PROBE_BW &&
+		     fairtt_adjust_active(bbr->last_rtt_us, ff->alpha_us);
+	if (ff->active) {
+		p = fairtt_params();
+		ff->coef_x1024 = fairtt_coef_x1024(bbr->min_rtt_us, bbr->last_rtt_us, p.gamma_ppm);
+	} else {
+		ff->coef_x1024 = COEF_UNIT;
+	}
+}
+
+/* Eq. 4 with Alg. 1 line 8: the cwnd target's BDP, scaled while active. */
+static __always_inline __u64 cca_inflight_bdp(struct sock *sk, struct rf_bbr *bbr, __u64 bdp)
+{
+	struct fairtt_flow *ff = fairtt_flow_of(sk, false);
+
+	if (!ff || !ff->active)
+		return bdp;
+	return fairtt_scaled_bdp(bdp, ff->coef_x1024);
+}
+
+static __always_inline __u64 cca_pacing_rate(struct sock *sk, struct rf_bbr *bbr, __u64 rate)
+{
+	return rate;
+}
+
+static __always_inline bool cca_probe_rtt_due(struct sock *sk, struct rf_bbr *bbr,
+					      bool min_rtt_expired)
+{
+	return min_rtt_expired;
+}
+
+static __always_inline void cca_export(struct sock *sk, struct rf_bbr *bbr,
+				       struct rttfair_flow *f)
+{
+	struct fairtt_flow *ff = fairtt_flow_of(sk, false);
+
+	if (!ff)
+		return;
+	f->fairtt_alpha_us = ff->alpha_us;
+	f->fairtt_wminrtt_us = ff->wminrtt_us;
+	f->fairtt_coef_x1024 = ff->coef_x1024;
+	f->fairtt_wfcount = ff->wfcount;
+	f->fairtt_active = ff->active;
+}
+
+RTTFAIR_DEFINE_STRUCT_OPS(fairtt_ops, "fairtt");

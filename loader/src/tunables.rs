@@ -1,0 +1,252 @@
+//! Runtime tunables of the CCAs: `rttfairctl set fairtt.beta 0.7`.
+//!
+//! Each CCA reads its tunables from a pinned one-entry ARRAY map once per
+//! round trip, so a change applies to every flow within an RTT, with no
+//! reload. A stored 0 means "built-in default" (a fresh map is valid); values
+//! are validated here, before anything is written.
+
+use libbpf_rs::{MapCore, MapFlags};
+
+use crate::abi::{self, RawAdbbrTunables, RawFairttTunables};
+use crate::bpffs::BpfFs;
+use crate::cca::Cca;
+use crate::error::{Error, Result};
+use crate::flows::open_shared_map;
+
+/// How a tunable is stored: the user's number times `scale` as a u32.
+#[derive(Debug, Clone, Copy)]
+pub struct Tunable {
+    pub cca: Cca,
+    /// Name after the CCA's, e.g. "beta" in "fairtt.beta".
+    pub name: &'static str,
+    pub help: &'static str,
+    pub unit: &'static str,
+    pub min: f64,
+    pub max: f64,
+    pub default: f64,
+    /// Stored value = value x scale (1e6 for ppm fields, 1 for integers).
+    scale: f64,
+    integer: bool,
+}
+
+const FAIRTT_MAP: &str = "fairtt_tunables_v1";
+const ADBBR_MAP: &str = "adbbr_tunables_v1";
+
+/// Every tunable of every CCA.
+pub const ALL: &[Tunable] = &[
+    Tunable { cca: Cca::Fairtt, name: "beta", help: "Eq. 6 balance factor between past and current minRTT", unit: "", min: 0.0, max: 1.0, default: 0.8, scale: 1e6, integer: false },
+    Tunable { cca: Cca::Fairtt, name: "gamma", help: "Alg. 1 discount factor of the BDP coefficient", unit: "", min: 0.5, max: 1.0, default: 0.99, scale: 1e6, integer: false },
+    Tunable { cca: Cca::Fairtt, name: "window_ms", help: "a minRTT class counts in Wfcount while refreshed within this window", unit: "ms", min: 10.0, max: 60_000.0, default: 1000.0, scale: 1.0, integer: true },
+    Tunable { cca: Cca::Fairtt, name: "tolerance_pct", help: "minRTTs within this % of each other are one class", unit: "%", min: 1.0, max: 100.0, default: 10.0, scale: 1.0, integer: true },
+    Tunable { cca: Cca::Adbbr, name: "alpha", help: "Alg. 1 threshold: nRTT holds while rRTT > alpha x RTprop", unit: "", min: 1.0, max: 4.0, default: 1.25, scale: 1e6, integer: false },
+    Tunable { cca: Cca::Adbbr, name: "hold_ms", help: "Alg. 1 over-threshold duration before nRTT is re-read", unit: "ms", min: 1.0, max: 60_000.0, default: 300.0, scale: 1.0, integer: true },
+    Tunable { cca: Cca::Adbbr, name: "x", help: "Eq. 13 noise sensitivity X", unit: "", min: 0.01, max: 10.0, default: 0.5, scale: 1e6, integer: false },
+    Tunable { cca: Cca::Adbbr, name: "zmin_us", help: "Eq. 13 protection threshold Z_min", unit: "us", min: 1.0, max: 1_000_000.0, default: 5000.0, scale: 1.0, integer: true },
+    Tunable { cca: Cca::Adbbr, name: "probe_hold_ms", help: "Alg. 3: queue condition duration before ProbeRTT", unit: "ms", min: 100.0, max: 600_000.0, default: 10_000.0, scale: 1.0, integer: true },
+    Tunable { cca: Cca::Adbbr, name: "gamma_mode", help: "Eq. 12 interpretation: 1 ratio nRTT/rRTT, 2 normalized nRTT/(3 eta), 3 reference ref/eta", unit: "", min: 1.0, max: 3.0, default: 2.0, scale: 1.0, integer: true },
+    Tunable { cca: Cca::Adbbr, name: "gamma_ref_us", help: "reference delay of gamma_mode 3", unit: "us", min: 1.0, max: 1_000_000.0, default: 1000.0, scale: 1.0, integer: true },
+];
+
+impl Tunable {
+    /// "fairtt.beta"
+    pub fn full_name(&self) -> String {
+        format!("{}.{}", self.cca, self.name)
+    }
+
+    /// Look up "cca.name".
+    pub fn find(full: &str) -> Result<&'static Tunable> {
+        let names = || ALL.iter().map(Tunable::full_name).collect::<Vec<_>>().join(", ");
+        let (cca, name) = full.split_once('.').ok_or_else(|| Error::InvalidValue {
+            name: full.to_string(),
+            reason: format!("expected <cca>.<tunable>; tunables: {}", names()),
+        })?;
+        let cca: Cca = cca.parse()?;
+        ALL.iter().find(|t| t.cca == cca && t.name == name).ok_or_else(|| Error::InvalidValue {
+            name: full.to_string(),
+            reason: format!("no such tunable; tunables: {}", names()),
+        })
+    }
+
+    /// Parse and validate a user's value into the stored u32.
+    pub fn parse(&self, text: &str) -> Result<u32> {
+        let bad = |reason: String| Error::InvalidValue { name: self.full_name(), reason };
+        let v: f64 = text.trim().parse().map_err(|_| bad(format!("'{text}' is not a number")))?;
+        if !v.is_finite() {
+            return Err(bad(format!("'{text}' is not a finite number")));
+        }
+        if self.integer && v.fract() != 0.0 {
+            return Err(bad(format!("must be a whole number, got {text}")));
+        }
+        if v < self.min || v > self.max {
+            return Err(bad(format!("must be between {} and {}{}, got {text}", self.min, self.max, self.unit)));
+        }
+        let stored = (v * self.scale).round();
+        if stored < 1.0 {
+            return Err(bad(format!("{text} is too small to store (0 means default)")));
+        }
+        Ok(stored as u32)
+    }
+
+    fn map_name(&self) -> &'static str {
+        match self.cca {
+            Cca::Fairtt => FAIRTT_MAP,
+            _ => ADBBR_MAP,
+        }
+    }
+
+    fn field<'a>(&self, fair: &'a mut RawFairttTunables, ad: &'a mut RawAdbbrTunables) -> &'a mut u32 {
+        match (self.cca, self.name) {
+            (Cca::Fairtt, "beta") => &mut fair.beta_ppm,
+            (Cca::Fairtt, "gamma") => &mut fair.gamma_ppm,
+            (Cca::Fairtt, "window_ms") => &mut fair.window_ms,
+            (Cca::Fairtt, "tolerance_pct") => &mut fair.tolerance_pct,
+            (_, "alpha") => &mut ad.alpha_ppm,
+            (_, "hold_ms") => &mut ad.hold_ms,
+            (_, "x") => &mut ad.x_ppm,
+            (_, "zmin_us") => &mut ad.zmin_us,
+            (_, "probe_hold_ms") => &mut ad.probe_hold_ms,
+            (_, "gamma_mode") => &mut ad.gamma_mode,
+            _ => &mut ad.gamma_ref_us,
+        }
+    }
+
+    /// The stored u32 as the user's number.
+    pub fn display(&self, stored: u32) -> f64 {
+        if stored == 0 {
+            self.default
+        } else {
+            stored as f64 / self.scale
+        }
+    }
+}
+
+/// One tunable's current value.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Value {
+    pub name: String,
+    pub value: f64,
+    pub is_default: bool,
+    pub unit: &'static str,
+    pub help: &'static str,
+}
+
+fn read_raw(fs: &BpfFs, t: &Tunable) -> Result<(RawFairttTunables, RawAdbbrTunables)> {
+    let map = open_map(fs, t)?;
+    let bytes = map
+        .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)
+        .map_err(|e| Error::bpf("read tunables", e))?
+        .unwrap_or_default();
+    Ok(match t.cca {
+        Cca::Fairtt => (abi::from_bytes(&bytes).unwrap_or_default(), Default::default()),
+        _ => (Default::default(), abi::from_bytes(&bytes).unwrap_or_default()),
+    })
+}
+
+fn open_map(fs: &BpfFs, t: &Tunable) -> Result<libbpf_rs::MapHandle> {
+    if !fs.map_pin(t.map_name()).exists() {
+        return Err(Error::NotLoaded { cca: format!("{} (its tunables live in its pinned map)", t.cca) });
+    }
+    open_shared_map(fs, t.map_name())
+}
+
+/// Current values of every tunable of `cca` (or all loaded CCAs).
+pub fn get(fs: &BpfFs, filter: Option<&str>) -> Result<Vec<Value>> {
+    let selected: Vec<&Tunable> = match filter {
+        None => ALL.iter().filter(|t| fs.map_pin(t.map_name()).exists()).collect(),
+        Some(f) if f.contains('.') => vec![Tunable::find(f)?],
+        Some(f) => {
+            let cca: Cca = f.parse()?;
+            ALL.iter().filter(|t| t.cca == cca).collect()
+        }
+    };
+    let mut out = Vec::new();
+    for t in selected {
+        let (mut fair, mut ad) = read_raw(fs, t)?;
+        let stored = *t.field(&mut fair, &mut ad);
+        out.push(Value { name: t.full_name(), value: t.display(stored), is_default: stored == 0, unit: t.unit, help: t.help });
+    }
+    Ok(out)
+}
+
+/// Validate and store one tunable; returns the value now in effect.
+pub fn set(fs: &BpfFs, full: &str, text: &str) -> Result<Value> {
+    crate::preflight::check_can_register(&format!("setting {full}"))?;
+    let t = Tunable::find(full)?;
+    let stored = t.parse(text)?;
+    let map = open_map(fs, t)?;
+    let (mut fair, mut ad) = read_raw(fs, t)?;
+    *t.field(&mut fair, &mut ad) = stored;
+    let bytes = match t.cca {
+        Cca::Fairtt => abi::to_bytes(&fair),
+        _ => abi::to_bytes(&ad),
+    };
+    map.update(&0u32.to_ne_bytes(), &bytes, MapFlags::ANY).map_err(|e| Error::bpf("write tunables", e))?;
+    Ok(Value { name: t.full_name(), value: t.display(stored), is_default: false, unit: t.unit, help: t.help })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_validates_type_and_range() {
+        let beta = Tunable::find("fairtt.beta").unwrap();
+        assert_eq!(beta.parse("0.8").unwrap(), 800_000);
+        for bad in ["NaN", "inf", "-0.1", "1.5", "abc", "", "0"] {
+            assert!(beta.parse(bad).is_err(), "{bad} accepted");
+        }
+        let w = Tunable::find("fairtt.window_ms").unwrap();
+        assert_eq!(w.parse("250").unwrap(), 250);
+        assert!(w.parse("250.5").is_err(), "fraction accepted for an integer");
+        assert!(w.parse("5").is_err(), "below range accepted");
+        let m = Tunable::find("adbbr.gamma_mode").unwrap();
+        assert!(m.parse("4").is_err());
+        assert!(Tunable::find("fairtt.nope").is_err());
+        assert!(Tunable::find("cubic.beta").is_err());
+        assert!(Tunable::find("beta").is_err());
+    }
+
+    /// The defaults shown to users are the ones the BPF programs apply when a
+    /// field is 0: read them from the C sources' #defines.
+    #[test]
+    fn defaults_match_the_bpf_defaults() {
+        let fairtt = include_str!("../../bpf/fairtt.bpf.c");
+        let adbbr = include_str!("../../bpf/adbbr.bpf.c");
+        let math = include_str!("../../bpf/include/adbbr_math.h");
+        let define = |src: &str, name: &str| -> f64 {
+            let line = src
+                .lines()
+                .find(|l| l.starts_with(&format!("#define {name} ")))
+                .unwrap_or_else(|| panic!("#define {name} missing"));
+            let v = line.split_whitespace().nth(2).unwrap();
+            if let Ok(n) = v.parse::<f64>() {
+                return n;
+            }
+            // A define naming another define (ADBBR_GAMMA_NORMALIZED).
+            math.lines()
+                .chain(src.lines())
+                .find(|l| l.starts_with(&format!("#define {v} ")))
+                .and_then(|l| l.split_whitespace().nth(2))
+                .and_then(|x| x.parse().ok())
+                .unwrap_or_else(|| panic!("cannot resolve {v}"))
+        };
+        let expect = [
+            ("fairtt.beta", define(fairtt, "FAIRTT_DEF_BETA_PPM")),
+            ("fairtt.gamma", define(fairtt, "FAIRTT_DEF_GAMMA_PPM")),
+            ("fairtt.window_ms", define(fairtt, "FAIRTT_DEF_WINDOW_MS")),
+            ("fairtt.tolerance_pct", define(fairtt, "FAIRTT_DEF_TOL_PCT")),
+            ("adbbr.alpha", define(adbbr, "ADBBR_DEF_ALPHA_PPM")),
+            ("adbbr.hold_ms", define(adbbr, "ADBBR_DEF_HOLD_MS")),
+            ("adbbr.x", define(adbbr, "ADBBR_DEF_X_PPM")),
+            ("adbbr.zmin_us", define(adbbr, "ADBBR_DEF_ZMIN_US")),
+            ("adbbr.probe_hold_ms", define(adbbr, "ADBBR_DEF_PROBE_HOLD_MS")),
+            ("adbbr.gamma_mode", define(adbbr, "ADBBR_DEF_GAMMA_MODE")),
+            ("adbbr.gamma_ref_us", define(adbbr, "ADBBR_DEF_GAMMA_REF_US")),
+        ];
+        assert_eq!(expect.len(), ALL.len());
+        for (name, stored) in expect {
+            let t = Tunable::find(name).unwrap();
+            assert_eq!((t.default * t.scale).round(), stored, "{name}");
+        }
+    }
+}
