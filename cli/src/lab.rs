@@ -26,6 +26,27 @@ pub fn run(fs: &BpfFs, cmd: LabCommand) -> Result<()> {
             print_table(&[r]);
             Ok(())
         }
+        LabCommand::Sweep { scenario, cca, common } => {
+            let (_, sweep) = builtin::resolve_with_sweep(&scenario)?;
+            let sweep = sweep.ok_or_else(|| anyhow::anyhow!("{scenario} has no [sweep] table"))?;
+            let s = prepare(&scenario, &common)?;
+            let (points, dir) = rttfair_lab::sweep::run(&s, &sweep, &cca, &options(fs, &common))?;
+            println!("{:<8} {:>10} {:>8} {:>7} {:>7} {:>7} {:>8}", "cca", "x", "y", "jain", "ratio", "util", "qdelay");
+            for p in &points {
+                println!(
+                    "{:<8} {:>10} {:>8} {:>7.3} {:>7.2} {:>6.1}% {:>6.1}ms",
+                    p.cca,
+                    p.x,
+                    p.y.map(|v| v.to_string()).unwrap_or_default(),
+                    p.summary.jain,
+                    p.summary.group_ratio,
+                    p.summary.utilization * 100.0,
+                    p.summary.qdelay_mean_ms
+                );
+            }
+            println!("results: {}", dir.display());
+            Ok(())
+        }
         LabCommand::Compare { scenario, cca, common } => {
             let s = prepare(&scenario, &common)?;
             let mut results = Vec::new();

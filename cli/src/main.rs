@@ -123,6 +123,14 @@ pub enum LabCommand {
         #[command(flatten)]
         common: LabArgs,
     },
+    /// Run a scenario's [sweep] grid for each CCA: CSV, line plots or heatmaps.
+    Sweep {
+        scenario: String,
+        #[arg(long, value_delimiter = ',', required = true)]
+        cca: Vec<String>,
+        #[command(flatten)]
+        common: LabArgs,
+    },
     /// List the embedded scenarios.
     Scenarios,
 }

@@ -19,4 +19,5 @@ pub mod run;
 pub mod scenario;
 pub mod selfcheck;
 pub mod sock;
+pub mod sweep;
 pub mod topology;

@@ -167,3 +167,66 @@ pub fn heatmap(
     root.present().with_context(|| format!("write {}", path.display()))?;
     Ok(())
 }
+
+/// A metric against a sweep's x values (evenly spaced, labelled), one line
+/// per CCA.
+pub fn sweep_lines(
+    path: &Path,
+    title: &str,
+    x_label: &str,
+    points: &[crate::sweep::Point],
+    metric: fn(&crate::run::Summary) -> f64,
+) -> Result<()> {
+    let text = ensure_font();
+    let mut xs: Vec<f64> = points.iter().map(|p| p.x).collect();
+    xs.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    xs.dedup();
+    let mut ccas: Vec<&str> = points.iter().map(|p| p.cca.as_str()).collect();
+    ccas.dedup();
+    let vals: Vec<f64> = points.iter().map(|p| metric(&p.summary)).filter(|v| v.is_finite()).collect();
+    let ymax = vals.iter().cloned().fold(1.0, f64::max) * 1.1;
+    let root = BitMapBackend::new(path, (900, 450)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut b = ChartBuilder::on(&root);
+    b.margin(10).x_label_area_size(45).y_label_area_size(60);
+    if text {
+        b.caption(title, ("sans-serif", 18));
+    }
+    let n = xs.len().max(1);
+    let mut chart = b.build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..ymax)?;
+    let xs2 = xs.clone();
+    if text {
+        chart
+            .configure_mesh()
+            .x_desc(x_label)
+            .x_labels(n)
+            .x_label_formatter(&|v| {
+                let i = v.round();
+                if (v - i).abs() < 0.01 && i >= 0.0 {
+                    xs2.get(i as usize).map(|x| format!("{x}")).unwrap_or_default()
+                } else {
+                    String::new()
+                }
+            })
+            .draw()?;
+    }
+    for (ci, cca) in ccas.iter().enumerate() {
+        let c = color(ci);
+        let line: Vec<(f64, f64)> = points
+            .iter()
+            .filter(|p| p.cca == *cca && p.y.is_none())
+            .filter_map(|p| xs.iter().position(|x| *x == p.x).map(|i| (i as f64, metric(&p.summary))))
+            .filter(|(_, v)| v.is_finite())
+            .collect();
+        chart.draw_series(line.iter().map(|p| Circle::new(*p, 3, c.filled())))?;
+        let s = chart.draw_series(LineSeries::new(line, c.stroke_width(2)))?;
+        if text {
+            s.label(cca.to_string()).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+        }
+    }
+    if text {
+        chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
+    }
+    root.present().with_context(|| format!("write {}", path.display()))?;
+    Ok(())
+}
