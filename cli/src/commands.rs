@@ -32,6 +32,16 @@ pub fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
+        Command::Daemon { config, listen } => {
+            let mut c = rttfair_daemon::Config::load(config.as_deref())?;
+            if let Some(l) = listen {
+                c.listen = l;
+            }
+            if std::env::var_os("RTTFAIR_BPFFS").is_some() || cli_bpffs_given(&fs) {
+                c.bpffs = fs.root().to_path_buf();
+            }
+            rttfair_daemon::run(c)
+        }
         Command::Lab { command } => crate::lab::run(&fs, command),
         Command::Demo { seconds, keep_loaded } => {
             if !(seconds.is_finite() && (1.0..=600.0).contains(&seconds)) {
@@ -146,4 +156,10 @@ fn flows(fs: &BpfFs, json: bool, watch: Option<f64>, cca: Option<&str>) -> Resul
             None => return Ok(()),
         }
     }
+}
+
+/// The global --bpffs (or RTTFAIR_BPFFS) overrides the config's bpffs when
+/// it is not the default.
+fn cli_bpffs_given(fs: &BpfFs) -> bool {
+    fs.root() != std::path::Path::new(BpfFs::DEFAULT_ROOT)
 }

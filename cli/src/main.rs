@@ -91,6 +91,15 @@ pub enum Command {
         #[command(subcommand)]
         command: LabCommand,
     },
+    /// Serve live per-flow estimates and fairness to Prometheus (/metrics).
+    Daemon {
+        /// Config file (TOML); default /etc/rttfair/daemon.toml, defaults if absent.
+        #[arg(long, short)]
+        config: Option<std::path::PathBuf>,
+        /// Override the config's listen address.
+        #[arg(long)]
+        listen: Option<std::net::SocketAddr>,
+    },
     /// The guided tour: real flows through an emulated bottleneck with native
     /// and rttfair CCAs side by side. Leaves the host as it found it.
     Demo {

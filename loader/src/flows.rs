@@ -109,7 +109,12 @@ impl FlowReader {
     }
 
     /// Every exported flow. Entries deleted while iterating are skipped.
+    /// Batched lookups (1024 entries a syscall) where the kernel has them.
     pub fn flows(&self) -> Result<Vec<Flow>> {
+        if let Some(mut out) = self.flows_batched() {
+            out.sort_by_key(|f| f.id);
+            return Ok(out);
+        }
         let mut out = Vec::new();
         for key in self.flows.keys() {
             let Ok(k) = <[u8; 8]>::try_from(key.as_slice()) else { continue };
@@ -126,6 +131,54 @@ impl FlowReader {
         }
         out.sort_by_key(|f| f.id);
         Ok(out)
+    }
+
+    /// All entries through BPF_MAP_LOOKUP_BATCH, 1024 a syscall; `None` if
+    /// the kernel refuses batching (then the caller iterates key by key).
+    /// (libbpf-rs' batch iterator stops at the first short batch, and hash
+    /// maps return short batches before the end, so this drives the syscall
+    /// itself until ENOENT.)
+    fn flows_batched(&self) -> Option<Vec<Flow>> {
+        use std::os::fd::{AsFd, AsRawFd};
+        const BATCH: usize = 1024;
+        let vsize = std::mem::size_of::<RawFlow>();
+        let mut keys = vec![0u64; BATCH];
+        let mut vals = vec![0u8; BATCH * vsize];
+        let (mut in_tok, mut out_tok) = (0u64, 0u64);
+        let opts = libbpf_rs::libbpf_sys::bpf_map_batch_opts {
+            sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_batch_opts>() as _,
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        let mut first = true;
+        loop {
+            let mut count = BATCH as u32;
+            // SAFETY: buffers sized for `count` keys/values; tokens are u64.
+            let rc = unsafe {
+                libbpf_rs::libbpf_sys::bpf_map_lookup_batch(
+                    self.flows.as_fd().as_raw_fd(),
+                    if first { std::ptr::null_mut() } else { (&mut in_tok as *mut u64).cast() },
+                    (&mut out_tok as *mut u64).cast(),
+                    keys.as_mut_ptr().cast(),
+                    vals.as_mut_ptr().cast(),
+                    &mut count,
+                    &opts,
+                )
+            };
+            let errno = if rc < 0 { std::io::Error::last_os_error().raw_os_error().unwrap_or(0) } else { 0 };
+            for i in 0..(count as usize).min(BATCH) {
+                if let Some(raw) = abi::from_bytes::<RawFlow>(&vals[i * vsize..(i + 1) * vsize]) {
+                    out.push(Flow { id: keys[i], raw });
+                }
+            }
+            match errno {
+                0 => {}
+                libc::ENOENT => return Some(out),
+                _ => return None,
+            }
+            first = false;
+            in_tok = out_tok;
+        }
     }
 
     /// Counters of one CCA.

@@ -350,3 +350,21 @@ pub fn inspect_programs(cca: Cca, scratch: &BpfFs) -> Result<Vec<ProgramStats>> 
 pub fn object_bytes(cca: Cca) -> &'static [u8] {
     cca.object()
 }
+
+/// Create (or reuse) the installation's shared maps without registering any
+/// CCA: the maps of the bbr1 object are created and pinned, the programs are
+/// loaded and then dropped. Used by benchmarks that fill the maps with
+/// synthetic flows.
+pub fn create_shared_maps(fs: &BpfFs, opts: &LoadOptions) -> Result<()> {
+    preflight::check_can_register("creating rttfair maps")?;
+    fs.ensure()?;
+    let _loaded = open(Cca::Bbr1, fs, opts)?.load()?;
+    Ok(())
+}
+
+/// Remove every pin of an installation that has no CCA registered.
+pub fn remove_unused(fs: &BpfFs) {
+    if !Cca::ALL.iter().any(|c| fs.link_pin(*c).exists()) {
+        remove_shared_maps(fs);
+    }
+}

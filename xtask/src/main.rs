@@ -59,7 +59,7 @@ fn run(args: &[String]) -> Result<()> {
         }
         "help" | "--help" | "-h" => {
             println!("usage: cargo xtask <deps|build|test|demo|bench NAME|soak>");
-            println!("benches: single-flow, verifier");
+            println!("benches: single-flow, verifier, lab-accuracy, daemon");
             Ok(())
         }
         other => bail!("unknown task '{other}' (try: cargo xtask help)"),
@@ -165,6 +165,9 @@ fn bench(rest: &[String]) -> Result<()> {
         bail!("which benchmark? single-flow, verifier");
     }
     deps()?;
+    if rest[0] == "daemon" {
+        cargo(&["build", "--release", "-p", "rttfairctl"])?;
+    }
     cargo_run_bin("rttfair-bench", &strs(rest))
 }
 

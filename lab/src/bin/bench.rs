@@ -11,6 +11,7 @@ use rttfair_lab::iperf::{self, ClientSpec};
 use rttfair_lab::link;
 use rttfair_lab::netns::Netns;
 use rttfair_loader::lifecycle;
+use libbpf_rs::MapCore;
 use rttfair_loader::{BpfFs, Cca};
 
 fn main() {
@@ -19,6 +20,7 @@ fn main() {
         Some("single-flow") => single_flow(&args[1..]),
         Some("verifier") => verifier(),
         Some("lab-accuracy") => lab_accuracy(),
+        Some("daemon") => daemon_bench(),
         Some(other) => Err(anyhow::anyhow!("unknown benchmark '{other}' (single-flow, verifier)")),
         None => Err(anyhow::anyhow!("which benchmark? single-flow, verifier")),
     };
@@ -234,6 +236,130 @@ fn lab_accuracy() -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Scrape latency and RSS of `rttfairctl daemon` with 1k and 10k synthetic
+/// flows in the map, and its idle CPU at one scrape per second.
+fn daemon_bench() -> Result<()> {
+    use rttfair_loader::abi::{self, RawFlow};
+    use rttfair_loader::lifecycle::{create_shared_maps, LoadOptions, FLOWS_MAP};
+    use std::io::{Read, Write};
+
+    let ctl = std::env::current_exe()?.with_file_name("rttfairctl");
+    if !ctl.exists() {
+        bail!("{} not built (cargo build --release -p rttfairctl)", ctl.display());
+    }
+    for n in [1_000usize, 10_000] {
+        let fs = BpfFs::new(format!("/sys/fs/bpf/rttfair-bench-daemon-{}-{n}", std::process::id()));
+        create_shared_maps(&fs, &LoadOptions { flows_max: Some(65_536), object: None })?;
+        let map = libbpf_rs::MapHandle::from_pinned_path(fs.map_pin(FLOWS_MAP))?;
+        for i in 0..n as u64 {
+            let mut f = RawFlow::default();
+            f.abi_version = abi::ABI_VERSION;
+            f.cca = (1 + i % 3) as u8;
+            f.family = 2;
+            f.saddr[..4].copy_from_slice(&[10, 10, (i >> 8) as u8, i as u8]);
+            f.daddr[..4].copy_from_slice(&[10, 20, 0, (i % 200) as u8]);
+            f.sport = 10_000 + (i % 50_000) as u16;
+            f.dport = 5201;
+            f.btlbw_bps = 1_250_000 + i;
+            f.min_rtt_us = 10_000 + (i % 100) as u32;
+            f.delivered_bytes = i * 1000;
+            f.first_ns = 1;
+            f.last_ns = 1_000_000_000 + i;
+            map.update(&(i + 1).to_ne_bytes(), &abi::to_bytes(&f), libbpf_rs::MapFlags::ANY)?;
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let cfg = std::env::temp_dir().join(format!("rttfair-bench-{n}.toml"));
+        std::fs::write(&cfg, format!("max_flows = {}\n", n + 1))?;
+        let mut child = std::process::Command::new(&ctl)
+            .args(["daemon", "--config", cfg.to_str().unwrap(), "--listen", &format!("127.0.0.1:{port}")])
+            .env("RTTFAIR_BPFFS", fs.root())
+            .stderr(std::process::Stdio::null())
+            .spawn()?;
+        let get = || -> Result<(Duration, usize)> {
+            let t = std::time::Instant::now();
+            let mut s = std::net::TcpStream::connect(("127.0.0.1", port))?;
+            write!(s, "GET /metrics HTTP/1.0\r\n\r\n")?;
+            let mut body = Vec::new();
+            s.read_to_end(&mut body)?;
+            Ok((t.elapsed(), body.len()))
+        };
+        let mut up = false;
+        for _ in 0..100 {
+            if get().is_ok() {
+                up = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if !up {
+            let _ = child.kill();
+            bail!("daemon did not start");
+        }
+        let rss0 = rss_kib(child.id());
+        {
+            let mut s = std::net::TcpStream::connect(("127.0.0.1", port))?;
+            write!(s, "GET /metrics HTTP/1.0\r\n\r\n")?;
+            let mut body = String::new();
+            s.read_to_string(&mut body)?;
+            let series = body.lines().filter(|l| l.starts_with("rttfair_flow_cwnd_segments{")).count();
+            if series != n {
+                bail!("daemon exported {series} flows of {n}");
+            }
+        }
+        let mut lat = Vec::new();
+        let mut bytes = 0;
+        for _ in 0..50 {
+            let (d, b) = get()?;
+            lat.push(d.as_secs_f64() * 1e3);
+            bytes = b;
+        }
+        lat.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        let rss1 = rss_kib(child.id());
+        println!(
+            "{n:>6} flows: scrape p50 {:.1} ms, p99 {:.1} ms, {} kB per scrape; daemon RSS {} -> {} KiB",
+            lat[lat.len() / 2],
+            lat[(lat.len() * 99 / 100).min(lat.len() - 1)],
+            bytes / 1000,
+            rss0,
+            rss1
+        );
+        if n == 1_000 {
+            let cpu0 = cpu_ticks(child.id());
+            let t0 = std::time::Instant::now();
+            for _ in 0..20 {
+                get()?;
+                std::thread::sleep(Duration::from_secs(1));
+            }
+            let cpu = (cpu_ticks(child.id()) - cpu0) as f64 / 100.0; // USER_HZ
+            println!("  1k flows, 1 scrape/s for {:.0} s: daemon CPU {:.2}% of one core", t0.elapsed().as_secs_f64(), cpu / t0.elapsed().as_secs_f64() * 100.0);
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        let _ = std::fs::remove_file(&cfg);
+        drop(map);
+        rttfair_loader::lifecycle::remove_unused(&fs);
+    }
+    Ok(())
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("VmRSS:").map(|v| v.trim().trim_end_matches(" kB").trim().parse().unwrap_or(0))))
+        .unwrap_or(0)
+}
+
+fn cpu_ticks(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            let rest = s.rsplit_once(')')?.1.to_string();
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+        })
+        .unwrap_or(0)
 }
 
 /// (run_time_ns, run_cnt) summed over loaded programs named `name`.

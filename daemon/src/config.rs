@@ -1,0 +1,107 @@
+//! The daemon's configuration file (TOML). Every key is optional.
+//!
+//! ```toml
+//! listen = "127.0.0.1:9977"        # loopback by default: no endpoint changes state, but
+//!                                  # flow tuples are sensitive; expose deliberately
+//! bpffs = "/sys/fs/bpf/rttfair"
+//! load = ["fairtt"]                # CCAs to load at start (already loaded ones are adopted)
+//! unload_on_exit = false           # leave CCAs registered when the daemon stops
+//! max_flows = 10000                # cap on exported per-flow series
+//! group_prefix_v4 = 24             # destination prefix that defines a "group"
+//! group_prefix_v6 = 64
+//! ```
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+
+/// Where the daemon looks for its config when none is given.
+pub const DEFAULT_PATH: &str = "/etc/rttfair/daemon.toml";
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub listen: SocketAddr,
+    pub bpffs: PathBuf,
+    pub load: Vec<String>,
+    pub unload_on_exit: bool,
+    pub max_flows: usize,
+    pub group_prefix_v4: u8,
+    pub group_prefix_v6: u8,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            listen: "127.0.0.1:9977".parse().unwrap(),
+            bpffs: PathBuf::from(rttfair_loader::BpfFs::DEFAULT_ROOT),
+            load: Vec::new(),
+            unload_on_exit: false,
+            max_flows: 10_000,
+            group_prefix_v4: 24,
+            group_prefix_v6: 64,
+        }
+    }
+}
+
+impl Config {
+    /// Read `path`; a missing file at the *default* path means defaults, any
+    /// other unreadable file is an error.
+    pub fn load(path: Option<&Path>) -> Result<Config> {
+        let (path, explicit) = match path {
+            Some(p) => (p.to_path_buf(), true),
+            None => (PathBuf::from(DEFAULT_PATH), false),
+        };
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if !explicit && e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
+            Err(e) => bail!("cannot read config {}: {e}", path.display()),
+        };
+        Config::parse(&text).with_context(|| format!("config {}", path.display()))
+    }
+
+    pub fn parse(text: &str) -> Result<Config> {
+        let c: Config = toml::from_str(text).map_err(|e| anyhow::anyhow!("{}", e.message()))?;
+        c.validate()?;
+        Ok(c)
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        for name in &self.load {
+            name.parse::<rttfair_loader::Cca>()?;
+        }
+        if self.max_flows == 0 || self.max_flows > 1_000_000 {
+            bail!("max_flows: must be 1..=1000000, got {}", self.max_flows);
+        }
+        if self.group_prefix_v4 > 32 {
+            bail!("group_prefix_v4: must be 0..=32, got {}", self.group_prefix_v4);
+        }
+        if self.group_prefix_v6 > 128 {
+            bail!("group_prefix_v6: must be 0..=128, got {}", self.group_prefix_v6);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_is_defaults_and_keys_are_checked() {
+        let c = Config::parse("").unwrap();
+        assert_eq!(c.listen.to_string(), "127.0.0.1:9977");
+        assert!(!c.unload_on_exit);
+        assert!(Config::parse("listen = \"0.0.0.0:80\"\nload = [\"fairtt\"]").is_ok());
+        for bad in ["load = [\"cubic\"]", "max_flows = 0", "listen = \"nope\"", "group_prefix_v4 = 33", "lsiten = \"x\"", "max_flows = -1"] {
+            assert!(Config::parse(bad).is_err(), "{bad} accepted");
+        }
+    }
+
+    #[test]
+    fn missing_default_file_is_defaults_but_missing_explicit_file_is_an_error() {
+        assert!(Config::load(Some(Path::new("/nonexistent/rttfair.toml"))).is_err());
+    }
+}

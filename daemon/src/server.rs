@@ -1,0 +1,119 @@
+//! The HTTP side: /metrics and /healthz on a tokio runtime (axum), and the
+//! daemon's life: load, serve, stop on a signal.
+
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use prometheus_client::registry::Registry;
+use rttfair_loader::lifecycle::{self, LoadOptions, LoadOutcome};
+use rttfair_loader::{BpfFs, Cca};
+
+use crate::collector::FlowCollector;
+use crate::config::Config;
+
+struct App {
+    registry: Registry,
+    collector: Arc<FlowCollector>,
+}
+
+/// Run the daemon until SIGTERM/SIGINT.
+pub fn run(config: Config) -> Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("start tokio runtime")?;
+    rt.block_on(serve(config))
+}
+
+async fn serve(config: Config) -> Result<()> {
+    // Bind first: a taken port is reported before anything is loaded.
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", config.listen))?;
+    let fs = BpfFs::new(&config.bpffs);
+    let mut loaded_here = Vec::new();
+    for name in &config.load {
+        let cca: Cca = name.parse()?;
+        match lifecycle::load(cca, &fs, &LoadOptions::default())? {
+            LoadOutcome::AlreadyLoaded => eprintln!("rttfair-daemon: adopted {cca} (already loaded)"),
+            _ => {
+                eprintln!("rttfair-daemon: loaded {cca}");
+                loaded_here.push(cca);
+            }
+        }
+    }
+    let collector = Arc::new(FlowCollector::new(fs.clone(), config.max_flows, config.group_prefix_v4, config.group_prefix_v6));
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(SharedCollector(collector.clone())));
+    let app = Arc::new(App { registry, collector });
+    let router = Router::new()
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(healthz))
+        .with_state(app);
+    eprintln!("rttfair-daemon: serving http://{}/metrics", config.listen);
+    axum::serve(listener, router).with_graceful_shutdown(shutdown_signal()).await.context("serve")?;
+    if config.unload_on_exit {
+        for cca in Cca::ALL {
+            if lifecycle::is_loaded(cca, &fs) {
+                match lifecycle::unregister(cca, &fs, false) {
+                    Ok(()) => eprintln!("rttfair-daemon: unloaded {cca}"),
+                    Err(e) => eprintln!("rttfair-daemon: kept {cca}: {e}"),
+                }
+            }
+        }
+    }
+    let _ = loaded_here;
+    eprintln!("rttfair-daemon: stopped");
+    Ok(())
+}
+
+/// The registry owns its collectors; share ours with /healthz.
+#[derive(Debug)]
+struct SharedCollector(Arc<FlowCollector>);
+
+impl prometheus_client::collector::Collector for SharedCollector {
+    fn encode(&self, enc: prometheus_client::encoding::DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        self.0.encode(enc)
+    }
+}
+
+async fn metrics(State(app): State<Arc<App>>) -> Response {
+    // Map reads are syscalls: keep them off the async workers.
+    let res = tokio::task::spawn_blocking(move || {
+        let mut body = String::new();
+        prometheus_client::encoding::text::encode(&mut body, &app.registry).map(|_| body)
+    })
+    .await;
+    match res {
+        Ok(Ok(body)) => (
+            [(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")],
+            body,
+        )
+            .into_response(),
+        _ => (StatusCode::INTERNAL_SERVER_ERROR, "encoding failed\n").into_response(),
+    }
+}
+
+async fn healthz(State(app): State<Arc<App>>) -> Response {
+    match tokio::task::spawn_blocking(move || app.collector.healthy()).await {
+        Ok(Ok(())) => (StatusCode::OK, "ok\n").into_response(),
+        Ok(Err(e)) => (StatusCode::SERVICE_UNAVAILABLE, format!("maps unreadable: {e}\n")).into_response(),
+        Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "check failed\n").into_response(),
+    }
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+    let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+}

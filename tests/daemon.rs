@@ -1,0 +1,194 @@
+//! The daemon under a real Prometheus: flows with known RTTs cross the lab,
+//! Prometheus scrapes the daemon, its HTTP API returns each flow's min_rtt
+//! and a Jain's index; promtool accepts the exposition; start-up errors are
+//! one clear line.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, SocketAddrV4, TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use rttfair_lab::link::Bottleneck;
+use rttfair_lab::topology::{Dumbbell, FlowPath, RECEIVER};
+
+/// Kills the child on drop (also on panic).
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Minimal HTTP/1.0 GET on loopback; returns (status, body).
+fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
+    let mut s = TcpStream::connect_timeout(&SocketAddr::from(([127, 0, 0, 1], port)), Duration::from_secs(2)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    let mut buf = String::new();
+    s.read_to_string(&mut buf).ok()?;
+    let (head, body) = buf.split_once("\r\n\r\n")?;
+    let status = head.split_whitespace().nth(1)?.parse().ok()?;
+    Some((status, body.to_string()))
+}
+
+fn wait_http(port: u16, path: &str) -> bool {
+    wait_until(Duration::from_secs(15), || http_get(port, path).is_some_and(|(s, _)| s == 200))
+}
+
+fn urlencode(q: &str) -> String {
+    q.bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' | b'.' | b'-' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// Prometheus instant query -> (labels, value) pairs.
+fn query(port: u16, q: &str) -> Vec<(serde_json::Value, f64)> {
+    let Some((200, body)) = http_get(port, &format!("/api/v1/query?query={}", urlencode(q))) else { return vec![] };
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+    v["data"]["result"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|r| Some((r["metric"].clone(), r["value"][1].as_str()?.parse().ok()?)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn prometheus_scrapes_per_flow_min_rtt_and_fairness() {
+    let t = KernelTest::new();
+    let tmp = std::env::temp_dir().join(format!("rttfair-prom-{}", std::process::id()));
+    std::fs::create_dir_all(tmp.join("data")).unwrap();
+    let (dport, pport) = (free_port(), free_port());
+    std::fs::write(tmp.join("daemon.toml"), "load = [\"fairtt\"]\nmax_flows = 100\n").unwrap();
+    let daemon = Proc(
+        t.ctl()
+            .args(["daemon", "--config", tmp.join("daemon.toml").to_str().unwrap(), "--listen", &format!("127.0.0.1:{dport}")])
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    assert!(wait_http(dport, "/healthz"), "daemon did not come up");
+    assert!(registered("fairtt"), "daemon did not load fairtt from its config");
+
+    std::fs::write(
+        tmp.join("prometheus.yml"),
+        format!("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: rttfair\n    static_configs:\n      - targets: ['127.0.0.1:{dport}']\n"),
+    )
+    .unwrap();
+    let _prom = Proc(
+        Command::new("prometheus")
+            .arg(format!("--config.file={}", tmp.join("prometheus.yml").display()))
+            .arg(format!("--storage.tsdb.path={}", tmp.join("data").display()))
+            .arg(format!("--web.listen-address=127.0.0.1:{pport}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start prometheus (apt package prometheus)"),
+    );
+    assert!(wait_http(pport, "/-/ready"), "prometheus did not come up");
+
+    // Two fairtt flows, 10 ms and 40 ms, through a 20 Mbit/s bottleneck.
+    let rtts = [10.0, 40.0];
+    let net = Dumbbell::build(
+        &rtts.map(|r| FlowPath { rtt: Duration::from_secs_f64(r / 1e3), loss_pct: 0.0 }),
+        Bottleneck { rate_bit: 20_000_000, limit_bytes: 100_000 },
+    )
+    .unwrap();
+    let mut sinks = Vec::new();
+    let mut senders = Vec::new();
+    for i in 0..2 {
+        let l = net.rcv.run(move || TcpListener::bind(SocketAddrV4::new(RECEIVER, 6100 + i)).unwrap()).unwrap();
+        sinks.push(net.rcv.spawn(move || sink_once(l)).unwrap());
+        let src = net.sender(i as usize);
+        senders.push(
+            net.snd
+                .spawn(move || {
+                    let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+                    rttfair_lab::sock::set_congestion(&sock, "fairtt").unwrap();
+                    sock.bind(&SocketAddr::from((src, 0)).into()).unwrap();
+                    sock.connect(&SocketAddr::from((RECEIVER, 6100 + i)).into()).unwrap();
+                    let mut s: TcpStream = sock.into();
+                    blast(&mut s, Duration::from_secs(14))
+                })
+                .unwrap(),
+        );
+    }
+
+    // While they run, Prometheus must have each flow's min_rtt and a Jain's index.
+    let deadline = Instant::now() + Duration::from_secs(12);
+    let mut got = Vec::new();
+    let mut jain = Vec::new();
+    while Instant::now() < deadline {
+        std::thread::sleep(Duration::from_secs(2));
+        got = query(pport, "rttfair_flow_min_rtt_seconds{local_addr=~\"10.10.1.*\"}");
+        jain = query(pport, "rttfair_jain_index_ratio{cca=\"fairtt\"}");
+        if got.len() == 2 && !jain.is_empty() {
+            break;
+        }
+    }
+    let metrics = http_get(dport, "/metrics").unwrap().1;
+    for s in senders {
+        s.join().unwrap().unwrap();
+    }
+    for s in sinks {
+        s.join().unwrap().unwrap();
+    }
+    drop(net);
+
+    assert_eq!(got.len(), 2, "per-flow min_rtt series from Prometheus: {got:?}");
+    for (labels, v) in &got {
+        let addr = labels["local_addr"].as_str().unwrap();
+        let i = if addr.ends_with(".1") { 0 } else { 1 };
+        let want = rtts[i] / 1e3;
+        println!("{addr}: min_rtt {:.2} ms (configured {:.0} ms)", v * 1e3, rtts[i]);
+        assert!((v - want).abs() <= 0.2 * want, "{addr} min_rtt {v} vs {want}");
+    }
+    assert!(!jain.is_empty(), "no Jain's index series");
+    assert!(jain[0].1 > 0.0 && jain[0].1 <= 1.0, "jain {}", jain[0].1);
+
+    // promtool accepts the exposition.
+    let mut pt = Command::new("promtool").args(["check", "metrics"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    pt.stdin.take().unwrap().write_all(metrics.as_bytes()).unwrap();
+    let out = pt.wait_with_output().unwrap();
+    assert!(out.status.success(), "promtool check metrics: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+
+    // SIGTERM: the daemon stops and leaves the CCA registered.
+    let mut daemon = daemon;
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(daemon.0.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
+    let status = daemon.0.wait().unwrap();
+    assert!(status.success(), "daemon exit {status}");
+    assert!(registered("fairtt"), "a daemon restart must not disturb traffic");
+    let _ = std::fs::remove_dir_all(&tmp);
+    assert_success(&t.run(&["unload", "fairtt"]));
+}
+
+#[test]
+fn daemon_start_errors_are_one_line() {
+    let t = KernelTest::new();
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let out = t.ctl().args(["daemon", "--listen", &format!("127.0.0.1:{port}")]).output().unwrap();
+    assert_one_line_error(&out, "cannot listen");
+    let out = t.ctl().args(["daemon", "--config", "/nonexistent/rttfair.toml"]).output().unwrap();
+    assert_one_line_error(&out, "cannot read config");
+    let bad = std::env::temp_dir().join(format!("rttfair-bad-{}.toml", std::process::id()));
+    std::fs::write(&bad, "max_flows = \"many\"\n").unwrap();
+    let out = t.ctl().args(["daemon", "--config", bad.to_str().unwrap()]).output().unwrap();
+    let _ = std::fs::remove_file(&bad);
+    assert_one_line_error(&out, "max_flows");
+    assert!(!registered("fairtt"));
+}
