@@ -20,7 +20,7 @@ use std::process::Command;
 use libbpf_cargo::SkeletonBuilder;
 
 /// The BPF programs this crate embeds, by source stem.
-const OBJECTS: &[&str] = &["abi", "bbr1", "fairtt", "adbbr", "lab_loss", "testdata/reject"];
+const OBJECTS: &[&str] = &["abi", "bbr1", "fairtt", "adbbr", "migrate", "cgroup_cca", "lab_loss", "testdata/reject"];
 
 fn main() {
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR"));

@@ -15,7 +15,64 @@ pub fn run(cli: Cli) -> Result<()> {
     let fs = BpfFs::new(&cli.bpffs);
     match cli.command {
         Command::Load { ccas, flows_max, object } => load(&fs, &ccas, flows_max, object.as_deref()),
-        Command::Unload { ccas, force } => unload(&fs, &ccas, force),
+        Command::Unload { ccas, force, migrate_to } => {
+            if let Some(to) = migrate_to {
+                for cca in parse_ccas(&ccas)? {
+                    let r = migrate_all(cca.name(), &to, None, &Default::default())?;
+                    println!("{cca}: moved {} socket(s) to {to}", r.moved);
+                }
+            }
+            unload(&fs, &ccas, force)
+        }
+        Command::Swap { cca, object } => {
+            let cca: Cca = cca.parse()?;
+            let object = object.map(|p| std::fs::read(&p).with_context(|| format!("read {}", p.display()))).transpose()?;
+            let r = rttfair_loader::lifecycle::update(cca, &fs, &LoadOptions { flows_max: None, object })?;
+            println!(
+                "{cca}: swapped in place; new sockets get the new build, {} open socket(s) keep the previous one until they close or are migrated",
+                r.sockets_on_previous
+            );
+            Ok(())
+        }
+        Command::Migrate { from, to, netns, dst, port } => {
+            let filter = rttfair_loader::migrate::Filter {
+                dst: dst.as_deref().map(rttfair_loader::migrate::parse_prefix).transpose()?,
+                port,
+            };
+            let r = migrate_all(&from, &to, netns.as_deref(), &filter)?;
+            if r.moved == 0 && r.failed.is_empty() {
+                bail!("no open connection on {from} matches{}", describe(&netns, &dst, port));
+            }
+            print!("moved {} connection(s) from {from} to {to}", r.moved);
+            if r.failed.is_empty() {
+                println!();
+            } else {
+                let why: Vec<String> = r.failed.iter().map(|(e, n)| format!("{n}: {}", rttfair_loader::migrate::errno_text(*e))).collect();
+                println!("; {} matched but could not be moved ({})", r.failed_total(), why.join(", "));
+            }
+            Ok(())
+        }
+        Command::Default { cca, netns } => {
+            match &netns {
+                Some(ns) => {
+                    let c = cca.clone();
+                    rttfair_loader::kernel::in_netns(ns, move || rttfair_loader::kernel::set_default_here(&c))?
+                }
+                None => rttfair_loader::kernel::set_default_here(&cca)?,
+            }
+            println!("default congestion control{}: {cca}", netns.map(|n| format!(" of netns {n}")).unwrap_or_default());
+            Ok(())
+        }
+        Command::Attach { cgroup, cca } => {
+            rttfair_loader::cgroup::attach(&fs, &cgroup, &cca)?;
+            println!("{}: new connections get {cca}", cgroup.display());
+            Ok(())
+        }
+        Command::Detach { cgroup } => {
+            let cca = rttfair_loader::cgroup::detach(&fs, &cgroup)?;
+            println!("{}: no longer sets {cca}", cgroup.display());
+            Ok(())
+        }
         Command::List { json } => list(&fs, json),
         Command::Flows { json, watch, cca } => flows(&fs, json, watch, cca.as_deref()),
         Command::Set { name, value } => {
@@ -49,6 +106,48 @@ pub fn run(cli: Cli) -> Result<()> {
             }
             rttfair_lab::demo::run(&fs, &rttfair_lab::demo::DemoOptions { seconds, keep_loaded })
         }
+    }
+}
+
+/// Migrate in one namespace, or in the current one and every named one.
+fn migrate_all(
+    from: &str,
+    to: &str,
+    netns: Option<&str>,
+    filter: &rttfair_loader::migrate::Filter,
+) -> Result<rttfair_loader::migrate::Report> {
+    use rttfair_loader::migrate;
+    if !rttfair_loader::kernel::is_registered(from)? {
+        bail!("{from} is not a registered congestion control");
+    }
+    if let Some(ns) = netns {
+        return Ok(migrate::migrate_in_netns(ns, from, to, filter)?);
+    }
+    let mut total = migrate::migrate_here(from, to, filter)?;
+    for ns in migrate::named_netns() {
+        // A namespace may vanish between listing and entering it.
+        if let Ok(r) = migrate::migrate_in_netns(&ns, from, to, filter) {
+            total.merge(r);
+        }
+    }
+    Ok(total)
+}
+
+fn describe(netns: &Option<String>, dst: &Option<String>, port: Option<u16>) -> String {
+    let mut parts = Vec::new();
+    if let Some(n) = netns {
+        parts.push(format!("netns {n}"));
+    }
+    if let Some(d) = dst {
+        parts.push(format!("dst {d}"));
+    }
+    if let Some(p) = port {
+        parts.push(format!("port {p}"));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", parts.join(", "))
     }
 }
 

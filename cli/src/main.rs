@@ -48,8 +48,54 @@ pub enum Command {
         #[arg(required = true, value_name = "CCA")]
         ccas: Vec<String>,
         /// Unregister even if sockets still use it (they keep running on it).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "migrate_to")]
         force: bool,
+        /// First move the sockets using it to this CCA (all namespaces).
+        #[arg(long, value_name = "CCA")]
+        migrate_to: Option<String>,
+    },
+    /// Replace a loaded CCA's programs in place (same name, no gap): new
+    /// sockets get the new build, open ones keep the old until migrated.
+    Swap {
+        cca: String,
+        /// The new build (default: the one embedded in this rttfairctl).
+        #[arg(long, value_name = "PATH")]
+        object: Option<std::path::PathBuf>,
+    },
+    /// Move open connections from one CCA to another without dropping them.
+    Migrate {
+        #[arg(long)]
+        from: String,
+        #[arg(long)]
+        to: String,
+        /// Only this network namespace (a name from `ip netns`); default: the
+        /// current one and every named one.
+        #[arg(long)]
+        netns: Option<String>,
+        /// Only connections to this IPv4 prefix, e.g. 10.0.0.0/8.
+        #[arg(long)]
+        dst: Option<String>,
+        /// Only connections with this local or remote port.
+        #[arg(long)]
+        port: Option<u16>,
+    },
+    /// Set the default CCA for new sockets (net.ipv4.tcp_congestion_control).
+    Default {
+        cca: String,
+        /// In this network namespace instead of the current one.
+        #[arg(long)]
+        netns: Option<String>,
+    },
+    /// Make a CCA the default for connections of one cgroup (v2).
+    Attach {
+        #[arg(long)]
+        cgroup: std::path::PathBuf,
+        cca: String,
+    },
+    /// Remove rttfair's default-CCA attachment from a cgroup.
+    Detach {
+        #[arg(long)]
+        cgroup: std::path::PathBuf,
     },
     /// Show the CCAs of this build, which are loaded, the kernel default, and
     /// how many sockets use each.

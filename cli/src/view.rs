@@ -16,6 +16,7 @@ pub struct Status {
     pub bpffs: String,
     pub flow_map_capacity: Option<u32>,
     pub tunables: Vec<rttfair_loader::tunables::Value>,
+    pub cgroup_defaults: Vec<rttfair_loader::cgroup::Attachment>,
 }
 
 #[derive(Debug, Serialize)]
@@ -54,6 +55,7 @@ impl Status {
             bpffs: fs.root().display().to_string(),
             flow_map_capacity: reader.as_ref().map(|r| r.capacity()),
             tunables: rttfair_loader::tunables::get(fs, None).unwrap_or_default(),
+            cgroup_defaults: rttfair_loader::cgroup::list(fs),
         })
     }
 
@@ -72,6 +74,9 @@ impl Status {
         }
         let _ = writeln!(s, "kernel default: {}", self.kernel_default);
         let _ = writeln!(s, "available:      {}", self.available.join(" "));
+        for a in &self.cgroup_defaults {
+            let _ = writeln!(s, "cgroup default: {} -> {}", a.cgroup.display(), a.cca);
+        }
         if !self.tunables.is_empty() {
             s.push_str(&tunables_table(&self.tunables));
         }

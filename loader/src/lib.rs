@@ -19,12 +19,14 @@
 
 pub mod abi;
 pub mod bpffs;
+pub mod cgroup;
 pub mod cca;
 pub mod error;
 pub mod flows;
 pub mod kernel;
 pub mod lifecycle;
 pub mod math;
+pub mod migrate;
 pub mod preflight;
 pub mod tunables;
 

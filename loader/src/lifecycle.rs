@@ -249,6 +249,52 @@ pub fn load(cca: Cca, fs: &BpfFs, opts: &LoadOptions) -> Result<LoadOutcome> {
     }
 }
 
+/// What a swap did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SwapReport {
+    /// Sockets that were on the CCA at the swap: they keep the previous
+    /// programs until they close or are migrated.
+    pub sockets_on_previous: u64,
+}
+
+/// Step 5: replace a loaded CCA's programs with `opts.object` (or the
+/// embedded build) by updating its pinned struct_ops link in place
+/// (BPF_LINK_UPDATE). The name stays registered throughout; new sockets get
+/// the new programs. Any failure before the update leaves the old
+/// implementation untouched; the kernel's update itself is atomic.
+pub fn update(cca: Cca, fs: &BpfFs, opts: &LoadOptions) -> Result<SwapReport> {
+    use libbpf_rs::AsRawLibbpf;
+    preflight::check_can_register(&format!("swapping {cca}"))?;
+    let pin = fs.link_pin(cca);
+    if !pin.exists() || !kernel::is_registered(cca.name())? {
+        return Err(Error::NotLoaded { cca: cca.to_string() });
+    }
+    let _lock = fs.lock(Duration::from_secs(10))?;
+    let sockets_on_previous = crate::flows::live_sockets(fs, cca).unwrap_or(0);
+    let mut loaded = open(cca, fs, opts)?.load()?;
+    let link = Link::open(&pin).map_err(|e| Error::bpf(format!("open {}", pin.display()), e))?;
+    let ops = cca.ops_map();
+    let map = loaded
+        .obj
+        .maps_mut()
+        .find(|m| m.name() == ops.as_str())
+        .ok_or_else(|| Error::NoStructOps(format!("object has no map {ops}")))?;
+    // SAFETY: both pointers come from live libbpf objects owned here.
+    let rc = unsafe {
+        libbpf_rs::libbpf_sys::bpf_link__update_map(
+            link.as_libbpf_object().as_ptr(),
+            map.as_libbpf_object().as_ptr(),
+        )
+    };
+    if rc != 0 {
+        return Err(Error::io(
+            format!("update {cca} in place (the previous implementation stays)"),
+            std::io::Error::from_raw_os_error(-rc),
+        ));
+    }
+    Ok(SwapReport { sockets_on_previous })
+}
+
 /// Is `cca` registered and pinned by this installation?
 pub fn is_loaded(cca: Cca, fs: &BpfFs) -> bool {
     fs.link_pin(cca).exists() && kernel::is_registered(cca.name()).unwrap_or(false)

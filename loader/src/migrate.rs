@@ -1,0 +1,148 @@
+//! Moving open connections between congestion controls.
+//!
+//! A BPF iterator over one namespace's TCP sockets (`bpf/migrate.bpf.c`)
+//! calls bpf_setsockopt(TCP_CONGESTION) on each socket that runs `from` and
+//! matches the filters. The connection keeps its state; only the CCA's
+//! private state is released and re-initialised by the kernel.
+
+use std::io::Read;
+use std::mem::MaybeUninit;
+use std::net::Ipv4Addr;
+use std::os::fd::AsFd;
+
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+
+use crate::error::{Error, Result};
+use crate::kernel;
+
+mod skel {
+    #![allow(dead_code, non_camel_case_types, non_snake_case, unused_imports, clippy::all)]
+    include!(concat!(env!("OUT_DIR"), "/migrate.skel.rs"));
+}
+
+/// Which sockets to move.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    /// Destination IPv4 prefix (address, prefix length).
+    pub dst: Option<(Ipv4Addr, u8)>,
+    /// A local or remote port.
+    pub port: Option<u16>,
+}
+
+/// What a migration did in one namespace.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Report {
+    pub moved: u64,
+    /// Matched but refused by the kernel, with the errno and how many.
+    pub failed: Vec<(i32, u64)>,
+}
+
+impl Report {
+    pub fn failed_total(&self) -> u64 {
+        self.failed.iter().map(|(_, n)| n).sum()
+    }
+
+    pub fn merge(&mut self, other: Report) {
+        self.moved += other.moved;
+        for (e, n) in other.failed {
+            match self.failed.iter_mut().find(|(x, _)| *x == e) {
+                Some(slot) => slot.1 += n,
+                None => self.failed.push((e, n)),
+            }
+        }
+    }
+}
+
+fn name16(name: &str) -> [i8; 16] {
+    let mut out = [0i8; 16];
+    for (o, b) in out.iter_mut().zip(name.bytes().take(15)) {
+        *o = b as i8;
+    }
+    out
+}
+
+/// Parse "10.0.0.0/8" (a bare address means /32).
+pub fn parse_prefix(s: &str) -> Result<(Ipv4Addr, u8)> {
+    let bad = |r: &str| Error::InvalidValue { name: "--dst".into(), reason: format!("{r}: '{s}'") };
+    let (a, l) = s.split_once('/').unwrap_or((s, "32"));
+    let addr: Ipv4Addr = a.parse().map_err(|_| bad("not an IPv4 address"))?;
+    let len: u8 = l.parse().map_err(|_| bad("bad prefix length"))?;
+    if len > 32 {
+        return Err(bad("prefix length above 32"));
+    }
+    Ok((addr, len))
+}
+
+/// Move the sockets of the *calling thread's* network namespace that run
+/// `from` (and match `filter`) to `to`. Both must be registered.
+pub fn migrate_here(from: &str, to: &str, filter: &Filter) -> Result<Report> {
+    for name in [from, to] {
+        if name.is_empty() || name.len() > 15 {
+            return Err(Error::InvalidValue { name: "cca".into(), reason: format!("'{name}' is not a CCA name") });
+        }
+    }
+    if !kernel::is_registered(to)? {
+        return Err(Error::NotLoaded { cca: format!("{to} (the target)") });
+    }
+    let mut storage = MaybeUninit::uninit();
+    let mut open = skel::MigrateSkelBuilder::default()
+        .open(&mut storage)
+        .map_err(|e| Error::bpf("open migrate iterator", e))?;
+    let ro = open.maps.rodata_data.as_deref_mut().expect("rodata");
+    ro.from_cca = name16(from);
+    ro.to_cca = name16(to);
+    ro.to_len = to.len() as u32;
+    if let Some((net, len)) = filter.dst {
+        let mask = if len == 0 { 0 } else { u32::MAX << (32 - len as u32) };
+        ro.dst_net = (u32::from(net) & mask).to_be();
+        ro.dst_mask = mask.to_be();
+        if len == 0 {
+            ro.dst_mask = 0;
+        }
+    }
+    ro.port = filter.port.unwrap_or(0);
+    let skel = open.load().map_err(|e| Error::bpf("load migrate iterator", e))?;
+    let link = skel.progs.migrate_tcp.attach().map_err(|e| Error::bpf("attach migrate iterator", e))?;
+    let mut iter = libbpf_rs::Iter::new(&link).map_err(|e| Error::bpf("create iterator", e))?;
+    let mut out = String::new();
+    iter.read_to_string(&mut out).map_err(|e| Error::io("read iterator", e))?;
+    let _ = link.as_fd();
+    let mut report = Report::default();
+    for line in out.lines() {
+        let err: i64 = line.split_whitespace().next().and_then(|v| v.parse().ok()).unwrap_or(-1);
+        if err == 0 {
+            report.moved += 1;
+        } else {
+            report.merge(Report { moved: 0, failed: vec![((-err) as i32, 1)] });
+        }
+    }
+    Ok(report)
+}
+
+/// As [`migrate_here`], inside the named network namespace (`/run/netns/NAME`).
+pub fn migrate_in_netns(netns: &str, from: &str, to: &str, filter: &Filter) -> Result<Report> {
+    let path = format!("/run/netns/{netns}");
+    let file = std::fs::File::open(&path).map_err(|e| Error::io(format!("network namespace {netns} ({path})"), e))?;
+    let (from, to, filter) = (from.to_string(), to.to_string(), filter.clone());
+    std::thread::spawn(move || -> Result<Report> {
+        nix::sched::setns(file.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET)
+            .map_err(|e| Error::io("setns", e.into()))?;
+        migrate_here(&from, &to, &filter)
+    })
+    .join()
+    .map_err(|_| Error::io("migrate thread", std::io::Error::other("panicked")))?
+}
+
+/// Named network namespaces (/run/netns).
+pub fn named_netns() -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir("/run/netns")
+        .map(|d| d.flatten().filter_map(|e| e.file_name().into_string().ok()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// Human text of an errno.
+pub fn errno_text(e: i32) -> String {
+    std::io::Error::from_raw_os_error(e).to_string()
+}
