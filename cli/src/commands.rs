@@ -100,11 +100,13 @@ pub fn run(cli: Cli) -> Result<()> {
             rttfair_daemon::run(c)
         }
         Command::Lab { command } => crate::lab::run(&fs, command),
-        Command::Demo { seconds, keep_loaded } => {
-            if !(seconds.is_finite() && (1.0..=600.0).contains(&seconds)) {
-                bail!("--seconds must be between 1 and 600, got {seconds}");
+        Command::Demo { seconds, keep_loaded, out } => {
+            if let Some(s) = seconds {
+                if !(s.is_finite() && (5.0..=600.0).contains(&s)) {
+                    bail!("--seconds must be between 5 and 600, got {s}");
+                }
             }
-            rttfair_lab::demo::run(&fs, &rttfair_lab::demo::DemoOptions { seconds, keep_loaded })
+            crate::demo::run(&fs, &crate::demo::DemoOptions { seconds, keep_loaded, out })
         }
     }
 }

@@ -4,6 +4,7 @@
 //! the daemon): parsing and printing live here, behaviour does not.
 
 mod commands;
+mod demo;
 mod lab;
 mod view;
 
@@ -149,12 +150,15 @@ pub enum Command {
     /// The guided tour: real flows through an emulated bottleneck with native
     /// and rttfair CCAs side by side. Leaves the host as it found it.
     Demo {
-        /// Seconds per flow.
-        #[arg(long, default_value_t = 6.0)]
-        seconds: f64,
+        /// Seconds per CCA (default: the scenario's 40).
+        #[arg(long)]
+        seconds: Option<f64>,
         /// Leave the CCAs the demo loaded registered afterwards.
         #[arg(long)]
         keep_loaded: bool,
+        /// Where the results and plots go.
+        #[arg(long, default_value = "lab-out/demo")]
+        out: std::path::PathBuf,
     },
 }
 

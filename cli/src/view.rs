@@ -17,6 +17,9 @@ pub struct Status {
     pub flow_map_capacity: Option<u32>,
     pub tunables: Vec<rttfair_loader::tunables::Value>,
     pub cgroup_defaults: Vec<rttfair_loader::cgroup::Attachment>,
+    /// Set when this user cannot read the pins and maps (not root): what is
+    /// missing, and which fields are therefore unknown.
+    pub note: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -34,6 +37,8 @@ pub struct CcaStatus {
 
 impl Status {
     pub fn gather(fs: &BpfFs) -> Result<Status> {
+        let denied = fs.exists()
+            && std::fs::read_dir(fs.root()).err().map(|e| e.kind()) == Some(std::io::ErrorKind::PermissionDenied);
         let reader = FlowReader::open(fs).ok();
         let all_flows = reader.as_ref().and_then(|r| r.flows().ok()).unwrap_or_default();
         let mut ccas = Vec::new();
@@ -41,7 +46,9 @@ impl Status {
             let counters = reader.as_ref().and_then(|r| r.counters(cca).ok()).unwrap_or_default();
             ccas.push(CcaStatus {
                 name: cca.name(),
-                loaded: lifecycle::is_loaded(cca, fs),
+                // Without access to the pins, "registered with the kernel" is
+                // the best available answer.
+                loaded: if denied { kernel::is_registered(cca.name()).unwrap_or(false) } else { lifecycle::is_loaded(cca, fs) },
                 sockets: counters.flows_started.saturating_sub(counters.flows_released),
                 exported_flows: all_flows.iter().filter(|f| f.cca() == Some(cca)).count(),
                 export_failed_total: counters.export_failed,
@@ -56,6 +63,10 @@ impl Status {
             flow_map_capacity: reader.as_ref().map(|r| r.capacity()),
             tunables: rttfair_loader::tunables::get(fs, None).unwrap_or_default(),
             cgroup_defaults: rttfair_loader::cgroup::list(fs),
+            note: denied.then(|| format!(
+                "sockets, exported flows, tunables and cgroup defaults need CAP_BPF and access to {} (run as root)",
+                fs.root().display()
+            )),
         })
     }
 
@@ -63,17 +74,25 @@ impl Status {
         let mut s = String::new();
         let _ = writeln!(s, "{:<8} {:<7} {:>8} {:>9}", "CCA", "LOADED", "SOCKETS", "EXPORTED");
         for c in &self.ccas {
+            let (sockets, exported) = if self.note.is_some() {
+                ("?".to_string(), "?".to_string())
+            } else {
+                (c.sockets.to_string(), c.exported_flows.to_string())
+            };
             let _ = writeln!(
                 s,
                 "{:<8} {:<7} {:>8} {:>9}",
                 c.name,
                 if c.loaded { "yes" } else { "no" },
-                c.sockets,
-                c.exported_flows
+                sockets,
+                exported
             );
         }
         let _ = writeln!(s, "kernel default: {}", self.kernel_default);
         let _ = writeln!(s, "available:      {}", self.available.join(" "));
+        if let Some(n) = &self.note {
+            let _ = writeln!(s, "note: {n}");
+        }
         for a in &self.cgroup_defaults {
             let _ = writeln!(s, "cgroup default: {} -> {}", a.cgroup.display(), a.cca);
         }

@@ -7,7 +7,7 @@
 
 pub mod builtin;
 pub mod ccas;
-pub mod demo;
+pub mod churn;
 pub mod delay;
 pub mod iperf;
 pub mod link;

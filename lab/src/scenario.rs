@@ -146,7 +146,10 @@ impl Scenario {
     pub fn from_toml(text: &str) -> Result<Scenario, ScenarioError> {
         let s: Scenario = toml::from_str(text).map_err(|e| {
             let field = e.span().map(|sp| locate(text, sp.start)).unwrap_or_default();
-            let msg = e.message().to_string();
+            let msg = match e.message().trim() {
+                "" => "not valid TOML".to_string(),
+                m => m.replace('\n', " "),
+            };
             err(if field.is_empty() { "scenario".to_string() } else { field }, msg)
         })?;
         s.validate()?;
@@ -275,7 +278,9 @@ fn locate(text: &str, offset: usize) -> String {
         .and_then(|l| l.split('=').next())
         .map(|k| k.trim().trim_matches(['[', ']']).to_string())
         .unwrap_or_default();
-    if key.is_empty() {
+    // Only name a key that looks like one; otherwise point at the line.
+    let is_key = key.len() <= 64 && key.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
+    if key.is_empty() || !is_key {
         format!("line {line}")
     } else {
         format!("{key} (line {line})")

@@ -74,6 +74,17 @@ impl BpfFs {
         self.maps_dir().join(map)
     }
 
+    /// Can this process see inside the tree? (It is 0700: root only.)
+    pub fn check_access(&self, what: &str) -> Result<()> {
+        match fs::read_dir(&self.root) {
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(Error::NotPrivileged {
+                what: what.to_string(),
+                missing: format!("CAP_BPF and access to {} (root only)", self.root.display()),
+            }),
+            _ => Ok(()),
+        }
+    }
+
     /// Is the installation's root present at all (nothing was ever loaded if not)?
     pub fn exists(&self) -> bool {
         self.root.is_dir()

@@ -75,6 +75,7 @@ fn addr(family: u8, bytes: &[u8; 16]) -> IpAddr {
 
 /// Open a shared map by name, with a clear error if nothing was ever loaded.
 pub fn open_shared_map(fs: &BpfFs, name: &str) -> Result<MapHandle> {
+    fs.check_access(&format!("reading {name}"))?;
     let path = fs.map_pin(name);
     if !path.exists() {
         return Err(Error::NothingLoaded { path });

@@ -151,6 +151,7 @@ fn open_map(fs: &BpfFs, t: &Tunable) -> Result<libbpf_rs::MapHandle> {
 
 /// Current values of every tunable of `cca` (or all loaded CCAs).
 pub fn get(fs: &BpfFs, filter: Option<&str>) -> Result<Vec<Value>> {
+    fs.check_access("reading tunables")?;
     let selected: Vec<&Tunable> = match filter {
         None => ALL.iter().filter(|t| fs.map_pin(t.map_name()).exists()).collect(),
         Some(f) if f.contains('.') => vec![Tunable::find(f)?],
@@ -247,6 +248,30 @@ mod tests {
         for (name, stored) in expect {
             let t = Tunable::find(name).unwrap();
             assert_eq!((t.default * t.scale).round(), stored, "{name}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4000))]
+
+        /// Any text for any tunable: an error, or a stored value inside the range.
+        #[test]
+        fn parse_never_panics_and_accepts_only_in_range(idx in 0..ALL.len(), text in prop_oneof![
+            ".{0,24}",
+            any::<f64>().prop_map(|v| format!("{v}")),
+            any::<i64>().prop_map(|v| v.to_string()),
+        ]) {
+            let t = &ALL[idx];
+            if let Ok(stored) = t.parse(&text) {
+                let v = t.display(stored);
+                prop_assert!(v >= t.min - 1e-6 && v <= t.max + 1e-6, "{} = {text} stored as {v}", t.full_name());
+            }
         }
     }
 }

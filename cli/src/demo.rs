@@ -1,0 +1,92 @@
+//! `rttfairctl demo`: the main job a newcomer runs first.
+//!
+//! Loads bbr1, fairtt and adbbr, starts the metrics daemon, and runs the
+//! embedded two-flow scenario (10 ms vs 50 ms RTT through a deep drop-tail
+//! buffer) once per congestion control: native bbr and cubic, then the
+//! project's three. Prints the side-by-side table, where the plots are, and
+//! leaves the host as it found it unless asked to keep the CCAs loaded.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+use anyhow::{Context, Result};
+use rttfair_lab::builtin;
+use rttfair_lab::ccas::CcaSession;
+use rttfair_lab::run::{self, RunOptions};
+use rttfair_loader::BpfFs;
+
+/// The demo's options.
+pub struct DemoOptions {
+    pub seconds: Option<f64>,
+    pub keep_loaded: bool,
+    pub out: PathBuf,
+}
+
+/// The CCAs the demo compares, in the order shown.
+pub const CCAS: [&str; 5] = ["bbr", "cubic", "bbr1", "fairtt", "adbbr"];
+
+struct Daemon(Child);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.0.id() as i32), nix::sys::signal::Signal::SIGTERM);
+        let _ = self.0.wait();
+    }
+}
+
+pub fn run(fs: &BpfFs, opts: &DemoOptions) -> Result<()> {
+    let mut scenario = builtin::resolve("two-flow-deep")?;
+    if let Some(s) = opts.seconds {
+        scenario.duration_s = s;
+        scenario.warmup_s = scenario.warmup_s.min(s / 4.0);
+    }
+    scenario.validate().map_err(|e| anyhow::anyhow!("--seconds: {e}"))?;
+    println!("rttfair demo: RTT fairness of BBR and what FaiRTT and Ad-BBR do about it");
+    println!(
+        "scenario: {} ({} s per CCA; buffer {} kB)",
+        scenario.description,
+        scenario.duration_s,
+        scenario.buffer_bytes() / 1000
+    );
+    let names: Vec<String> = ["bbr1", "fairtt", "adbbr"].map(String::from).to_vec();
+    let mut session = CcaSession::ensure(fs, &names)?;
+    if opts.keep_loaded {
+        session.keep();
+    }
+    let daemon = start_daemon(fs).ok();
+    if let Some((_, port)) = &daemon {
+        println!("live per-flow metrics while it runs: http://127.0.0.1:{port}/metrics  (try: curl -s 127.0.0.1:{port}/metrics | grep rttfair_flow_throughput)");
+    }
+    let ropts = RunOptions { out_dir: opts.out.clone(), bpffs: fs.clone(), progress: true, verbose: false };
+    let mut results = Vec::new();
+    for cca in CCAS {
+        results.push(run::run(&scenario.with_cca(cca), &ropts).with_context(|| format!("run with {cca}"))?);
+    }
+    drop(daemon);
+    println!();
+    crate::lab::print_table(&results);
+    println!();
+    println!("How to read it: 'short'/'long' are the mean goodputs of the 10 ms and 50 ms flows;");
+    println!("ratio = short/long (1.0 is fair, < 1 means the long-RTT flow takes more); jain is");
+    println!("Jain's index (1 = fair, 0.5 = one flow has everything); util is the share of the");
+    println!("bottleneck's goodput capacity used; qdelay the mean queueing delay at the bottleneck.");
+    println!("Plots (goodput per flow, queue over time): <results>/rep0/throughput.png, queue.png");
+    if opts.keep_loaded {
+        println!("bbr1, fairtt and adbbr stay loaded (--keep-loaded); `rttfairctl unload bbr1 fairtt adbbr` removes them.");
+    }
+    Ok(())
+}
+
+/// `rttfairctl daemon` on a free loopback port for the demo's duration.
+fn start_daemon(fs: &BpfFs) -> Result<(Daemon, u16)> {
+    let port = [9977u16, 0]
+        .into_iter()
+        .find_map(|p| std::net::TcpListener::bind(("127.0.0.1", p)).ok().and_then(|l| l.local_addr().ok()).map(|a| a.port()))
+        .context("no free port")?;
+    let child = Command::new(std::env::current_exe()?)
+        .args(["--bpffs", &fs.root().display().to_string(), "daemon", "--listen", &format!("127.0.0.1:{port}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    Ok((Daemon(child), port))
+}

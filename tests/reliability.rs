@@ -1,0 +1,287 @@
+//! Reliability: churn leaves nothing behind, a full export map does not stop
+//! control, the daemon can die at any time, a killed lab leaves no
+//! namespaces, and read-only commands behave without root.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use common::*;
+use rttfair_lab::netns::{self, Netns};
+use rttfair_loader::flows::{live_sockets, FlowReader};
+use rttfair_loader::Cca;
+
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn http_get(port: u16, path: &str) -> Option<String> {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\n\r\n").ok()?;
+    let mut b = String::new();
+    s.read_to_string(&mut b).ok()?;
+    Some(b.split_once("\r\n\r\n")?.1.to_string())
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("VmRSS:").map(|v| v.trim().trim_end_matches("kB").trim().parse().unwrap_or(0))))
+        .unwrap_or(0)
+}
+
+/// Kernel log lines at warning level or worse.
+fn dmesg_warnings() -> usize {
+    std::process::Command::new("dmesg")
+        .args(["--level=emerg,alert,crit,err,warn"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).lines().count())
+        .unwrap_or(0)
+}
+
+fn start_daemon(t: &KernelTest, port: u16) -> Proc {
+    let p = Proc(t.ctl().args(["daemon", "--listen", &format!("127.0.0.1:{port}")]).stderr(Stdio::null()).spawn().unwrap());
+    assert!(wait_until(Duration::from_secs(10), || http_get(port, "/healthz").is_some()), "daemon did not start");
+    p
+}
+
+#[test]
+fn churn_with_every_cca_leaks_nothing() {
+    let t = KernelTest::new();
+    assert_success(&t.run(&["load", "bbr1", "fairtt", "adbbr"]));
+    let port = free_port();
+    let daemon = start_daemon(&t, port);
+    let warn0 = dmesg_warnings();
+    let rss0 = rss_kib(daemon.0.id());
+    let ns = Netns::create("churn").unwrap();
+    for cca in Cca::ALL {
+        // The daemon scrapes throughout, as Prometheus would.
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let s2 = stop.clone();
+        let scraper = std::thread::spawn(move || {
+            while !s2.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ = http_get(port, "/metrics");
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        });
+        let r = rttfair_lab::churn::run(&ns, cca.name(), Duration::from_secs(12), 4, 2).unwrap();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        scraper.join().unwrap();
+        println!(
+            "{cca}: {} opened, {} closed, {} bytes verified, {} long-flow bytes, {} failures, {:.0} conn/s",
+            r.opened,
+            r.closed,
+            r.bytes_verified,
+            r.long_flow_bytes,
+            r.failures,
+            r.opened as f64 / r.seconds
+        );
+        assert_eq!(r.failures, 0, "{cca}: failed or unverified transfers");
+        assert_eq!(r.opened, r.closed);
+        assert!(r.opened > 1000, "{cca}: only {} connections", r.opened);
+        // Every socket is gone: counters balance and the map holds none of them.
+        assert!(
+            wait_until(Duration::from_secs(10), || live_sockets(&t.fs, cca).unwrap() == 0),
+            "{cca}: {} sockets still counted live",
+            live_sockets(&t.fs, cca).unwrap()
+        );
+        let left = FlowReader::open(&t.fs).unwrap().flows().unwrap().into_iter().filter(|f| f.cca() == Some(cca)).count();
+        assert_eq!(left, 0, "{cca}: {left} export entries leaked");
+    }
+    let rss1 = rss_kib(daemon.0.id());
+    let warn1 = dmesg_warnings();
+    println!("daemon RSS {rss0} -> {rss1} KiB; kernel warnings {warn0} -> {warn1}");
+    assert_eq!(warn1, warn0, "new kernel warnings during churn");
+    assert!(rss1 < rss0 + 16 * 1024, "daemon RSS grew from {rss0} to {rss1} KiB");
+    drop(daemon);
+    drop(ns);
+    assert_success(&t.run(&["unload", "bbr1", "fairtt", "adbbr"]));
+}
+
+#[test]
+fn a_full_export_map_keeps_control_and_counts_what_it_missed() {
+    let t = KernelTest::new();
+    assert_success(&t.run(&["load", "bbr1", "--flows-max", "4"]));
+    let port = free_port();
+    let _daemon = start_daemon(&t, port);
+    let ns = Netns::create("full").unwrap();
+    let ccas = ns
+        .run(|| {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = l.local_addr().unwrap();
+            let mut keep = Vec::new();
+            let mut names = Vec::new();
+            for _ in 0..10 {
+                let mut c = connect_with(addr, "bbr1");
+                let (mut s, _) = l.accept().unwrap();
+                c.write_all(&[7u8; 50_000]).unwrap();
+                let mut buf = vec![0u8; 50_000];
+                s.read_exact(&mut buf).unwrap();
+                names.push(rttfair_lab::sock::congestion(&c).unwrap());
+                keep.push((c, s));
+            }
+            std::thread::sleep(Duration::from_millis(200));
+            (names, keep)
+        })
+        .unwrap();
+    // Every client socket runs bbr1 and moved its data.
+    assert!(ccas.0.iter().all(|n| n == "bbr1"));
+    let r = FlowReader::open(&t.fs).unwrap();
+    assert_eq!(r.capacity(), 4);
+    assert_eq!(r.flows().unwrap().len(), 4, "the map holds its capacity");
+    let live = live_sockets(&t.fs, Cca::Bbr1).unwrap();
+    assert!(live >= 10, "{live} bbr1 sockets");
+    let failed = r.counters(Cca::Bbr1).unwrap().export_failed;
+    assert_eq!(failed, live - 4, "{live} sockets, 4 exported");
+    let metrics = http_get(port, "/metrics").unwrap();
+    let line = format!("rttfair_export_failed_total{{cca=\"bbr1\"}} {failed}");
+    assert!(metrics.contains(&line), "daemon does not expose the misses ({line})");
+    drop(ccas);
+    drop(ns);
+    assert!(wait_until(Duration::from_secs(5), || live_sockets(&t.fs, Cca::Bbr1).unwrap() == 0));
+    assert_success(&t.run(&["unload", "bbr1"]));
+}
+
+#[test]
+fn daemon_sigkill_does_not_disturb_flows_and_restart_adopts() {
+    let t = KernelTest::new();
+    let port = free_port();
+    let cfg = std::env::temp_dir().join(format!("rttfair-adopt-{}.toml", std::process::id()));
+    std::fs::write(&cfg, "load = [\"bbr1\"]\n").unwrap();
+    let spawn = || {
+        Proc(
+            t.ctl()
+                .args(["daemon", "--config", cfg.to_str().unwrap(), "--listen", &format!("127.0.0.1:{port}")])
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap(),
+        )
+    };
+    let mut d1 = spawn();
+    assert!(wait_until(Duration::from_secs(10), || http_get(port, "/healthz").is_some()));
+    let ns = Netns::create("adopt").unwrap();
+    let l = ns.run(|| TcpListener::bind("127.0.0.1:0").unwrap()).unwrap();
+    let addr = l.local_addr().unwrap();
+    let sink = ns.spawn(move || sink_once(l)).unwrap();
+    let mut c = ns.run(move || connect_with(addr, "bbr1")).unwrap();
+    let mut sent = blast(&mut c, Duration::from_millis(500));
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(d1.0.id() as i32), nix::sys::signal::Signal::SIGKILL).unwrap();
+    let _ = d1.0.wait();
+    sent += blast(&mut c, Duration::from_millis(500));
+    assert!(registered("bbr1"), "SIGKILL of the daemon unregistered bbr1");
+    let mut d2 = spawn();
+    assert!(wait_until(Duration::from_secs(10), || http_get(port, "/healthz").is_some()));
+    let metrics = http_get(port, "/metrics").unwrap();
+    let series: Vec<&str> = metrics.lines().filter(|l| l.starts_with("rttfair_flow_min_rtt_seconds{")).collect();
+    assert_eq!(series.len(), 2, "one series per socket of the connection, no duplicates: {series:?}");
+    let mut uniq = series.clone();
+    uniq.dedup();
+    assert_eq!(uniq.len(), series.len());
+    sent += blast(&mut c, Duration::from_millis(300));
+    drop(c);
+    assert_eq!(sink.join().unwrap().unwrap(), sent);
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(d2.0.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
+    let mut err = String::new();
+    d2.0.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert!(err.contains("adopted bbr1"), "restart did not adopt: {err}");
+    let _ = std::fs::remove_file(&cfg);
+    drop(ns);
+    assert_success(&t.run(&["unload", "bbr1"]));
+}
+
+#[test]
+fn a_killed_lab_run_leaves_nothing_the_next_run_does_not_clean() {
+    let t = KernelTest::new();
+    let out = std::env::temp_dir().join(format!("rttfair-killed-{}", std::process::id()));
+    let mut child = t
+        .ctl()
+        .args(["lab", "run", "ci-smoke", "--quiet", "--out", out.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let prefix = format!("rf-{pid}-");
+    let mine = || -> Vec<String> {
+        std::fs::read_dir("/run/netns")
+            .map(|d| d.flatten().filter_map(|e| e.file_name().into_string().ok()).filter(|n| n.starts_with(&prefix)).collect())
+            .unwrap_or_default()
+    };
+    assert!(wait_until(Duration::from_secs(15), || mine().len() >= 3), "lab never built its namespaces");
+    child.kill().unwrap(); // SIGKILL: no cleanup handler can run
+    child.wait().unwrap();
+    assert!(!mine().is_empty(), "expected leftovers after SIGKILL");
+    let reaped = netns::reap_stale();
+    println!("reaped {reaped:?}");
+    assert!(mine().is_empty(), "leftovers remain: {:?}", mine());
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn read_only_commands_without_root() {
+    let t = KernelTest::new();
+    assert_success(&t.run(&["load", "fairtt"]));
+    let as_nobody = |args: &[&str]| {
+        use std::os::unix::process::CommandExt;
+        t.ctl().args(args).uid(65534).gid(65534).output().unwrap()
+    };
+    let out = as_nobody(&["list"]);
+    let text = assert_success(&out);
+    assert!(text.contains("fairtt   yes"), "{text}");
+    assert!(text.contains("need CAP_BPF"), "list must say what it cannot show: {text}");
+    assert_one_line_error(&as_nobody(&["flows"]), "CAP_BPF");
+    assert_one_line_error(&as_nobody(&["get"]), "CAP_BPF");
+    assert_one_line_error(&as_nobody(&["set", "fairtt.beta", "0.5"]), "CAP_BPF");
+    assert_one_line_error(&as_nobody(&["unload", "fairtt"]), "CAP_BPF");
+    assert!(registered("fairtt"));
+    // Pins are private to root.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(t.fs.root()).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700);
+    // Bad tunable values change nothing.
+    for bad in ["NaN", "-1", "2", "x", ""] {
+        assert_one_line_error(&t.run(&["set", "fairtt.beta", bad]), "fairtt.beta");
+    }
+    let v = assert_success(&t.run(&["get", "fairtt.beta"]));
+    assert!(v.contains("0.8") && v.contains("(default)"), "{v}");
+    assert_success(&t.run(&["set", "fairtt.beta", "0.7"]));
+    assert!(assert_success(&t.run(&["get", "fairtt.beta"])).contains("0.7"));
+    assert_success(&t.run(&["unload", "fairtt"]));
+}
+
+#[test]
+fn a_foreign_pin_is_refused_and_left_alone() {
+    let t = KernelTest::new();
+    t.fs.ensure().unwrap();
+    // A map of the wrong shape where rttfair expects its flow map.
+    let bogus = libbpf_rs::MapHandle::create(
+        libbpf_rs::MapType::Array,
+        Some("bogus"),
+        4,
+        8,
+        1,
+        &libbpf_rs::libbpf_sys::bpf_map_create_opts {
+            sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let mut bogus = bogus;
+    bogus.pin(t.fs.map_pin("rttfair_flows_v1")).unwrap();
+    let line = assert_one_line_error(&t.run(&["load", "bbr1"]), "does not match this build");
+    assert!(line.contains("rttfair_flows_v1"), "{line}");
+    assert!(!registered("bbr1"));
+    assert!(t.fs.map_pin("rttfair_flows_v1").exists(), "a foreign pin was removed");
+}
