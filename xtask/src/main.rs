@@ -55,10 +55,11 @@ fn run(args: &[String]) -> Result<()> {
         "bench" => bench(rest),
         "soak" => {
             deps()?;
+            cargo(&["build", "--release", "-p", "rttfairctl"])?;
             cargo_run_bin("rttfair-bench", &[&["soak"], &strs(rest)[..]].concat())
         }
         "help" | "--help" | "-h" => {
-            println!("usage: cargo xtask <deps|build|test|demo|bench NAME|soak>");
+            println!("usage: cargo xtask <deps|build|test|demo|bench NAME|soak [SECONDS]>");
             println!("benches: single-flow, verifier, lab-accuracy, daemon");
             Ok(())
         }

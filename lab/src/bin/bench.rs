@@ -21,7 +21,8 @@ fn main() {
         Some("verifier") => verifier(),
         Some("lab-accuracy") => lab_accuracy(),
         Some("daemon") => daemon_bench(),
-        Some(other) => Err(anyhow::anyhow!("unknown benchmark '{other}' (single-flow, verifier)")),
+        Some("soak") => soak(&args[1..]),
+        Some(other) => Err(anyhow::anyhow!("unknown benchmark '{other}' (single-flow, verifier, lab-accuracy, daemon, soak)")),
         None => Err(anyhow::anyhow!("which benchmark? single-flow, verifier")),
     };
     if let Err(e) = res {
@@ -234,6 +235,77 @@ fn lab_accuracy() -> Result<()> {
             st.mean_lateness(),
             st.lateness_max_ns.load(std::sync::atomic::Ordering::Relaxed) as f64 / 1e6
         );
+    }
+    Ok(())
+}
+
+/// Long churn with every project CCA while the daemon is scraped: the
+/// figures the reliability issue asks for.
+fn soak(args: &[String]) -> Result<()> {
+    use rttfair_loader::flows::{live_sockets, FlowReader};
+    let secs: f64 = args.first().map(|s| s.parse()).transpose()?.unwrap_or(60.0);
+    let fs = BpfFs::from_env();
+    let names: Vec<String> = Cca::ALL.iter().map(|c| c.name().to_string()).collect();
+    let _session = CcaSession::ensure(&fs, &names)?;
+    let ctl = std::env::current_exe()?.with_file_name("rttfairctl");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let mut daemon = std::process::Command::new(&ctl)
+        .args(["--bpffs", &fs.root().display().to_string(), "daemon", "--listen", &format!("127.0.0.1:{port}")])
+        .stderr(std::process::Stdio::null())
+        .spawn()?;
+    std::thread::sleep(Duration::from_secs(1));
+    let warnings = || {
+        std::process::Command::new("dmesg")
+            .args(["--level=emerg,alert,crit,err,warn"])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).lines().count())
+            .unwrap_or(0)
+    };
+    let (w0, rss0) = (warnings(), rss_kib(daemon.id()));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let s2 = stop.clone();
+    let scraper = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        while !s2.load(std::sync::atomic::Ordering::Relaxed) {
+            if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+                let _ = write!(s, "GET /metrics HTTP/1.0\r\n\r\n");
+                let mut b = Vec::new();
+                let _ = s.read_to_end(&mut b);
+            }
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    });
+    let ns = Netns::create("soak")?;
+    println!("{:<7} {:>9} {:>9} {:>14} {:>15} {:>9} {:>7} {:>7}", "cca", "opened", "closed", "bytes verified", "long-flow bytes", "failures", "leaked", "conn/s");
+    let mut leaked_total = 0;
+    for cca in Cca::ALL {
+        let r = rttfair_lab::churn::run(&ns, cca.name(), Duration::from_secs_f64(secs), 4, 2)?;
+        let mut live = u64::MAX;
+        for _ in 0..100 {
+            live = live_sockets(&fs, cca)?;
+            if live == 0 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let entries = FlowReader::open(&fs)?.flows()?.into_iter().filter(|f| f.cca() == Some(cca)).count() as u64;
+        let leaked = live + entries;
+        leaked_total += leaked;
+        println!(
+            "{:<7} {:>9} {:>9} {:>14} {:>15} {:>9} {:>7} {:>7.0}",
+            cca.name(), r.opened, r.closed, r.bytes_verified, r.long_flow_bytes, r.failures, leaked, r.opened as f64 / r.seconds
+        );
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = scraper.join();
+    let (w1, rss1) = (warnings(), rss_kib(daemon.id()));
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+    println!("entries leaked: {leaked_total} (must be 0)");
+    println!("dmesg warnings: {} (must be 0)", w1.saturating_sub(w0));
+    println!("daemon RSS: start {rss0} KiB, end {rss1} KiB");
+    if leaked_total != 0 || w1 != w0 {
+        bail!("soak failed");
     }
     Ok(())
 }
