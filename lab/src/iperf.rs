@@ -85,20 +85,7 @@ pub fn client(ns: &Netns, spec: &ClientSpec) -> Result<ClientResult> {
 
 /// As [`client`], by namespace name (for use from other threads).
 pub fn client_in(ns: &str, spec: &ClientSpec) -> Result<ClientResult> {
-    let mut cmd = std::process::Command::new("ip");
-    cmd.args(["netns", "exec", ns, "iperf3"]);
-    cmd.args(["-c", &spec.server, "-p", &spec.port.to_string(), "-J", "-C", &spec.cca])
-        .args(["-t", &format!("{}", spec.seconds), "-i", &format!("{}", spec.interval)]);
-    if let Some(b) = &spec.bind {
-        cmd.args(["-B", b]);
-    }
-    let out = cmd.stdin(Stdio::null()).output().context("run iperf3 client")?;
-    let v: Value = serde_json::from_slice(&out.stdout)
-        .with_context(|| format!("iperf3 output is not JSON: {}", String::from_utf8_lossy(&out.stderr)))?;
-    if let Some(e) = v.get("error").and_then(Value::as_str) {
-        bail!("iperf3 -C {}: {e}", spec.cca);
-    }
-    parse(&v)
+    Ok(client_with_server_output(ns, spec)?.client)
 }
 
 fn parse(v: &Value) -> Result<ClientResult> {
