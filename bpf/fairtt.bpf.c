@@ -132,6 +132,25 @@ static __always_inline bool fairtt_slot_active(const struct fairtt_slot *s, __u6
 	return s->last_seen_ns && now - s->last_seen_ns <= window_ns;
 }
 
+/* Leave the registry: a class whose last flow leaves stops counting at
+ * once. Returns true if the class emptied. */
+static __always_inline bool fairtt_leave(struct fairtt_flow *ff)
+{
+	__u32 key = ff->slot;
+	struct fairtt_slot *s;
+	bool emptied = false;
+
+	if (ff->slot == FAIRTT_NO_SLOT)
+		return false;
+	s = bpf_map_lookup_elem(&fairtt_registry_v1, &key);
+	if (s && __sync_fetch_and_add(&s->flows, -1) == 1) {
+		s->last_seen_ns = 0;
+		emptied = true;
+	}
+	ff->slot = FAIRTT_NO_SLOT;
+	return emptied;
+}
+
 /* State of one pass over the registry (bpf_loop callback context). */
 struct fairtt_scan {
 	__u64 now, window_ns;
@@ -187,6 +206,10 @@ static __always_inline __u32 fairtt_wfcount(struct fairtt_flow *ff, __u32 min_rt
 		if (s) {
 			s->last_seen_ns = sc.now;
 			if (ff->slot != (__u8)key) {
+				/* Changed class (e.g. RTprop re-sampled): a flow
+				 * counts in one class only. */
+				if (fairtt_leave(ff) && sc.count > 1)
+					sc.count--;
 				__sync_fetch_and_add(&s->flows, 1);
 				ff->slot = key;
 			}
@@ -195,6 +218,9 @@ static __always_inline __u32 fairtt_wfcount(struct fairtt_flow *ff, __u32 min_rt
 		key = sc.free;
 		s = bpf_map_lookup_elem(&fairtt_registry_v1, &key);
 		if (s) {
+			/* Our old class stops counting if we were its last flow. */
+			if (fairtt_leave(ff) && sc.count > 0)
+				sc.count--;
 			/* A new class; a race with another claimant only merges two
 			 * classes for one window, which is tolerable. */
 			s->min_rtt_us = min_rtt_us;
@@ -205,20 +231,6 @@ static __always_inline __u32 fairtt_wfcount(struct fairtt_flow *ff, __u32 min_rt
 		}
 	}
 	return sc.count ? sc.count : 1;
-}
-
-/* Leave the registry: a class whose last flow leaves stops counting at once. */
-static __always_inline void fairtt_leave(struct fairtt_flow *ff)
-{
-	__u32 key = ff->slot;
-	struct fairtt_slot *s;
-
-	if (ff->slot == FAIRTT_NO_SLOT)
-		return;
-	s = bpf_map_lookup_elem(&fairtt_registry_v1, &key);
-	if (s && __sync_fetch_and_add(&s->flows, -1) == 1)
-		s->last_seen_ns = 0;
-	ff->slot = FAIRTT_NO_SLOT;
 }
 
 /* Eq. 7: W_t = min(|Rx|, |Tx|) in packets, capped at the ring size. */
