@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Every lab experiment behind docs/results.md, in the order they were run.
+# Every lab experiment behind docs/results.md.
 # Usage: scripts/reproduce-papers.sh [rttfairctl binary] [output dir]
-# Takes about 75 minutes on the project's 2-core VM. Needs root.
+# About 70 minutes on the project's 2-core VM. Needs root.
 set -euo pipefail
 CTL=${1:-target/release/rttfairctl}
 OUT=${2:-lab-out/papers}
@@ -13,7 +13,7 @@ run "$CTL" lab compare two-flow-deep --cca bbr,cubic,bbr1,fairtt,adbbr --out "$O
 run "$CTL" lab compare adbbr-fairness --cca adbbr,bbr1,bbr,cubic --reps 1 --out "$OUT" --quiet
 run "$CTL" lab compare adbbr-fairness-shallow --cca adbbr,bbr1,bbr,cubic --reps 1 --out "$OUT" --quiet
 run "$CTL" lab sweep fairtt-rtt-sweep --cca fairtt,bbr1,bbr --duration 20 --out "$OUT" --quiet
-run "$CTL" lab sweep fairtt-buffer-sweep --cca fairtt,bbr1,bbr --duration 20 --out "$OUT" --quiet
-run "$CTL" lab sweep adbbr-loss --cca adbbr,bbr1,cubic --duration 25 --out "$OUT" --quiet
-run "$CTL" lab sweep adbbr-flows --cca adbbr,bbr1,bbr --duration 25 --out "$OUT" --quiet
+run "$CTL" lab sweep fairtt-buffer-sweep --cca fairtt,bbr1 --duration 20 --out "$OUT" --quiet
+run "$CTL" lab sweep adbbr-loss --cca adbbr,bbr1 --duration 25 --out "$OUT" --quiet
+run "$CTL" lab sweep adbbr-flows --cca adbbr,bbr1 --duration 25 --out "$OUT" --quiet
 run "$CTL" lab sweep shallow-grid --cca bbr,cubic --duration 15 --out "$OUT" --quiet
