@@ -124,7 +124,7 @@ fn live_connection_survives_migrate_swap_unload_and_cgroup_default() {
     assert!(!registered("fairtt"));
 
     // A cgroup default: a new connection from a process in the cgroup gets it.
-    let cg = std::path::PathBuf::from(format!("/sys/fs/cgroup/rttfair-test-{}", std::process::id()));
+    let cg = cgroup2_root().join(format!("rttfair-test-{}", std::process::id()));
     std::fs::create_dir_all(&cg).unwrap();
     step("attach cgroup bbr1", &["attach", "--cgroup", cg.to_str().unwrap(), "bbr1"], "adbbr");
     let srv = rttfair_lab::iperf::Server::start(&net.rcv, &RECEIVER.to_string(), 5301).unwrap();
@@ -203,7 +203,8 @@ fn failed_swap_leaves_the_old_implementation() {
     assert_one_line_error(&t.run(&["migrate", "--from", "bbr1", "--to", "cubic", "--port", "1"]), "no open connection");
     assert_one_line_error(&t.run(&["migrate", "--from", "nope", "--to", "bbr1"]), "nope");
     assert_one_line_error(&t.run(&["migrate", "--from", "bbr1", "--to", "bbr1", "--netns", "rf-no-such-ns"]), "rf-no-such-ns");
-    assert_one_line_error(&t.run(&["attach", "--cgroup", "/sys/fs/cgroup/no-such-cgroup", "bbr1"]), "no-such-cgroup");
+    let missing = cgroup2_root().join("no-such-cgroup");
+    assert_one_line_error(&t.run(&["attach", "--cgroup", missing.to_str().unwrap(), "bbr1"]), "no-such-cgroup");
     assert_one_line_error(&t.run(&["default", "nope"]), "nope");
     assert_one_line_error(&t.run(&["default", "bbr1", "--netns", "rf-no-such-ns"]), "rf-no-such-ns");
     assert!(registered("bbr1"));

@@ -170,3 +170,21 @@ pub fn blast(s: &mut std::net::TcpStream, dur: Duration) -> u64 {
     }
     sent
 }
+
+/// Where the cgroup v2 hierarchy is mounted (pure v2 at /sys/fs/cgroup, or
+/// the hybrid layout's /sys/fs/cgroup/unified); mounts one under /run if
+/// there is none.
+pub fn cgroup2_root() -> PathBuf {
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    if let Some(p) = mounts.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.get(2) == Some(&"cgroup2")).then(|| PathBuf::from(f[1]))
+    }) {
+        return p;
+    }
+    let p = PathBuf::from("/run/rttfair-cgroup2");
+    std::fs::create_dir_all(&p).unwrap();
+    nix::mount::mount(Some("none"), &p, Some("cgroup2"), nix::mount::MsFlags::empty(), None::<&str>)
+        .expect("mount cgroup2");
+    p
+}
