@@ -82,6 +82,7 @@ struct fairtt_flow {
 	__u32 wminrtt_us;              /* latest WminRTT_t */
 	__u32 alpha_us;                /* latest alpha_t */
 	__u32 coef_x1024;              /* latest coefficient (1024 = none) */
+	__u32 gamma_ppm;               /* gamma in effect, refreshed per round */
 	__u16 wfcount;
 	__u8 active;
 	__u8 slot;                     /* registry slot, FAIRTT_NO_SLOT if none */
@@ -151,13 +152,26 @@ static __always_inline bool fairtt_leave(struct fairtt_flow *ff)
 	return emptied;
 }
 
-/* State of one pass over the registry (bpf_loop callback context). */
+/*
+ * State of one pass over the registry (bpf_loop callback context). Active
+ * slots are collected as a bit mask, not counted: a counter would give the
+ * verifier a new exact value per iteration and it would walk every
+ * combination of the 32 iterations instead of converging.
+ */
 struct fairtt_scan {
 	__u64 now, window_ns;
+	__u64 active;          /* bit i: slot i active */
 	__u32 min_rtt_us, tol_pct;
 	__s32 mine, free;
-	__u32 count;
 };
+
+static __always_inline __u32 fairtt_popcount(__u64 x)
+{
+	x = x - ((x >> 1) & 0x5555555555555555ULL);
+	x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+	x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
+	return (__u32)((x * 0x0101010101010101ULL) >> 56);
+}
 
 /* One slot: count it if active, note the first free slot and our class. */
 static long fairtt_scan_slot(__u64 i, void *ctx)
@@ -173,7 +187,7 @@ static long fairtt_scan_slot(__u64 i, void *ctx)
 			sc->free = key;
 		return 0;
 	}
-	sc->count++;
+	sc->active |= 1ULL << (key & 63);
 	if (sc->mine < 0 && fairtt_same_class(s->min_rtt_us, sc->min_rtt_us, sc->tol_pct))
 		sc->mine = key;
 	return 0;
@@ -197,9 +211,10 @@ static __always_inline __u32 fairtt_wfcount(struct fairtt_flow *ff, __u32 min_rt
 		.free = -1,
 	};
 	struct fairtt_slot *s;
-	__u32 key;
+	__u32 key, count;
 
 	bpf_loop(FAIRTT_REGISTRY_SLOTS, fairtt_scan_slot, &sc, 0);
+	count = fairtt_popcount(sc.active);
 	if (sc.mine >= 0) {
 		key = sc.mine;
 		s = bpf_map_lookup_elem(&fairtt_registry_v1, &key);
@@ -208,8 +223,8 @@ static __always_inline __u32 fairtt_wfcount(struct fairtt_flow *ff, __u32 min_rt
 			if (ff->slot != (__u8)key) {
 				/* Changed class (e.g. RTprop re-sampled): a flow
 				 * counts in one class only. */
-				if (fairtt_leave(ff) && sc.count > 1)
-					sc.count--;
+				if (fairtt_leave(ff) && count > 1)
+					count--;
 				__sync_fetch_and_add(&s->flows, 1);
 				ff->slot = key;
 			}
@@ -219,18 +234,18 @@ static __always_inline __u32 fairtt_wfcount(struct fairtt_flow *ff, __u32 min_rt
 		s = bpf_map_lookup_elem(&fairtt_registry_v1, &key);
 		if (s) {
 			/* Our old class stops counting if we were its last flow. */
-			if (fairtt_leave(ff) && sc.count > 0)
-				sc.count--;
+			if (fairtt_leave(ff) && count > 0)
+				count--;
 			/* A new class; a race with another claimant only merges two
 			 * classes for one window, which is tolerable. */
 			s->min_rtt_us = min_rtt_us;
 			s->flows = 1;
 			s->last_seen_ns = sc.now;
 			ff->slot = key;
-			sc.count++;
+			count++;
 		}
 	}
-	return sc.count ? sc.count : 1;
+	return count ? count : 1;
 }
 
 /* Eq. 7: W_t = min(|Rx|, |Tx|) in packets, capped at the ring size. */
@@ -243,14 +258,35 @@ static __always_inline __u32 fairtt_window_rounds(struct sock *sk)
 	return rf_max(rf_min(w, (__u32)FAIRTT_RING), 1U);
 }
 
-/* Once per round trip: minRTT sample -> WminRTT (Eq. 6) -> alpha (Eq. 5). */
-static __always_inline void fairtt_update_round(struct sock *sk, struct rf_bbr *bbr,
-						struct fairtt_flow *ff)
+struct fairtt_ring_sum {
+	const struct fairtt_flow *ff;
+	__u64 sum;
+};
+
+/* Add the i-th most recent WminRTT (bpf_loop callback). */
+static long fairtt_add_recent(__u64 i, void *ctx)
+{
+	struct fairtt_ring_sum *rs = ctx;
+	const struct fairtt_flow *ff = rs->ff;
+
+	rs->sum += ff->wminrtt_ring[(ff->ring_pos - 1 - (__u32)i) & (FAIRTT_RING - 1)];
+	return 0;
+}
+
+/*
+ * Once per round trip: minRTT sample -> WminRTT (Eq. 6) -> alpha (Eq. 5).
+ * A separate BPF subprogram (__noinline): the tunables' constant-or-loaded
+ * values stay inside it instead of multiplying the verifier's states in the
+ * per-ACK path (inlined, cong_control cost the verifier ~600k instructions).
+ */
+static __noinline void fairtt_update_round(struct sock *sk, struct rf_bbr *bbr,
+					   struct fairtt_flow *ff)
 {
 	struct fairtt_params p = fairtt_params();
-	__u32 min_rtt = bbr->min_rtt_us, w, i;
-	__u64 sum = 0;
+	struct fairtt_ring_sum rs = { .ff = ff };
+	__u32 min_rtt = bbr->min_rtt_us, w;
 
+	ff->gamma_ppm = p.gamma_ppm;
 	if (min_rtt == ~0U || min_rtt == 0)
 		return;
 	ff->wminrtt_us = fairtt_wminrtt_us(ff->minrtt_sum_us, ff->minrtt_n, min_rtt, p.beta_ppm);
@@ -261,14 +297,12 @@ static __always_inline void fairtt_update_round(struct sock *sk, struct rf_bbr *
 	if (ff->ring_len < FAIRTT_RING)
 		ff->ring_len++;
 
+	/* The last W_t WminRTTs (bpf_loop: a plain loop here cost the verifier
+	 * over half a million instructions). */
 	w = rf_min(fairtt_window_rounds(sk), ff->ring_len);
-	for (i = 0; i < FAIRTT_RING; i++) {
-		if (i >= w)
-			break;
-		sum += ff->wminrtt_ring[(ff->ring_pos - 1 - i) & (FAIRTT_RING - 1)];
-	}
+	bpf_loop(w, fairtt_add_recent, &rs, 0);
 	ff->wfcount = fairtt_wfcount(ff, min_rtt, &p);
-	ff->alpha_us = fairtt_alpha_us(ff->wfcount, sum, w);
+	ff->alpha_us = fairtt_alpha_us(ff->wfcount, rs.sum, w);
 }
 
 static __always_inline void cca_init(struct sock *sk, struct rf_bbr *bbr)
@@ -296,7 +330,6 @@ static __always_inline void cca_on_rate_sample(struct sock *sk, struct rf_bbr *b
 					       const struct rate_sample *rs)
 {
 	struct fairtt_flow *ff;
-	struct fairtt_params p;
 
 	/* The round boundary is decided by the core after this hook, so the
 	 * per-round work keys off the previous ACK's round_start. */
@@ -310,8 +343,8 @@ static __always_inline void cca_on_rate_sample(struct sock *sk, struct rf_bbr *b
 	ff->active = bbr->mode == RTTFAIR_MODE_PROBE_BW &&
 		     fairtt_adjust_active(bbr->last_rtt_us, ff->alpha_us);
 	if (ff->active) {
-		p = fairtt_params();
-		ff->coef_x1024 = fairtt_coef_x1024(bbr->min_rtt_us, bbr->last_rtt_us, p.gamma_ppm);
+		ff->coef_x1024 = fairtt_coef_x1024(bbr->min_rtt_us, bbr->last_rtt_us,
+						   ff->gamma_ppm ?: FAIRTT_DEF_GAMMA_PPM);
 	} else {
 		ff->coef_x1024 = COEF_UNIT;
 	}
