@@ -89,7 +89,7 @@ pub fn to_bytes<T: Pod>(value: &T) -> Vec<u8> {
 mod tests {
     use super::*;
     use crate::Cca;
-    use libbpf_rs::{MapCore, ObjectBuilder};
+    use libbpf_rs::ObjectBuilder;
 
     /// Each CCA object's maps must have the value sizes of the Rust mirror.
     #[test]
