@@ -246,8 +246,8 @@ impl Collector for FlowCollector {
         let is = |f: &Flow, c: Cca| f.cca() == Some(c);
         family(&mut enc, "rttfair_fairtt_alpha_seconds", "FaiRTT RTT fairness threshold alpha_t (Eq. 5)", Gauge, &per_flow(&|f, _| is(f, Cca::Fairtt).then(|| us(f.raw.fairtt_alpha_us))))?;
         family(&mut enc, "rttfair_fairtt_bdp_coefficient_ratio", "FaiRTT BDP coefficient minRTT*gamma/lastRTT applied (1 = none)", Gauge, &per_flow(&|f, _| is(f, Cca::Fairtt).then(|| f.raw.fairtt_coef_x1024 as f64 / 1024.0)))?;
-        family(&mut enc, "rttfair_fairtt_wfcount", "FaiRTT Wfcount: distinct minRTT classes the flow saw active", Gauge, &per_flow(&|f, _| is(f, Cca::Fairtt).then(|| f.raw.fairtt_wfcount as f64)))?;
-        family(&mut enc, "rttfair_fairtt_adjust_active", "1 while FaiRTT's BDP reduction applies to the flow", Gauge, &per_flow(&|f, _| is(f, Cca::Fairtt).then(|| f.raw.fairtt_active as f64)))?;
+        family(&mut enc, "rttfair_fairtt_wfcount", "FaiRTT Wfcount: distinct minRTT classes the flow saw active", Gauge, &per_flow(&|f, _| is(f, Cca::Fairtt).then_some(f.raw.fairtt_wfcount as f64)))?;
+        family(&mut enc, "rttfair_fairtt_adjust_active", "1 while FaiRTT's BDP reduction applies to the flow", Gauge, &per_flow(&|f, _| is(f, Cca::Fairtt).then_some(f.raw.fairtt_active as f64)))?;
         family(&mut enc, "rttfair_adbbr_nrtt_seconds", "Ad-BBR reference RTT nRTT (Alg. 1)", Gauge, &per_flow(&|f, _| is(f, Cca::Adbbr).then(|| us(f.raw.adbbr_nrtt_us))))?;
         family(&mut enc, "rttfair_adbbr_pacing_factor_ratio", "Ad-BBR pacing factor applied (1 = none; 1/beta or gamma)", Gauge, &per_flow(&|f, _| is(f, Cca::Adbbr).then(|| f.raw.adbbr_factor_x1024 as f64 / 1024.0)))?;
         family(&mut enc, "rttfair_adbbr_rtt_stddev_seconds", "Ad-BBR standard deviation of the RTT history (Alg. 3)", Gauge, &per_flow(&|f, _| is(f, Cca::Adbbr).then(|| us(f.raw.adbbr_rtt_std_us))))?;

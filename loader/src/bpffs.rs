@@ -161,7 +161,7 @@ fn nearest_existing(path: &Path) -> PathBuf {
 /// Whether `path` lives on bpffs.
 pub fn is_bpffs(path: &Path) -> bool {
     nix::sys::statfs::statfs(path)
-        .map(|s| s.filesystem_type().0 as i64 == BPF_FS_MAGIC)
+        .map(|s| s.filesystem_type().0 == BPF_FS_MAGIC)
         .unwrap_or(false)
 }
 
