@@ -57,3 +57,10 @@ pub fn shape(ns: &Netns, ifname: &str, b: Bottleneck) -> Result<()> {
     )?;
     Ok(())
 }
+
+/// Change the drop-tail buffer of a bottleneck built by [`shape`].
+pub fn set_buffer(ns: &Netns, ifname: &str, limit_bytes: u64) -> Result<()> {
+    let limit = limit_bytes.to_string();
+    ns.exec("tc", &["qdisc", "change", "dev", ifname, "parent", "1:1", "handle", "10:", "bfifo", "limit", &limit])?;
+    Ok(())
+}

@@ -223,8 +223,19 @@ fn progress_bar(on: bool, s: &Scenario, label: &str) -> Option<indicatif::Progre
     Some(bar)
 }
 
-/// Goodput of one cubic flow for a few seconds vs the configured rate.
+/// Goodput of one cubic flow for a few seconds vs the configured rate. The
+/// check is of the *rate*, so it runs with a buffer of at least 2 BDP at
+/// 50 ms (a 2-packet buffer would measure cubic's loss recovery instead),
+/// and the scenario's buffer is put back afterwards.
 fn check_rate(net: &Dumbbell, s: &Scenario) -> Result<f64> {
+    let check_buffer = (s.rate_bit() / 8 / 10).max(s.buffer_bytes());
+    crate::link::set_buffer(&net.router, crate::topology::BOTTLENECK_IF, check_buffer)?;
+    let r = check_rate_once(net, s);
+    crate::link::set_buffer(&net.router, crate::topology::BOTTLENECK_IF, s.buffer_bytes())?;
+    r
+}
+
+fn check_rate_once(net: &Dumbbell, s: &Scenario) -> Result<f64> {
     let r = iperf::client_with_server_output(
         net.snd.name(),
         &ClientSpec {
