@@ -63,7 +63,21 @@ impl Config {
     }
 
     pub fn parse(text: &str) -> Result<Config> {
-        let c: Config = toml::from_str(text).map_err(|e| anyhow::anyhow!("{}", e.message()))?;
+        let c: Config = toml::from_str(text).map_err(|e| {
+            // Name the key on the offending line, as "key: reason".
+            let key = e
+                .span()
+                .and_then(|sp| text[..sp.start.min(text.len())].lines().last().map(|_| sp.start))
+                .and_then(|start| {
+                    let line_start = text[..start].rfind('\n').map(|i| i + 1).unwrap_or(0);
+                    text[line_start..].split('=').next().map(|k| k.trim().to_string())
+                })
+                .filter(|k| !k.is_empty() && k.len() < 40 && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
+            match key {
+                Some(k) => anyhow::anyhow!("{k}: {}", e.message().trim()),
+                None => anyhow::anyhow!("{}", e.message().trim().replace('\n', " ")),
+            }
+        })?;
         c.validate()?;
         Ok(c)
     }
@@ -98,6 +112,8 @@ mod tests {
         for bad in ["load = [\"cubic\"]", "max_flows = 0", "listen = \"nope\"", "group_prefix_v4 = 33", "lsiten = \"x\"", "max_flows = -1"] {
             assert!(Config::parse(bad).is_err(), "{bad} accepted");
         }
+        let e = Config::parse("max_flows = \"many\"").unwrap_err().to_string();
+        assert!(e.starts_with("max_flows: "), "{e}");
     }
 
     #[test]

@@ -83,7 +83,13 @@ impl prometheus_client::collector::Collector for SharedCollector {
     }
 }
 
-async fn metrics(State(app): State<Arc<App>>) -> Response {
+async fn metrics(State(app): State<Arc<App>>, headers: axum::http::HeaderMap) -> Response {
+    // Prometheus asks for OpenMetrics; curl, promtool and older scrapers get
+    // the classic text format.
+    let openmetrics = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("application/openmetrics-text"));
     // Map reads are syscalls: keep them off the async workers.
     let res = tokio::task::spawn_blocking(move || {
         let mut body = String::new();
@@ -91,12 +97,53 @@ async fn metrics(State(app): State<Arc<App>>) -> Response {
     })
     .await;
     match res {
-        Ok(Ok(body)) => (
+        Ok(Ok(body)) if openmetrics => (
             [(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")],
             body,
         )
             .into_response(),
+        Ok(Ok(body)) => (
+            [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+            to_prometheus_text(&body),
+        )
+            .into_response(),
         _ => (StatusCode::INTERNAL_SERVER_ERROR, "encoding failed\n").into_response(),
+    }
+}
+
+/// OpenMetrics -> Prometheus text 0.0.4: counter families are named with
+/// their `_total` samples' name, `# UNIT` and `# EOF` go.
+pub fn to_prometheus_text(om: &str) -> String {
+    let counters: std::collections::HashSet<&str> = om
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE ")?.strip_suffix(" counter"))
+        .collect();
+    let mut out = String::with_capacity(om.len() + counters.len() * 16);
+    for line in om.lines() {
+        if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        let renamed = ["# HELP ", "# TYPE "].iter().find_map(|p| {
+            let rest = line.strip_prefix(p)?;
+            let (name, tail) = rest.split_once(' ')?;
+            counters.contains(name).then(|| format!("{p}{name}_total {tail}"))
+        });
+        match renamed {
+            Some(l) => out.push_str(&l),
+            None => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn counters_get_their_total_name_in_classic_text() {
+        let om = "# HELP x_bytes Bytes.\n# TYPE x_bytes counter\nx_bytes_total{a=\"b\"} 3\n# HELP g A gauge.\n# TYPE g gauge\ng 1\n# EOF\n";
+        let t = super::to_prometheus_text(om);
+        assert_eq!(t, "# HELP x_bytes_total Bytes.\n# TYPE x_bytes_total counter\nx_bytes_total{a=\"b\"} 3\n# HELP g A gauge.\n# TYPE g gauge\ng 1\n");
     }
 }
 

@@ -114,7 +114,8 @@ fn deps() -> Result<()> {
 fn test(rest: &[String]) -> Result<()> {
     use std::io::{BufRead, BufReader};
     deps()?;
-    let mut args = vec!["test", "--workspace", "--release"];
+    // --no-fail-fast: one failing binary must not hide the others' results.
+    let mut args = vec!["test", "--workspace", "--release", "--no-fail-fast"];
     args.extend(strs(rest));
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut child = Command::new(&cargo)

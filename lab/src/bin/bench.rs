@@ -352,7 +352,7 @@ fn daemon_bench() -> Result<()> {
         let get = || -> Result<(Duration, usize)> {
             let t = std::time::Instant::now();
             let mut s = std::net::TcpStream::connect(("127.0.0.1", port))?;
-            write!(s, "GET /metrics HTTP/1.0\r\n\r\n")?;
+            write!(s, "GET /metrics HTTP/1.0\r\nAccept: application/openmetrics-text\r\n\r\n")?;
             let mut body = Vec::new();
             s.read_to_end(&mut body)?;
             Ok((t.elapsed(), body.len()))
