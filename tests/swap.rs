@@ -170,6 +170,10 @@ fn live_connection_survives_migrate_swap_unload_and_cgroup_default() {
 
     assert_success(&t.run(&["detach", "--cgroup", cg.to_str().unwrap()]));
     let _ = std::fs::remove_dir(&cg);
+    drop(stream);
+    assert!(wait_until(Duration::from_secs(5), || {
+        rttfair_loader::flows::live_sockets(&t.fs, rttfair_loader::Cca::Adbbr).unwrap() == 0
+    }));
     drop(net);
     assert_success(&t.run(&["unload", "bbr1", "adbbr"]));
 }

@@ -110,6 +110,7 @@ pub enum Command {
     Set {
         /// <cca>.<tunable>
         name: String,
+        #[arg(allow_negative_numbers = true)]
         value: String,
     },
     /// Show tunables: all of the loaded CCAs, one CCA's, or one.

@@ -14,8 +14,12 @@ use crate::netns::Netns;
 
 /// Bytes each short connection sends and the server verifies.
 const SHORT_BYTES: usize = 4096;
-/// Listening ports (more 4-tuples than one port's ephemeral range).
-const PORTS: u16 = 8;
+/// Listening ports (more 4-tuples than one port's ephemeral range: each
+/// closed client connection holds its tuple in TIME_WAIT for 60 s).
+const PORTS: u16 = 32;
+/// Short connections per second per worker, at most (4 workers: ~4000/s,
+/// ~240k tuples a minute, inside 32 ports x 28k ephemeral ports).
+const PER_WORKER_RATE: u64 = 1000;
 const BASE_PORT: u16 = 7100;
 
 fn pattern(i: u64) -> u8 {
@@ -50,11 +54,14 @@ pub fn run(ns: &Netns, cca: &str, dur: Duration, workers: usize, long_flows: usi
     ns.exec("sysctl", &["-qw", "net.ipv4.tcp_tw_reuse=1"])?;
     let counters = Arc::new(Counters::default());
     let stop = Arc::new(AtomicBool::new(false));
+    // Servers stop only after every client has finished, so no connection in
+    // flight at the end is cut off by the harness itself.
+    let stop_servers = Arc::new(AtomicBool::new(false));
     let mut servers = Vec::new();
     for p in 0..PORTS {
         let l = ns.run(move || TcpListener::bind(("127.0.0.1", BASE_PORT + p)))?.context("bind churn server")?;
         l.set_nonblocking(true)?;
-        let (c, stop) = (counters.clone(), stop.clone());
+        let (c, stop) = (counters.clone(), stop_servers.clone());
         servers.push(ns.spawn(move || serve(l, c, stop))?);
     }
     let long_listener = ns.run(|| TcpListener::bind("127.0.0.1:7099"))?.context("bind long-flow server")?;
@@ -101,7 +108,15 @@ pub fn run(ns: &Netns, cca: &str, dur: Duration, workers: usize, long_flows: usi
         let (cca, c, stop) = (cca.to_string(), counters.clone(), stop.clone());
         clients.push(ns.spawn(move || {
             let mut i = w as u64;
+            let started = Instant::now();
+            let mut n = 0u64;
             while !stop.load(Ordering::Relaxed) {
+                n += 1;
+                let due = started + Duration::from_micros(n * 1_000_000 / PER_WORKER_RATE);
+                let now = Instant::now();
+                if due > now {
+                    std::thread::sleep(due - now);
+                }
                 let port = BASE_PORT + (i % PORTS as u64) as u16;
                 i += 1;
                 c.opened.fetch_add(1, Ordering::Relaxed);
@@ -128,6 +143,7 @@ pub fn run(ns: &Netns, cca: &str, dur: Duration, workers: usize, long_flows: usi
         long_got += n;
         long_ok &= ok;
     }
+    stop_servers.store(true, Ordering::Relaxed);
     for h in servers {
         let _ = h.join();
     }

@@ -241,8 +241,10 @@ pub fn load(cca: Cca, fs: &BpfFs, opts: &LoadOptions) -> Result<LoadOutcome> {
     match res.and_then(|r| r.pin(fs)) {
         Ok(()) => Ok(outcome),
         Err(e) => {
-            if !Cca::ALL.iter().any(|c| fs.link_pin(*c).exists()) {
-                remove_shared_maps(fs); // nothing else uses what this load created
+            // Nothing else uses what this load created; but a foreign pin is
+            // not ours to remove.
+            if !matches!(e, Error::ForeignPin { .. }) && !Cca::ALL.iter().any(|c| fs.link_pin(*c).exists()) {
+                remove_shared_maps(fs);
             }
             Err(e)
         }
