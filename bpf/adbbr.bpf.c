@@ -23,8 +23,9 @@
  *
  * Eq. 12 as printed is not dimensionless (with seconds it multiplies the rate
  * by 100 at 10 ms of queueing). The interpretation is a runtime tunable
- * (adbbr.gamma_mode, adbbr_math.h): 1 ratio nRTT/rRTT, 2 normalized
- * nRTT/(3 eta) [default], 3 reference 1 ms/eta; each clamped to [1/16, 2/3].
+ * (adbbr.gamma_mode, adbbr_math.h): 1 ratio nRTT/rRTT [default: it gave
+ * the best RTT fairness of the three in the lab, docs/results.md],
+ * 2 normalized nRTT/(3 eta), 3 reference 1 ms/eta; each clamped to [1/16, 2/3].
  * Alg. 1 leaves alpha unset: 1.25, the same threshold at which Alg. 2 starts
  * regulating, so nRTT is held steady exactly while the rate is regulated.
  * docs/algorithms.md has the reasoning and the deviations table.
@@ -44,7 +45,7 @@
 #define ADBBR_DEF_X_PPM 500000
 #define ADBBR_DEF_ZMIN_US 5000
 #define ADBBR_DEF_PROBE_HOLD_MS 10000
-#define ADBBR_DEF_GAMMA_MODE ADBBR_GAMMA_NORMALIZED
+#define ADBBR_DEF_GAMMA_MODE ADBBR_GAMMA_RATIO
 #define ADBBR_DEF_GAMMA_REF_US 1000
 
 struct {

@@ -136,7 +136,7 @@ struct adbbr_tunables {
 	__u32 x_ppm;             /* Eq. 13 noise sensitivity X, default 500000 (0.5) */
 	__u32 zmin_us;           /* Eq. 13 protection threshold Z_min, default 5000 */
 	__u32 probe_hold_ms;     /* Alg. 3 condition duration, default 10000 */
-	__u32 gamma_mode;        /* interpretation of Eq. 12 (ADBBR_GAMMA_*), default 2 */
+	__u32 gamma_mode;        /* interpretation of Eq. 12 (ADBBR_GAMMA_*), default 1 */
 	__u32 gamma_ref_us;      /* reference delay of gamma mode 3, default 1000 */
 };
 

@@ -43,7 +43,7 @@ pub const ALL: &[Tunable] = &[
     Tunable { cca: Cca::Adbbr, name: "x", help: "Eq. 13 noise sensitivity X", unit: "", min: 0.01, max: 10.0, default: 0.5, scale: 1e6, integer: false },
     Tunable { cca: Cca::Adbbr, name: "zmin_us", help: "Eq. 13 protection threshold Z_min", unit: "us", min: 1.0, max: 1_000_000.0, default: 5000.0, scale: 1.0, integer: true },
     Tunable { cca: Cca::Adbbr, name: "probe_hold_ms", help: "Alg. 3: queue condition duration before ProbeRTT", unit: "ms", min: 100.0, max: 600_000.0, default: 10_000.0, scale: 1.0, integer: true },
-    Tunable { cca: Cca::Adbbr, name: "gamma_mode", help: "Eq. 12 interpretation: 1 ratio nRTT/rRTT, 2 normalized nRTT/(3 eta), 3 reference ref/eta", unit: "", min: 1.0, max: 3.0, default: 2.0, scale: 1.0, integer: true },
+    Tunable { cca: Cca::Adbbr, name: "gamma_mode", help: "Eq. 12 interpretation: 1 ratio nRTT/rRTT, 2 normalized nRTT/(3 eta), 3 reference ref/eta", unit: "", min: 1.0, max: 3.0, default: 1.0, scale: 1.0, integer: true },
     Tunable { cca: Cca::Adbbr, name: "gamma_ref_us", help: "reference delay of gamma_mode 3", unit: "us", min: 1.0, max: 1_000_000.0, default: 1000.0, scale: 1.0, integer: true },
 ];
 
