@@ -121,6 +121,9 @@ fn fairtt_shares_wfcount_host_wide_and_reduces_bdp_when_rtt_exceeds_alpha() {
     println!("{} samples, {active} with the BDP reduction active", samples.len());
     assert!(active > 0, "lastRTT never exceeded alpha in a deep buffer");
     drop(net);
+    assert!(wait_until(Duration::from_secs(5), || {
+        rttfair_loader::flows::live_sockets(&t.fs, rttfair_loader::Cca::Fairtt).unwrap() == 0
+    }));
     assert_success(&t.run(&["unload", "fairtt"]));
 }
 
@@ -165,5 +168,9 @@ fn adbbr_skips_probe_rtt_on_a_stable_path_where_bbr1_probes_every_10s() {
     assert!((2..=4).contains(&entries[0]), "bbr1 entered ProbeRTT {} times in 31 s", entries[0]);
     assert_eq!(entries[1], 0, "adbbr entered ProbeRTT on a stable path");
     drop(nets);
+    // Closing sockets release their CCA asynchronously (FIN exchange).
+    for cca in [rttfair_loader::Cca::Bbr1, rttfair_loader::Cca::Adbbr] {
+        assert!(wait_until(Duration::from_secs(5), || rttfair_loader::flows::live_sockets(&t.fs, cca).unwrap() == 0));
+    }
     assert_success(&t.run(&["unload", "bbr1", "adbbr"]));
 }

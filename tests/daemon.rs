@@ -173,6 +173,9 @@ fn prometheus_scrapes_per_flow_min_rtt_and_fairness() {
     assert!(status.success(), "daemon exit {status}");
     assert!(registered("fairtt"), "a daemon restart must not disturb traffic");
     let _ = std::fs::remove_dir_all(&tmp);
+    assert!(wait_until(Duration::from_secs(5), || {
+        rttfair_loader::flows::live_sockets(&t.fs, rttfair_loader::Cca::Fairtt).unwrap() == 0
+    }));
     assert_success(&t.run(&["unload", "fairtt"]));
 }
 

@@ -200,6 +200,7 @@ fn daemon_sigkill_does_not_disturb_flows_and_restart_adopts() {
     assert!(err.contains("adopted bbr1"), "restart did not adopt: {err}");
     let _ = std::fs::remove_file(&cfg);
     drop(ns);
+    assert!(wait_until(Duration::from_secs(5), || live_sockets(&t.fs, Cca::Bbr1).unwrap() == 0));
     assert_success(&t.run(&["unload", "bbr1"]));
 }
 
@@ -286,4 +287,63 @@ fn a_foreign_pin_is_refused_and_left_alone() {
     assert!(line.contains("rttfair_flows_v1"), "{line}");
     assert!(!registered("bbr1"));
     assert!(t.fs.map_pin("rttfair_flows_v1").exists(), "a foreign pin was removed");
+}
+
+/// A link pin whose registration is gone (what an rttfairctl killed between
+/// steps, or an outside detach, leaves behind): the next load detects it,
+/// removes it and registers again.
+#[test]
+fn a_stale_link_pin_is_repaired_by_the_next_load() {
+    let t = KernelTest::new();
+    t.fs.ensure().unwrap();
+    // Any pinned object that is not a live bbr1 registration stands in for it.
+    let mut leftover = libbpf_rs::MapHandle::create(
+        libbpf_rs::MapType::Array,
+        Some("leftover"),
+        4,
+        4,
+        1,
+        &libbpf_rs::libbpf_sys::bpf_map_create_opts {
+            sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    leftover.pin(t.fs.link_pin(Cca::Bbr1)).unwrap();
+    assert!(!registered("bbr1"));
+    let out = assert_success(&t.run(&["load", "bbr1"]));
+    assert!(out.contains("repaired"), "{out}");
+    assert!(registered("bbr1"));
+    assert_success(&t.run(&["unload", "bbr1"]));
+}
+
+/// bpffs unmounted under a running daemon: it keeps serving and says the
+/// maps are gone.
+#[test]
+fn daemon_survives_bpffs_unmount() {
+    let t = KernelTest::new();
+    let mnt = std::path::PathBuf::from(format!("/run/rttfair-bpffs-{}", std::process::id()));
+    std::fs::create_dir_all(&mnt).unwrap();
+    nix::mount::mount(Some("bpf"), &mnt, Some("bpf"), nix::mount::MsFlags::empty(), None::<&str>).unwrap();
+    let root = mnt.join("rttfair");
+    let port = free_port();
+    let d = Proc(
+        t.ctl()
+            .args(["daemon", "--listen", &format!("127.0.0.1:{port}")])
+            .env("RTTFAIR_BPFFS", &root)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let out = t.ctl().args(["load", "bbr1"]).env("RTTFAIR_BPFFS", &root).output().unwrap();
+    assert_success(&out);
+    assert!(wait_until(Duration::from_secs(10), || http_get(port, "/metrics").is_some_and(|m| m.contains("rttfair_maps_present 1"))));
+    nix::mount::umount2(&mnt, nix::mount::MntFlags::MNT_DETACH).unwrap();
+    // The pins are gone with the mount, and with them the registration.
+    assert!(wait_until(Duration::from_secs(5), || !registered("bbr1")), "bbr1 outlived its pins");
+    let m = http_get(port, "/metrics").expect("daemon stopped serving");
+    assert!(m.contains("rttfair_maps_present 0"), "daemon did not notice");
+    let mut d = d;
+    assert!(d.0.try_wait().unwrap().is_none(), "daemon exited");
+    let _ = std::fs::remove_dir(&mnt);
 }
