@@ -316,34 +316,3 @@ fn a_stale_link_pin_is_repaired_by_the_next_load() {
     assert!(registered("bbr1"));
     assert_success(&t.run(&["unload", "bbr1"]));
 }
-
-/// bpffs unmounted under a running daemon: it keeps serving and says the
-/// maps are gone.
-#[test]
-fn daemon_survives_bpffs_unmount() {
-    let t = KernelTest::new();
-    let mnt = std::path::PathBuf::from(format!("/run/rttfair-bpffs-{}", std::process::id()));
-    std::fs::create_dir_all(&mnt).unwrap();
-    nix::mount::mount(Some("bpf"), &mnt, Some("bpf"), nix::mount::MsFlags::empty(), None::<&str>).unwrap();
-    let root = mnt.join("rttfair");
-    let port = free_port();
-    let d = Proc(
-        t.ctl()
-            .args(["daemon", "--listen", &format!("127.0.0.1:{port}")])
-            .env("RTTFAIR_BPFFS", &root)
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let out = t.ctl().args(["load", "bbr1"]).env("RTTFAIR_BPFFS", &root).output().unwrap();
-    assert_success(&out);
-    assert!(wait_until(Duration::from_secs(10), || http_get(port, "/metrics").is_some_and(|m| m.contains("rttfair_maps_present 1"))));
-    nix::mount::umount2(&mnt, nix::mount::MntFlags::MNT_DETACH).unwrap();
-    // The pins are gone with the mount, and with them the registration.
-    assert!(wait_until(Duration::from_secs(5), || !registered("bbr1")), "bbr1 outlived its pins");
-    let m = http_get(port, "/metrics").expect("daemon stopped serving");
-    assert!(m.contains("rttfair_maps_present 0"), "daemon did not notice");
-    let mut d = d;
-    assert!(d.0.try_wait().unwrap().is_none(), "daemon exited");
-    let _ = std::fs::remove_dir(&mnt);
-}
