@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every lab experiment behind docs/results.md.
 # Usage: scripts/reproduce-papers.sh [rttfairctl binary] [output dir]
-# About 70 minutes on the project's 2-core VM. Needs root.
+# About 80 minutes on the project's 2-core VM. Needs root.
+# Then scripts/adbbr-gamma-modes.sh for the Eq. 12 comparison.
 set -euo pipefail
 CTL=${1:-target/release/rttfairctl}
 OUT=${2:-lab-out/papers}
@@ -16,4 +17,8 @@ run "$CTL" lab sweep fairtt-rtt-sweep --cca fairtt,bbr1,bbr --duration 20 --out 
 run "$CTL" lab sweep fairtt-buffer-sweep --cca fairtt,bbr1 --duration 20 --out "$OUT" --quiet
 run "$CTL" lab sweep adbbr-loss --cca adbbr,bbr1 --duration 25 --out "$OUT" --quiet
 run "$CTL" lab sweep adbbr-flows --cca adbbr,bbr1 --duration 25 --out "$OUT" --quiet
+# The native CCAs of the same two sweeps (run separately; a sweep's output
+# folder is per scenario, so give it its own parent).
+run "$CTL" lab sweep adbbr-loss --cca bbr,cubic --duration 25 --out "$OUT/native" --quiet
+run "$CTL" lab sweep adbbr-flows --cca bbr,cubic --duration 25 --out "$OUT/native" --quiet
 run "$CTL" lab sweep shallow-grid --cca bbr,cubic --duration 15 --out "$OUT" --quiet
