@@ -269,20 +269,7 @@ fn a_foreign_pin_is_refused_and_left_alone() {
     let t = KernelTest::new();
     t.fs.ensure().unwrap();
     // A map of the wrong shape where rttfair expects its flow map.
-    let bogus = libbpf_rs::MapHandle::create(
-        libbpf_rs::MapType::Array,
-        Some("bogus"),
-        4,
-        8,
-        1,
-        &libbpf_rs::libbpf_sys::bpf_map_create_opts {
-            sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    let mut bogus = bogus;
-    bogus.pin(t.fs.map_pin("rttfair_flows_v1")).unwrap();
+    let _bogus = pin_foreign_map(&t.fs.map_pin("rttfair_flows_v1"));
     let line = assert_one_line_error(&t.run(&["load", "bbr1"]), "does not match this build");
     assert!(line.contains("rttfair_flows_v1"), "{line}");
     assert!(!registered("bbr1"));
@@ -297,19 +284,7 @@ fn a_stale_link_pin_is_repaired_by_the_next_load() {
     let t = KernelTest::new();
     t.fs.ensure().unwrap();
     // Any pinned object that is not a live bbr1 registration stands in for it.
-    let mut leftover = libbpf_rs::MapHandle::create(
-        libbpf_rs::MapType::Array,
-        Some("leftover"),
-        4,
-        4,
-        1,
-        &libbpf_rs::libbpf_sys::bpf_map_create_opts {
-            sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    leftover.pin(t.fs.link_pin(Cca::Bbr1)).unwrap();
+    let _leftover = pin_foreign_map(&t.fs.link_pin(Cca::Bbr1));
     assert!(!registered("bbr1"));
     let out = assert_success(&t.run(&["load", "bbr1"]));
     assert!(out.contains("repaired"), "{out}");

@@ -188,3 +188,22 @@ pub fn cgroup2_root() -> PathBuf {
         .expect("mount cgroup2");
     p
 }
+
+/// Pin a small array map that is none of rttfair's objects at `path`: the
+/// stand-in for a foreign or stale pin.
+pub fn pin_foreign_map(path: &Path) -> libbpf_rs::MapHandle {
+    let mut m = libbpf_rs::MapHandle::create(
+        libbpf_rs::MapType::Array,
+        Some("foreign"),
+        4,
+        8,
+        1,
+        &libbpf_rs::libbpf_sys::bpf_map_create_opts {
+            sz: std::mem::size_of::<libbpf_rs::libbpf_sys::bpf_map_create_opts>() as _,
+            ..Default::default()
+        },
+    )
+    .expect("create map");
+    m.pin(path).expect("pin map");
+    m
+}
