@@ -32,11 +32,7 @@ fn sender(net: &Dumbbell, i: usize, cca: &'static str, dur: Duration) -> std::th
     let src = net.sender(i);
     net.snd
         .spawn(move || {
-            let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-            rttfair_lab::sock::set_congestion(&sock, cca).unwrap();
-            sock.bind(&SocketAddr::from((src, 0)).into()).unwrap();
-            sock.connect(&SocketAddr::from((RECEIVER, 6000 + i as u16)).into()).unwrap();
-            let mut s: std::net::TcpStream = sock.into();
+            let mut s = connect_from(src, SocketAddr::from((RECEIVER, 6000 + i as u16)), cca);
             blast(&mut s, dur)
         })
         .unwrap()
@@ -124,10 +120,10 @@ fn fairtt_shares_wfcount_host_wide_and_reduces_bdp_when_rtt_exceeds_alpha() {
     }
     println!("{} samples, {active} with the BDP reduction active", samples.len());
     assert!(active > 0, "lastRTT never exceeded alpha in a deep buffer");
-    drop(net);
-    assert!(wait_until(Duration::from_secs(5), || {
+    assert!(wait_until(Duration::from_secs(10), || {
         rttfair_loader::flows::live_sockets(&t.fs, rttfair_loader::Cca::Fairtt).unwrap() == 0
     }));
+    drop(net);
     assert_success(&t.run(&["unload", "fairtt"]));
 }
 
@@ -171,10 +167,11 @@ fn adbbr_skips_probe_rtt_on_a_stable_path_where_bbr1_probes_every_10s() {
     }
     assert!((2..=4).contains(&entries[0]), "bbr1 entered ProbeRTT {} times in 31 s", entries[0]);
     assert_eq!(entries[1], 0, "adbbr entered ProbeRTT on a stable path");
-    drop(nets);
-    // Closing sockets release their CCA asynchronously (FIN exchange).
+    // Closing sockets release their CCA asynchronously (FIN exchange): wait
+    // while the links still exist.
     for cca in [rttfair_loader::Cca::Bbr1, rttfair_loader::Cca::Adbbr] {
-        assert!(wait_until(Duration::from_secs(5), || rttfair_loader::flows::live_sockets(&t.fs, cca).unwrap() == 0));
+        assert!(wait_until(Duration::from_secs(10), || rttfair_loader::flows::live_sockets(&t.fs, cca).unwrap() == 0));
     }
+    drop(nets);
     assert_success(&t.run(&["unload", "bbr1", "adbbr"]));
 }

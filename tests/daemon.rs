@@ -5,40 +5,14 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, SocketAddrV4, TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::io::Write;
+use std::net::{SocketAddr, SocketAddrV4, TcpListener};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
 use rttfair_lab::link::Bottleneck;
 use rttfair_lab::topology::{Dumbbell, FlowPath, RECEIVER};
-
-/// Kills the child on drop (also on panic).
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// Minimal HTTP/1.0 GET on loopback; returns (status, body).
-fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
-    let mut s = TcpStream::connect_timeout(&SocketAddr::from(([127, 0, 0, 1], port)), Duration::from_secs(2)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
-    let mut buf = String::new();
-    s.read_to_string(&mut buf).ok()?;
-    let (head, body) = buf.split_once("\r\n\r\n")?;
-    let status = head.split_whitespace().nth(1)?.parse().ok()?;
-    Some((status, body.to_string()))
-}
 
 fn wait_http(port: u16, path: &str) -> bool {
     wait_until(Duration::from_secs(15), || http_get(port, path).is_some_and(|(s, _)| s == 200))
@@ -117,11 +91,7 @@ fn prometheus_scrapes_per_flow_min_rtt_and_fairness() {
         senders.push(
             net.snd
                 .spawn(move || {
-                    let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-                    rttfair_lab::sock::set_congestion(&sock, "fairtt").unwrap();
-                    sock.bind(&SocketAddr::from((src, 0)).into()).unwrap();
-                    sock.connect(&SocketAddr::from((RECEIVER, 6100 + i)).into()).unwrap();
-                    let mut s: TcpStream = sock.into();
+                    let mut s = connect_from(src, SocketAddr::from((RECEIVER, 6100 + i)), "fairtt");
                     blast(&mut s, Duration::from_secs(14))
                 })
                 .unwrap(),
@@ -147,6 +117,11 @@ fn prometheus_scrapes_per_flow_min_rtt_and_fairness() {
     for s in sinks {
         s.join().unwrap().unwrap();
     }
+    // Let both ends finish closing (FIN exchange) before the links go away;
+    // a sender cut off mid-close sits in FIN_WAIT2 holding its CCA.
+    assert!(wait_until(Duration::from_secs(10), || {
+        rttfair_loader::flows::live_sockets(&t.fs, rttfair_loader::Cca::Fairtt).unwrap() == 0
+    }));
     drop(net);
 
     assert_eq!(got.len(), 2, "per-flow min_rtt series from Prometheus: {got:?}");
@@ -173,9 +148,6 @@ fn prometheus_scrapes_per_flow_min_rtt_and_fairness() {
     assert!(status.success(), "daemon exit {status}");
     assert!(registered("fairtt"), "a daemon restart must not disturb traffic");
     let _ = std::fs::remove_dir_all(&tmp);
-    assert!(wait_until(Duration::from_secs(5), || {
-        rttfair_loader::flows::live_sockets(&t.fs, rttfair_loader::Cca::Fairtt).unwrap() == 0
-    }));
     assert_success(&t.run(&["unload", "fairtt"]));
 }
 

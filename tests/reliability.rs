@@ -6,34 +6,13 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use common::*;
 use rttfair_lab::netns::{self, Netns};
 use rttfair_loader::flows::{live_sockets, FlowReader};
 use rttfair_loader::Cca;
-
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn http_get(port: u16, path: &str) -> Option<String> {
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-    write!(s, "GET {path} HTTP/1.0\r\n\r\n").ok()?;
-    let mut b = String::new();
-    s.read_to_string(&mut b).ok()?;
-    Some(b.split_once("\r\n\r\n")?.1.to_string())
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
 
 fn rss_kib(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
@@ -145,7 +124,7 @@ fn a_full_export_map_keeps_control_and_counts_what_it_missed() {
     assert!(live >= 10, "{live} bbr1 sockets");
     let failed = r.counters(Cca::Bbr1).unwrap().export_failed;
     assert_eq!(failed, live - 4, "{live} sockets, 4 exported");
-    let metrics = http_get(port, "/metrics").unwrap();
+    let metrics = http_get(port, "/metrics").unwrap().1;
     let line = format!("rttfair_export_failed_total{{cca=\"bbr1\"}} {failed}");
     assert!(metrics.contains(&line), "daemon does not expose the misses ({line})");
     drop(ccas);
@@ -183,7 +162,7 @@ fn daemon_sigkill_does_not_disturb_flows_and_restart_adopts() {
     assert!(registered("bbr1"), "SIGKILL of the daemon unregistered bbr1");
     let mut d2 = spawn();
     assert!(wait_until(Duration::from_secs(10), || http_get(port, "/healthz").is_some()));
-    let metrics = http_get(port, "/metrics").unwrap();
+    let metrics = http_get(port, "/metrics").unwrap().1;
     let series: Vec<&str> = metrics.lines().filter(|l| l.starts_with("rttfair_flow_min_rtt_seconds{")).collect();
     let live = live_sockets(&t.fs, Cca::Bbr1).unwrap() as usize;
     assert!(live >= 1);
@@ -199,8 +178,8 @@ fn daemon_sigkill_does_not_disturb_flows_and_restart_adopts() {
     d2.0.stderr.take().unwrap().read_to_string(&mut err).unwrap();
     assert!(err.contains("adopted bbr1"), "restart did not adopt: {err}");
     let _ = std::fs::remove_file(&cfg);
+    assert!(wait_until(Duration::from_secs(10), || live_sockets(&t.fs, Cca::Bbr1).unwrap() == 0));
     drop(ns);
-    assert!(wait_until(Duration::from_secs(5), || live_sockets(&t.fs, Cca::Bbr1).unwrap() == 0));
     assert_success(&t.run(&["unload", "bbr1"]));
 }
 

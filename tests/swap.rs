@@ -70,13 +70,7 @@ fn live_connection_survives_migrate_swap_unload_and_cgroup_default() {
     let src = net.sender(0);
     let stream = net
         .snd
-        .run(move || {
-            let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-            rttfair_lab::sock::set_congestion(&sock, "bbr1").unwrap();
-            sock.bind(&SocketAddr::from((src, 0)).into()).unwrap();
-            sock.connect(&SocketAddr::from((RECEIVER, PORT)).into()).unwrap();
-            TcpStream::from(sock)
-        })
+        .run(move || connect_from(src, SocketAddr::from((RECEIVER, PORT)), "bbr1"))
         .unwrap();
     let stream = Arc::new(stream);
     let stop = Arc::new(AtomicBool::new(false));

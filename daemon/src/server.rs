@@ -37,15 +37,11 @@ async fn serve(config: Config) -> Result<()> {
         .await
         .with_context(|| format!("cannot listen on {}", config.listen))?;
     let fs = BpfFs::new(&config.bpffs);
-    let mut loaded_here = Vec::new();
     for name in &config.load {
         let cca: Cca = name.parse()?;
         match lifecycle::load(cca, &fs, &LoadOptions::default())? {
             LoadOutcome::AlreadyLoaded => eprintln!("rttfair-daemon: adopted {cca} (already loaded)"),
-            _ => {
-                eprintln!("rttfair-daemon: loaded {cca}");
-                loaded_here.push(cca);
-            }
+            _ => eprintln!("rttfair-daemon: loaded {cca}"),
         }
     }
     let collector = Arc::new(FlowCollector::new(fs.clone(), config.max_flows, config.group_prefix_v4, config.group_prefix_v6));
@@ -68,7 +64,6 @@ async fn serve(config: Config) -> Result<()> {
             }
         }
     }
-    let _ = loaded_here;
     eprintln!("rttfair-daemon: stopped");
     Ok(())
 }

@@ -207,3 +207,41 @@ pub fn pin_foreign_map(path: &Path) -> libbpf_rs::MapHandle {
     m.pin(path).expect("pin map");
     m
 }
+
+/// A child process killed on drop (also on panic).
+pub struct Proc(pub std::process::Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A loopback port free at the time of asking.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Minimal HTTP/1.0 GET on loopback (no Accept header: classic text
+/// exposition); returns (status, body).
+pub fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
+    let mut s = std::net::TcpStream::connect_timeout(&SocketAddr::from(([127, 0, 0, 1], port)), Duration::from_secs(2)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    let mut buf = String::new();
+    s.read_to_string(&mut buf).ok()?;
+    let (head, body) = buf.split_once("\r\n\r\n")?;
+    let status = head.split_whitespace().nth(1)?.parse().ok()?;
+    Some((status, body.to_string()))
+}
+
+/// Connect from source address `src` to `dst` with `cca` set before the
+/// handshake (a lab flow's socket).
+pub fn connect_from(src: std::net::Ipv4Addr, dst: SocketAddr, cca: &str) -> std::net::TcpStream {
+    let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("socket");
+    rttfair_lab::sock::set_congestion(&sock, cca).expect("setsockopt TCP_CONGESTION");
+    sock.bind(&SocketAddr::from((src, 0)).into()).expect("bind");
+    sock.connect(&dst.into()).expect("connect");
+    sock.into()
+}
