@@ -20,7 +20,16 @@ use std::process::Command;
 use libbpf_cargo::SkeletonBuilder;
 
 /// The BPF programs this crate embeds, by source stem.
-const OBJECTS: &[&str] = &["abi", "bbr1", "fairtt", "adbbr", "migrate", "cgroup_cca", "lab_loss", "testdata/reject"];
+const OBJECTS: &[&str] = &[
+    "abi",
+    "bbr1",
+    "fairtt",
+    "adbbr",
+    "migrate",
+    "cgroup_cca",
+    "lab_loss",
+    "testdata/reject",
+];
 
 fn main() {
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR"));
@@ -97,5 +106,9 @@ fn export_abi_version(header: &Path) {
 fn compile_host_math(bpf_dir: &Path, include: &Path) {
     let src = bpf_dir.join("host/math_host.c");
     println!("cargo:rerun-if-changed={}", src.display());
-    cc::Build::new().file(&src).include(include).warnings(true).compile("rttfair_math_host");
+    cc::Build::new()
+        .file(&src)
+        .include(include)
+        .warnings(true)
+        .compile("rttfair_math_host");
 }

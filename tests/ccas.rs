@@ -20,7 +20,9 @@ fn sinks(net: &Dumbbell, n: usize) -> Vec<std::thread::JoinHandle<anyhow::Result
         .map(|i| {
             let l = net
                 .rcv
-                .run(move || TcpListener::bind(SocketAddrV4::new(RECEIVER, 6000 + i as u16)).unwrap())
+                .run(move || {
+                    TcpListener::bind(SocketAddrV4::new(RECEIVER, 6000 + i as u16)).unwrap()
+                })
                 .unwrap();
             net.rcv.spawn(move || sink_once(l)).unwrap()
         })
@@ -28,7 +30,12 @@ fn sinks(net: &Dumbbell, n: usize) -> Vec<std::thread::JoinHandle<anyhow::Result
 }
 
 /// A sender from flow `i`'s address with `cca`, sending for `dur`.
-fn sender(net: &Dumbbell, i: usize, cca: &'static str, dur: Duration) -> std::thread::JoinHandle<anyhow::Result<u64>> {
+fn sender(
+    net: &Dumbbell,
+    i: usize,
+    cca: &'static str,
+    dur: Duration,
+) -> std::thread::JoinHandle<anyhow::Result<u64>> {
     let src = net.sender(i);
     net.snd
         .spawn(move || {
@@ -40,7 +47,12 @@ fn sender(net: &Dumbbell, i: usize, cca: &'static str, dur: Duration) -> std::th
 
 /// Sample the export map every 100 ms until `stop`, keeping (t, flow index by
 /// sender address, entry).
-fn sample(fs: &BpfFs, net: &Dumbbell, n: usize, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Vec<(f64, usize, Flow)>> {
+fn sample(
+    fs: &BpfFs,
+    net: &Dumbbell,
+    n: usize,
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<Vec<(f64, usize, Flow)>> {
     let fs = fs.clone();
     let addrs: Vec<std::net::IpAddr> = (0..n).map(|i| net.sender(i).into()).collect();
     std::thread::spawn(move || {
@@ -67,10 +79,19 @@ fn fairtt_shares_wfcount_host_wide_and_reduces_bdp_when_rtt_exceeds_alpha() {
     // queueing pushes lastRTT above alpha for at least one flow.
     let net = Dumbbell::build(
         &[
-            FlowPath { rtt: Duration::from_millis(10), loss_pct: 0.0 },
-            FlowPath { rtt: Duration::from_millis(40), loss_pct: 0.0 },
+            FlowPath {
+                rtt: Duration::from_millis(10),
+                loss_pct: 0.0,
+            },
+            FlowPath {
+                rtt: Duration::from_millis(40),
+                loss_pct: 0.0,
+            },
         ],
-        Bottleneck { rate_bit: 20_000_000, limit_bytes: 500_000 },
+        Bottleneck {
+            rate_bit: 20_000_000,
+            limit_bytes: 500_000,
+        },
     )
     .unwrap();
     let sinks = sinks(&net, 2);
@@ -82,24 +103,47 @@ fn fairtt_shares_wfcount_host_wide_and_reduces_bdp_when_rtt_exceeds_alpha() {
     let sent_a = a.join().unwrap().unwrap();
     stop.store(true, Ordering::Relaxed);
     let samples = samples.join().unwrap();
-    let got: Vec<u64> = sinks.into_iter().map(|s| s.join().unwrap().unwrap()).collect();
+    let got: Vec<u64> = sinks
+        .into_iter()
+        .map(|s| s.join().unwrap().unwrap())
+        .collect();
     assert_eq!(got, vec![sent_a, sent_b], "bytes lost");
 
     // While both run (after both have refreshed the registry): Wfcount = 2.
-    let both: Vec<_> = samples.iter().filter(|(t, _, _)| (3.0..5.5).contains(t)).collect();
+    let both: Vec<_> = samples
+        .iter()
+        .filter(|(t, _, _)| (3.0..5.5).contains(t))
+        .collect();
     assert!(!both.is_empty());
     for (t, i, f) in &both {
-        assert_eq!(f.raw.fairtt_wfcount, 2, "flow {i} at {t:.1}s saw Wfcount {}", f.raw.fairtt_wfcount);
+        assert_eq!(
+            f.raw.fairtt_wfcount, 2,
+            "flow {i} at {t:.1}s saw Wfcount {}",
+            f.raw.fairtt_wfcount
+        );
     }
     // After flow 1's socket is released (its class leaves at once): Wfcount =
     // 1 for flow 0. Release comes when its send buffer has drained, after
     // the sender stopped writing: take the last sample that still shows it.
-    let b_gone = samples.iter().filter(|(_, i, _)| *i == 1).map(|(t, _, _)| *t).fold(0.0, f64::max);
+    let b_gone = samples
+        .iter()
+        .filter(|(_, i, _)| *i == 1)
+        .map(|(t, _, _)| *t)
+        .fold(0.0, f64::max);
     println!("flow 1 last exported at {b_gone:.1}s");
-    let after: Vec<_> = samples.iter().filter(|(t, i, _)| *i == 0 && *t > b_gone + 0.5 && *t < 11.5).collect();
-    assert!(!after.is_empty(), "flow 1 was still exported at {b_gone:.1}s; no sample of flow 0 alone");
+    let after: Vec<_> = samples
+        .iter()
+        .filter(|(t, i, _)| *i == 0 && *t > b_gone + 0.5 && *t < 11.5)
+        .collect();
+    assert!(
+        !after.is_empty(),
+        "flow 1 was still exported at {b_gone:.1}s; no sample of flow 0 alone"
+    );
     for (t, _, f) in &after {
-        assert_eq!(f.raw.fairtt_wfcount, 1, "at {t:.1}s after the other flow ended");
+        assert_eq!(
+            f.raw.fairtt_wfcount, 1,
+            "at {t:.1}s after the other flow ended"
+        );
     }
     // The adjustment is active exactly when lastRTT > alpha (in ProbeBW), and
     // then the coefficient is minRTT * gamma / lastRTT < 1.
@@ -108,7 +152,10 @@ fn fairtt_shares_wfcount_host_wide_and_reduces_bdp_when_rtt_exceeds_alpha() {
         let r = &f.raw;
         if r.fairtt_active != 0 {
             active += 1;
-            assert!(r.last_rtt_us > r.fairtt_alpha_us, "flow {i} active with lastRTT <= alpha");
+            assert!(
+                r.last_rtt_us > r.fairtt_alpha_us,
+                "flow {i} active with lastRTT <= alpha"
+            );
             assert_eq!(f.mode(), "probe_bw");
             let want = (r.min_rtt_us as f64 * 0.99 / r.last_rtt_us as f64).min(1.0);
             let got = r.fairtt_coef_x1024 as f64 / 1024.0;
@@ -118,7 +165,10 @@ fn fairtt_shares_wfcount_host_wide_and_reduces_bdp_when_rtt_exceeds_alpha() {
             assert!(r.last_rtt_us <= r.fairtt_alpha_us || r.fairtt_coef_x1024 == 1024);
         }
     }
-    println!("{} samples, {active} with the BDP reduction active", samples.len());
+    println!(
+        "{} samples, {active} with the BDP reduction active",
+        samples.len()
+    );
     assert!(active > 0, "lastRTT never exceeded alpha in a deep buffer");
     assert!(wait_until(Duration::from_secs(10), || {
         rttfair_loader::flows::live_sockets(&t.fs, rttfair_loader::Cca::Fairtt).unwrap() == 0
@@ -132,9 +182,18 @@ fn adbbr_skips_probe_rtt_on_a_stable_path_where_bbr1_probes_every_10s() {
     let t = KernelTest::new();
     assert_success(&t.run(&["load", "bbr1", "adbbr"]));
     // Two separate dumbbells, one flow each, run side by side: 20 ms, 2 BDP.
-    let path = [FlowPath { rtt: Duration::from_millis(20), loss_pct: 0.0 }];
-    let bn = Bottleneck { rate_bit: 20_000_000, limit_bytes: 100_000 };
-    let nets = [Dumbbell::build(&path, bn).unwrap(), Dumbbell::build(&path, bn).unwrap()];
+    let path = [FlowPath {
+        rtt: Duration::from_millis(20),
+        loss_pct: 0.0,
+    }];
+    let bn = Bottleneck {
+        rate_bit: 20_000_000,
+        limit_bytes: 100_000,
+    };
+    let nets = [
+        Dumbbell::build(&path, bn).unwrap(),
+        Dumbbell::build(&path, bn).unwrap(),
+    ];
     let mut sinks_all = Vec::new();
     let mut senders = Vec::new();
     let stop = Arc::new(AtomicBool::new(false));
@@ -165,12 +224,19 @@ fn adbbr_skips_probe_rtt_on_a_stable_path_where_bbr1_probes_every_10s() {
     for s in sinks_all.into_iter().flatten() {
         s.join().unwrap().unwrap();
     }
-    assert!((2..=4).contains(&entries[0]), "bbr1 entered ProbeRTT {} times in 31 s", entries[0]);
+    assert!(
+        (2..=4).contains(&entries[0]),
+        "bbr1 entered ProbeRTT {} times in 31 s",
+        entries[0]
+    );
     assert_eq!(entries[1], 0, "adbbr entered ProbeRTT on a stable path");
     // Closing sockets release their CCA asynchronously (FIN exchange): wait
     // while the links still exist.
     for cca in [rttfair_loader::Cca::Bbr1, rttfair_loader::Cca::Adbbr] {
-        assert!(wait_until(Duration::from_secs(10), || rttfair_loader::flows::live_sockets(&t.fs, cca).unwrap() == 0));
+        assert!(wait_until(
+            Duration::from_secs(10),
+            || rttfair_loader::flows::live_sockets(&t.fs, cca).unwrap() == 0
+        ));
     }
     drop(nets);
     assert_success(&t.run(&["unload", "bbr1", "adbbr"]));

@@ -15,7 +15,9 @@ use rttfair_lab::link::Bottleneck;
 use rttfair_lab::topology::{Dumbbell, FlowPath, RECEIVER};
 
 fn wait_http(port: u16, path: &str) -> bool {
-    wait_until(Duration::from_secs(15), || http_get(port, path).is_some_and(|(s, _)| s == 200))
+    wait_until(Duration::from_secs(15), || {
+        http_get(port, path).is_some_and(|(s, _)| s == 200)
+    })
 }
 
 fn urlencode(q: &str) -> String {
@@ -29,7 +31,9 @@ fn urlencode(q: &str) -> String {
 
 /// Prometheus instant query -> (labels, value) pairs.
 fn query(port: u16, q: &str) -> Vec<(serde_json::Value, f64)> {
-    let Some((200, body)) = http_get(port, &format!("/api/v1/query?query={}", urlencode(q))) else { return vec![] };
+    let Some((200, body)) = http_get(port, &format!("/api/v1/query?query={}", urlencode(q))) else {
+        return vec![];
+    };
     let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
     v["data"]["result"]
         .as_array()
@@ -47,16 +51,29 @@ fn prometheus_scrapes_per_flow_min_rtt_and_fairness() {
     let tmp = std::env::temp_dir().join(format!("rttfair-prom-{}", std::process::id()));
     std::fs::create_dir_all(tmp.join("data")).unwrap();
     let (dport, pport) = (free_port(), free_port());
-    std::fs::write(tmp.join("daemon.toml"), "load = [\"fairtt\"]\nmax_flows = 100\n").unwrap();
+    std::fs::write(
+        tmp.join("daemon.toml"),
+        "load = [\"fairtt\"]\nmax_flows = 100\n",
+    )
+    .unwrap();
     let daemon = Proc(
         t.ctl()
-            .args(["daemon", "--config", tmp.join("daemon.toml").to_str().unwrap(), "--listen", &format!("127.0.0.1:{dport}")])
+            .args([
+                "daemon",
+                "--config",
+                tmp.join("daemon.toml").to_str().unwrap(),
+                "--listen",
+                &format!("127.0.0.1:{dport}"),
+            ])
             .stderr(Stdio::null())
             .spawn()
             .unwrap(),
     );
     assert!(wait_http(dport, "/healthz"), "daemon did not come up");
-    assert!(registered("fairtt"), "daemon did not load fairtt from its config");
+    assert!(
+        registered("fairtt"),
+        "daemon did not load fairtt from its config"
+    );
 
     std::fs::write(
         tmp.join("prometheus.yml"),
@@ -65,8 +82,14 @@ fn prometheus_scrapes_per_flow_min_rtt_and_fairness() {
     .unwrap();
     let _prom = Proc(
         Command::new("prometheus")
-            .arg(format!("--config.file={}", tmp.join("prometheus.yml").display()))
-            .arg(format!("--storage.tsdb.path={}", tmp.join("data").display()))
+            .arg(format!(
+                "--config.file={}",
+                tmp.join("prometheus.yml").display()
+            ))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                tmp.join("data").display()
+            ))
             .arg(format!("--web.listen-address=127.0.0.1:{pport}"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -78,14 +101,23 @@ fn prometheus_scrapes_per_flow_min_rtt_and_fairness() {
     // Two fairtt flows, 10 ms and 40 ms, through a 20 Mbit/s bottleneck.
     let rtts = [10.0, 40.0];
     let net = Dumbbell::build(
-        &rtts.map(|r| FlowPath { rtt: Duration::from_secs_f64(r / 1e3), loss_pct: 0.0 }),
-        Bottleneck { rate_bit: 20_000_000, limit_bytes: 100_000 },
+        &rtts.map(|r| FlowPath {
+            rtt: Duration::from_secs_f64(r / 1e3),
+            loss_pct: 0.0,
+        }),
+        Bottleneck {
+            rate_bit: 20_000_000,
+            limit_bytes: 100_000,
+        },
     )
     .unwrap();
     let mut sinks = Vec::new();
     let mut senders = Vec::new();
     for i in 0..2 {
-        let l = net.rcv.run(move || TcpListener::bind(SocketAddrV4::new(RECEIVER, 6100 + i)).unwrap()).unwrap();
+        let l = net
+            .rcv
+            .run(move || TcpListener::bind(SocketAddrV4::new(RECEIVER, 6100 + i)).unwrap())
+            .unwrap();
         sinks.push(net.rcv.spawn(move || sink_once(l)).unwrap());
         let src = net.sender(i as usize);
         senders.push(
@@ -104,7 +136,10 @@ fn prometheus_scrapes_per_flow_min_rtt_and_fairness() {
     let mut jain = Vec::new();
     while Instant::now() < deadline {
         std::thread::sleep(Duration::from_secs(2));
-        got = query(pport, "rttfair_flow_min_rtt_seconds{local_addr=~\"10.10.1.*\"}");
+        got = query(
+            pport,
+            "rttfair_flow_min_rtt_seconds{local_addr=~\"10.10.1.*\"}",
+        );
         jain = query(pport, "rttfair_jain_index_ratio{cca=\"fairtt\"}");
         if got.len() == 2 && !jain.is_empty() {
             break;
@@ -124,29 +159,62 @@ fn prometheus_scrapes_per_flow_min_rtt_and_fairness() {
     }));
     drop(net);
 
-    assert_eq!(got.len(), 2, "per-flow min_rtt series from Prometheus: {got:?}");
+    assert_eq!(
+        got.len(),
+        2,
+        "per-flow min_rtt series from Prometheus: {got:?}"
+    );
     for (labels, v) in &got {
         let addr = labels["local_addr"].as_str().unwrap();
         let i = if addr.ends_with(".1") { 0 } else { 1 };
         let want = rtts[i] / 1e3;
-        println!("{addr}: min_rtt {:.2} ms (configured {:.0} ms)", v * 1e3, rtts[i]);
-        assert!((v - want).abs() <= 0.2 * want, "{addr} min_rtt {v} vs {want}");
+        println!(
+            "{addr}: min_rtt {:.2} ms (configured {:.0} ms)",
+            v * 1e3,
+            rtts[i]
+        );
+        assert!(
+            (v - want).abs() <= 0.2 * want,
+            "{addr} min_rtt {v} vs {want}"
+        );
     }
     assert!(!jain.is_empty(), "no Jain's index series");
     assert!(jain[0].1 > 0.0 && jain[0].1 <= 1.0, "jain {}", jain[0].1);
 
     // promtool accepts the exposition.
-    let mut pt = Command::new("promtool").args(["check", "metrics"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    pt.stdin.take().unwrap().write_all(metrics.as_bytes()).unwrap();
+    let mut pt = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    pt.stdin
+        .take()
+        .unwrap()
+        .write_all(metrics.as_bytes())
+        .unwrap();
     let out = pt.wait_with_output().unwrap();
-    assert!(out.status.success(), "promtool check metrics: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "promtool check metrics: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     // SIGTERM: the daemon stops and leaves the CCA registered.
     let mut daemon = daemon;
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(daemon.0.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(daemon.0.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
     let status = daemon.0.wait().unwrap();
     assert!(status.success(), "daemon exit {status}");
-    assert!(registered("fairtt"), "a daemon restart must not disturb traffic");
+    assert!(
+        registered("fairtt"),
+        "a daemon restart must not disturb traffic"
+    );
     let _ = std::fs::remove_dir_all(&tmp);
     assert_success(&t.run(&["unload", "fairtt"]));
 }
@@ -156,13 +224,25 @@ fn daemon_start_errors_are_one_line() {
     let t = KernelTest::new();
     let taken = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = taken.local_addr().unwrap().port();
-    let out = t.ctl().args(["daemon", "--listen", &format!("127.0.0.1:{port}")]).output().unwrap();
+    let out = t
+        .ctl()
+        .args(["daemon", "--listen", &format!("127.0.0.1:{port}")])
+        .output()
+        .unwrap();
     assert_one_line_error(&out, "cannot listen");
-    let out = t.ctl().args(["daemon", "--config", "/nonexistent/rttfair.toml"]).output().unwrap();
+    let out = t
+        .ctl()
+        .args(["daemon", "--config", "/nonexistent/rttfair.toml"])
+        .output()
+        .unwrap();
     assert_one_line_error(&out, "cannot read config");
     let bad = std::env::temp_dir().join(format!("rttfair-bad-{}.toml", std::process::id()));
     std::fs::write(&bad, "max_flows = \"many\"\n").unwrap();
-    let out = t.ctl().args(["daemon", "--config", bad.to_str().unwrap()]).output().unwrap();
+    let out = t
+        .ctl()
+        .args(["daemon", "--config", bad.to_str().unwrap()])
+        .output()
+        .unwrap();
     let _ = std::fs::remove_file(&bad);
     assert_one_line_error(&out, "max_flows");
     assert!(!registered("fairtt"));

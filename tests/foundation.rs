@@ -23,7 +23,15 @@ fn bottleneck_pair() -> (Netns, Netns) {
     link::veth(&client, "v0", &server, "v1").unwrap();
     link::addr(&client, "v0", "10.77.0.1/24").unwrap();
     link::addr(&server, "v1", "10.77.0.2/24").unwrap();
-    link::shape(&client, "v0", Bottleneck { rate_bit: RATE_BIT, limit_bytes: 100_000 }).unwrap();
+    link::shape(
+        &client,
+        "v0",
+        Bottleneck {
+            rate_bit: RATE_BIT,
+            limit_bytes: 100_000,
+        },
+    )
+    .unwrap();
     (client, server)
 }
 
@@ -31,11 +39,16 @@ fn bottleneck_pair() -> (Netns, Netns) {
 fn bbr1_controls_and_exports_a_real_transfer() {
     let t = KernelTest::new();
     assert_success(&t.run(&["load", "bbr1"]));
-    assert!(registered("bbr1"), "bbr1 missing from tcp_available_congestion_control");
+    assert!(
+        registered("bbr1"),
+        "bbr1 missing from tcp_available_congestion_control"
+    );
 
     let (client, server) = bottleneck_pair();
     let addr: SocketAddr = "10.77.0.2:5001".parse().unwrap();
-    let listener = server.run(move || TcpListener::bind(addr).unwrap()).unwrap();
+    let listener = server
+        .run(move || TcpListener::bind(addr).unwrap())
+        .unwrap();
     let sink = server.spawn(move || sink_once(listener)).unwrap();
 
     let fs = t.fs.clone();
@@ -71,7 +84,11 @@ fn bbr1_controls_and_exports_a_real_transfer() {
         entry.raw.min_rtt_us,
         entry.mode()
     );
-    assert!(err.abs() <= 0.15, "btlbw off the bottleneck rate by {:.1}%", err * 100.0);
+    assert!(
+        err.abs() <= 0.15,
+        "btlbw off the bottleneck rate by {:.1}%",
+        err * 100.0
+    );
     assert!(entry.raw.min_rtt_us > 0 && entry.raw.min_rtt_us < 100_000);
     assert_eq!(entry.raw.abi_version, rttfair_loader::abi::ABI_VERSION);
 
@@ -79,13 +96,20 @@ fn bbr1_controls_and_exports_a_real_transfer() {
     let reader = FlowReader::open(&t.fs).unwrap();
     let id = entry.id;
     assert!(
-        wait_until(Duration::from_secs(3), || reader.flows().unwrap().iter().all(|f| f.id != id)),
+        wait_until(Duration::from_secs(3), || reader
+            .flows()
+            .unwrap()
+            .iter()
+            .all(|f| f.id != id)),
         "flow entry leaked after close"
     );
 
     assert_success(&t.run(&["unload", "bbr1"]));
     assert!(!registered("bbr1"), "bbr1 still registered after unload");
-    assert!(!t.fs.root().exists(), "unload of the last CCA left pins behind");
+    assert!(
+        !t.fs.root().exists(),
+        "unload of the last CCA left pins behind"
+    );
 }
 
 #[test]
@@ -96,9 +120,18 @@ fn load_survives_the_cli_and_is_idempotent() {
     assert!(assert_success(&t.run(&["load", "bbr1"])).contains("already loaded"));
     let list = assert_success(&t.run(&["list", "--json"]));
     let v: serde_json::Value = serde_json::from_str(&list).unwrap();
-    let bbr1 = v["ccas"].as_array().unwrap().iter().find(|c| c["name"] == "bbr1").unwrap();
+    let bbr1 = v["ccas"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "bbr1")
+        .unwrap();
     assert_eq!(bbr1["loaded"], true, "{list}");
-    assert!(v["available"].as_array().unwrap().iter().any(|n| n == "bbr1"));
+    assert!(v["available"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|n| n == "bbr1"));
     assert_success(&t.run(&["unload", "bbr1"]));
     assert!(!registered("bbr1"));
 }
@@ -117,7 +150,12 @@ fn not_root_is_refused() {
     let t = KernelTest::new();
     let out = {
         use std::os::unix::process::CommandExt;
-        t.ctl().args(["load", "bbr1"]).uid(65534).gid(65534).output().unwrap()
+        t.ctl()
+            .args(["load", "bbr1"])
+            .uid(65534)
+            .gid(65534)
+            .output()
+            .unwrap()
     };
     assert_one_line_error(&out, "CAP_BPF");
     assert!(!registered("bbr1"));
@@ -126,7 +164,12 @@ fn not_root_is_refused() {
 #[test]
 fn missing_btf_is_refused() {
     let t = KernelTest::new();
-    let out = t.ctl().args(["load", "bbr1"]).env("RTTFAIR_KERNEL_BTF", "/nonexistent/btf").output().unwrap();
+    let out = t
+        .ctl()
+        .args(["load", "bbr1"])
+        .env("RTTFAIR_KERNEL_BTF", "/nonexistent/btf")
+        .output()
+        .unwrap();
     assert_one_line_error(&out, "no BTF");
     assert!(!registered("bbr1"));
 }
@@ -152,10 +195,20 @@ fn a_name_taken_by_another_registrant_is_refused() {
     assert_success(&owner.run(&["load", "bbr1"]));
     // Same name, different installation: must not replace or touch it.
     let other = format!("{}-other", owner.fs.root().display());
-    let out = owner.ctl().args(["load", "bbr1"]).env("RTTFAIR_BPFFS", &other).output().unwrap();
+    let out = owner
+        .ctl()
+        .args(["load", "bbr1"])
+        .env("RTTFAIR_BPFFS", &other)
+        .output()
+        .unwrap();
     assert_one_line_error(&out, "already registered by another");
     assert!(registered("bbr1"), "the owner's registration was disturbed");
-    let out = owner.ctl().args(["unload", "bbr1"]).env("RTTFAIR_BPFFS", &other).output().unwrap();
+    let out = owner
+        .ctl()
+        .args(["unload", "bbr1"])
+        .env("RTTFAIR_BPFFS", &other)
+        .output()
+        .unwrap();
     assert_one_line_error(&out, "already registered by another");
     assert!(registered("bbr1"));
     let _ = std::fs::remove_dir_all(&other);
@@ -166,13 +219,24 @@ fn a_name_taken_by_another_registrant_is_refused() {
 fn verifier_rejection_prints_the_verifier_and_registers_nothing() {
     let t = KernelTest::new();
     let obj = std::env::temp_dir().join(format!("rttfair-reject-{}.o", std::process::id()));
-    std::fs::write(&obj, rttfair_loader::lifecycle::testdata::REJECTED_BY_VERIFIER).unwrap();
+    std::fs::write(
+        &obj,
+        rttfair_loader::lifecycle::testdata::REJECTED_BY_VERIFIER,
+    )
+    .unwrap();
     let out = t.run(&["load", "bbr1", "--object", obj.to_str().unwrap()]);
     let _ = std::fs::remove_file(&obj);
     let line = assert_one_line_error(&out, "verifier rejected bbr1");
-    assert!(line.contains("no write support"), "verifier's reason missing: {line}");
+    assert!(
+        line.contains("no write support"),
+        "verifier's reason missing: {line}"
+    );
     assert!(!registered("bbr1"));
-    assert!(!t.fs.root().exists(), "a failed load left pins: {:?}", t.fs.root());
+    assert!(
+        !t.fs.root().exists(),
+        "a failed load left pins: {:?}",
+        t.fs.root()
+    );
 }
 
 #[test]
@@ -190,7 +254,10 @@ fn unload_is_refused_while_sockets_use_the_cca() {
         .unwrap();
     assert_eq!(sock::congestion(&client).unwrap(), "bbr1");
     let line = assert_one_line_error(&t.run(&["unload", "bbr1"]), "used by");
-    assert!(line.contains("1 socket") || line.contains("2 socket"), "{line}");
+    assert!(
+        line.contains("1 socket") || line.contains("2 socket"),
+        "{line}"
+    );
     assert!(registered("bbr1"), "a refused unload unregistered anyway");
     drop((listener, client, server));
     assert!(wait_until(Duration::from_secs(3), || {
@@ -205,7 +272,9 @@ fn forced_unload_leaves_open_connections_working() {
     let t = KernelTest::new();
     assert_success(&t.run(&["load", "bbr1"]));
     let ns = Netns::create("force").unwrap();
-    let l = ns.run(|| TcpListener::bind("127.0.0.1:0").unwrap()).unwrap();
+    let l = ns
+        .run(|| TcpListener::bind("127.0.0.1:0").unwrap())
+        .unwrap();
     let addr = l.local_addr().unwrap();
     let sink = ns.spawn(move || sink_once(l)).unwrap();
     let mut c = ns.run(move || connect_with(addr, "bbr1")).unwrap();
@@ -214,5 +283,9 @@ fn forced_unload_leaves_open_connections_working() {
     assert!(!registered("bbr1"));
     sent += blast(&mut c, Duration::from_millis(300));
     drop(c);
-    assert_eq!(sink.join().unwrap().unwrap(), sent, "connection broke after a forced unload");
+    assert_eq!(
+        sink.join().unwrap().unwrap(),
+        sent,
+        "connection broke after a forced unload"
+    );
 }

@@ -13,26 +13,60 @@ fn ci_smoke_scenario_self_checks_and_fills_the_link() {
     let t = KernelTest::new();
     let s = builtin::resolve("ci-smoke").unwrap();
     let out = std::env::temp_dir().join(format!("rttfair-lab-test-{}", std::process::id()));
-    let r = run::run(&s, &RunOptions { out_dir: out.clone(), bpffs: t.fs.clone(), progress: false, verbose: true })
-        .expect("run (self-check included)");
+    let r = run::run(
+        &s,
+        &RunOptions {
+            out_dir: out.clone(),
+            bpffs: t.fs.clone(),
+            progress: false,
+            verbose: true,
+        },
+    )
+    .expect("run (self-check included)");
     for c in &r.rtt_check {
-        println!("rtt check: configured {:.2} ms measured {:.3} ms", c.configured_ms, c.measured_ms);
+        println!(
+            "rtt check: configured {:.2} ms measured {:.3} ms",
+            c.configured_ms, c.measured_ms
+        );
         assert!(c.ok);
     }
-    println!("rate check: {:.2} Mbit/s goodput", r.rate_check_goodput_mbit);
+    println!(
+        "rate check: {:.2} Mbit/s goodput",
+        r.rate_check_goodput_mbit
+    );
     println!("summary: {}", run::one_line(&r.summary));
-    assert!(r.summary.utilization >= 0.90, "cubic utilization {:.1}%", r.summary.utilization * 100.0);
-    for f in ["summary.json", "scenario.toml", "rep0/goodput.csv", "rep0/queue.csv", "rep0/throughput.png", "rep0/queue.png"] {
+    assert!(
+        r.summary.utilization >= 0.90,
+        "cubic utilization {:.1}%",
+        r.summary.utilization * 100.0
+    );
+    for f in [
+        "summary.json",
+        "scenario.toml",
+        "rep0/goodput.csv",
+        "rep0/queue.csv",
+        "rep0/throughput.png",
+        "rep0/queue.png",
+    ] {
         assert!(r.dir.join(f).exists(), "missing {f}");
     }
     // The queue was sampled at >= 100 Hz.
     let q = &r.reps[0].queue;
     let span = q.last().unwrap().t - q.first().unwrap().t;
-    assert!(q.len() as f64 / span >= 90.0, "queue sampled at {:.0} Hz", q.len() as f64 / span);
+    assert!(
+        q.len() as f64 / span >= 90.0,
+        "queue sampled at {:.0} Hz",
+        q.len() as f64 / span
+    );
     let _ = std::fs::remove_dir_all(&out);
     let mine = format!("rf-{}-", std::process::id());
     let left: Vec<String> = std::fs::read_dir("/run/netns")
-        .map(|d| d.flatten().filter_map(|e| e.file_name().into_string().ok()).filter(|n| n.starts_with(&mine)).collect())
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter(|n| n.starts_with(&mine))
+                .collect()
+        })
         .unwrap_or_default();
     assert!(left.is_empty(), "namespaces left behind: {left:?}");
 }
@@ -45,10 +79,18 @@ fn invalid_scenarios_are_refused_naming_the_field() {
     let cases = [
         ("\nrtt_ms = 20\n", "\nrtt_ms = -1\n", "flows[0].rtt_ms"),
         ("rate_mbit = 20", "rate_mbit = 0", "bottleneck.rate_mbit"),
-        ("buffer = { bdp = 1.0, rtt_ms = 20.0 }", "buffer = { bdp = 1.0 }", "bottleneck.buffer.rtt_ms"),
+        (
+            "buffer = { bdp = 1.0, rtt_ms = 20.0 }",
+            "buffer = { bdp = 1.0 }",
+            "bottleneck.buffer.rtt_ms",
+        ),
         ("duration_s = 12", "duration_s = \"long\"", "duration_s"),
     ];
-    let base = builtin::SCENARIOS.iter().find(|(n, _)| *n == "ci-smoke").unwrap().1;
+    let base = builtin::SCENARIOS
+        .iter()
+        .find(|(n, _)| *n == "ci-smoke")
+        .unwrap()
+        .1;
     for (from, to, field) in cases {
         assert!(base.contains(from), "{from}");
         let path = dir.join("bad.toml");

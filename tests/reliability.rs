@@ -17,7 +17,12 @@ use rttfair_loader::Cca;
 fn rss_kib(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
-        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("VmRSS:").map(|v| v.trim().trim_end_matches("kB").trim().parse().unwrap_or(0))))
+        .and_then(|s| {
+            s.lines().find_map(|l| {
+                l.strip_prefix("VmRSS:")
+                    .map(|v| v.trim().trim_end_matches("kB").trim().parse().unwrap_or(0))
+            })
+        })
         .unwrap_or(0)
 }
 
@@ -31,8 +36,18 @@ fn dmesg_warnings() -> usize {
 }
 
 fn start_daemon(t: &KernelTest, port: u16) -> Proc {
-    let p = Proc(t.ctl().args(["daemon", "--listen", &format!("127.0.0.1:{port}")]).stderr(Stdio::null()).spawn().unwrap());
-    assert!(wait_until(Duration::from_secs(10), || http_get(port, "/healthz").is_some()), "daemon did not start");
+    let p = Proc(
+        t.ctl()
+            .args(["daemon", "--listen", &format!("127.0.0.1:{port}")])
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    assert!(
+        wait_until(Duration::from_secs(10), || http_get(port, "/healthz")
+            .is_some()),
+        "daemon did not start"
+    );
     p
 }
 
@@ -72,18 +87,29 @@ fn churn_with_every_cca_leaks_nothing() {
         assert!(r.opened > 1000, "{cca}: only {} connections", r.opened);
         // Every socket is gone: counters balance and the map holds none of them.
         assert!(
-            wait_until(Duration::from_secs(10), || live_sockets(&t.fs, cca).unwrap() == 0),
+            wait_until(Duration::from_secs(10), || live_sockets(&t.fs, cca)
+                .unwrap()
+                == 0),
             "{cca}: {} sockets still counted live",
             live_sockets(&t.fs, cca).unwrap()
         );
-        let left = FlowReader::open(&t.fs).unwrap().flows().unwrap().into_iter().filter(|f| f.cca() == Some(cca)).count();
+        let left = FlowReader::open(&t.fs)
+            .unwrap()
+            .flows()
+            .unwrap()
+            .into_iter()
+            .filter(|f| f.cca() == Some(cca))
+            .count();
         assert_eq!(left, 0, "{cca}: {left} export entries leaked");
     }
     let rss1 = rss_kib(daemon.0.id());
     let warn1 = dmesg_warnings();
     println!("daemon RSS {rss0} -> {rss1} KiB; kernel warnings {warn0} -> {warn1}");
     assert_eq!(warn1, warn0, "new kernel warnings during churn");
-    assert!(rss1 < rss0 + 16 * 1024, "daemon RSS grew from {rss0} to {rss1} KiB");
+    assert!(
+        rss1 < rss0 + 16 * 1024,
+        "daemon RSS grew from {rss0} to {rss1} KiB"
+    );
     drop(daemon);
     drop(ns);
     assert_success(&t.run(&["unload", "bbr1", "fairtt", "adbbr"]));
@@ -125,11 +151,19 @@ fn a_full_export_map_keeps_control_and_counts_what_it_missed() {
     let failed = r.counters(Cca::Bbr1).unwrap().export_failed;
     assert_eq!(failed, live - 4, "{live} sockets, 4 exported");
     let metrics = http_get(port, "/metrics").unwrap().1;
-    let line = format!("rttfair_export_failed_total{{cca=\"bbr1\"}} {failed}");
-    assert!(metrics.contains(&line), "daemon does not expose the misses ({line})");
+    assert_eq!(
+        sample(&metrics, "rttfair_export_failed_total{cca=\"bbr1\"}"),
+        Some(failed as f64),
+        "daemon does not expose the misses"
+    );
     drop(ccas);
     drop(ns);
-    assert!(wait_until(Duration::from_secs(5), || live_sockets(&t.fs, Cca::Bbr1).unwrap() == 0));
+    assert!(wait_until(Duration::from_secs(5), || live_sockets(
+        &t.fs,
+        Cca::Bbr1
+    )
+    .unwrap()
+        == 0));
     assert_success(&t.run(&["unload", "bbr1"]));
 }
 
@@ -142,43 +176,84 @@ fn daemon_sigkill_does_not_disturb_flows_and_restart_adopts() {
     let spawn = || {
         Proc(
             t.ctl()
-                .args(["daemon", "--config", cfg.to_str().unwrap(), "--listen", &format!("127.0.0.1:{port}")])
+                .args([
+                    "daemon",
+                    "--config",
+                    cfg.to_str().unwrap(),
+                    "--listen",
+                    &format!("127.0.0.1:{port}"),
+                ])
                 .stderr(Stdio::piped())
                 .spawn()
                 .unwrap(),
         )
     };
     let mut d1 = spawn();
-    assert!(wait_until(Duration::from_secs(10), || http_get(port, "/healthz").is_some()));
+    assert!(wait_until(Duration::from_secs(10), || http_get(
+        port, "/healthz"
+    )
+    .is_some()));
     let ns = Netns::create("adopt").unwrap();
-    let l = ns.run(|| TcpListener::bind("127.0.0.1:0").unwrap()).unwrap();
+    let l = ns
+        .run(|| TcpListener::bind("127.0.0.1:0").unwrap())
+        .unwrap();
     let addr = l.local_addr().unwrap();
     let sink = ns.spawn(move || sink_once(l)).unwrap();
     let mut c = ns.run(move || connect_with(addr, "bbr1")).unwrap();
     let mut sent = blast(&mut c, Duration::from_millis(500));
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(d1.0.id() as i32), nix::sys::signal::Signal::SIGKILL).unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(d1.0.id() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
     let _ = d1.0.wait();
     sent += blast(&mut c, Duration::from_millis(500));
-    assert!(registered("bbr1"), "SIGKILL of the daemon unregistered bbr1");
+    assert!(
+        registered("bbr1"),
+        "SIGKILL of the daemon unregistered bbr1"
+    );
     let mut d2 = spawn();
-    assert!(wait_until(Duration::from_secs(10), || http_get(port, "/healthz").is_some()));
+    assert!(wait_until(Duration::from_secs(10), || http_get(
+        port, "/healthz"
+    )
+    .is_some()));
     let metrics = http_get(port, "/metrics").unwrap().1;
-    let series: Vec<&str> = metrics.lines().filter(|l| l.starts_with("rttfair_flow_min_rtt_seconds{")).collect();
+    let series: Vec<&str> = metrics
+        .lines()
+        .filter(|l| l.starts_with("rttfair_flow_min_rtt_seconds{"))
+        .collect();
     let live = live_sockets(&t.fs, Cca::Bbr1).unwrap() as usize;
     assert!(live >= 1);
-    assert_eq!(series.len(), live, "one series per bbr1 socket, no duplicates: {series:?}");
+    assert_eq!(
+        series.len(),
+        live,
+        "one series per bbr1 socket, no duplicates: {series:?}"
+    );
     let mut uniq = series.clone();
     uniq.dedup();
     assert_eq!(uniq.len(), series.len());
     sent += blast(&mut c, Duration::from_millis(300));
     drop(c);
     assert_eq!(sink.join().unwrap().unwrap(), sent);
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(d2.0.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(d2.0.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
     let mut err = String::new();
-    d2.0.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    d2.0.stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
     assert!(err.contains("adopted bbr1"), "restart did not adopt: {err}");
     let _ = std::fs::remove_file(&cfg);
-    assert!(wait_until(Duration::from_secs(10), || live_sockets(&t.fs, Cca::Bbr1).unwrap() == 0));
+    assert!(wait_until(Duration::from_secs(10), || live_sockets(
+        &t.fs,
+        Cca::Bbr1
+    )
+    .unwrap()
+        == 0));
     drop(ns);
     assert_success(&t.run(&["unload", "bbr1"]));
 }
@@ -189,7 +264,14 @@ fn a_killed_lab_run_leaves_nothing_the_next_run_does_not_clean() {
     let out = std::env::temp_dir().join(format!("rttfair-killed-{}", std::process::id()));
     let mut child = t
         .ctl()
-        .args(["lab", "run", "ci-smoke", "--quiet", "--out", out.to_str().unwrap()])
+        .args([
+            "lab",
+            "run",
+            "ci-smoke",
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -198,10 +280,18 @@ fn a_killed_lab_run_leaves_nothing_the_next_run_does_not_clean() {
     let prefix = format!("rf-{pid}-");
     let mine = || -> Vec<String> {
         std::fs::read_dir("/run/netns")
-            .map(|d| d.flatten().filter_map(|e| e.file_name().into_string().ok()).filter(|n| n.starts_with(&prefix)).collect())
+            .map(|d| {
+                d.flatten()
+                    .filter_map(|e| e.file_name().into_string().ok())
+                    .filter(|n| n.starts_with(&prefix))
+                    .collect()
+            })
             .unwrap_or_default()
     };
-    assert!(wait_until(Duration::from_secs(15), || mine().len() >= 3), "lab never built its namespaces");
+    assert!(
+        wait_until(Duration::from_secs(15), || mine().len() >= 3),
+        "lab never built its namespaces"
+    );
     child.kill().unwrap(); // SIGKILL: no cleanup handler can run
     child.wait().unwrap();
     assert!(!mine().is_empty(), "expected leftovers after SIGKILL");
@@ -222,7 +312,10 @@ fn read_only_commands_without_root() {
     let out = as_nobody(&["list"]);
     let text = assert_success(&out);
     assert!(text.contains("fairtt   yes"), "{text}");
-    assert!(text.contains("need CAP_BPF"), "list must say what it cannot show: {text}");
+    assert!(
+        text.contains("need CAP_BPF"),
+        "list must say what it cannot show: {text}"
+    );
     assert_one_line_error(&as_nobody(&["flows"]), "CAP_BPF");
     assert_one_line_error(&as_nobody(&["get"]), "CAP_BPF");
     assert_one_line_error(&as_nobody(&["set", "fairtt.beta", "0.5"]), "CAP_BPF");
@@ -252,7 +345,10 @@ fn a_foreign_pin_is_refused_and_left_alone() {
     let line = assert_one_line_error(&t.run(&["load", "bbr1"]), "does not match this build");
     assert!(line.contains("rttfair_flows_v1"), "{line}");
     assert!(!registered("bbr1"));
-    assert!(t.fs.map_pin("rttfair_flows_v1").exists(), "a foreign pin was removed");
+    assert!(
+        t.fs.map_pin("rttfair_flows_v1").exists(),
+        "a foreign pin was removed"
+    );
 }
 
 /// A link pin whose registration is gone (what an rttfairctl killed between
@@ -269,4 +365,129 @@ fn a_stale_link_pin_is_repaired_by_the_next_load() {
     assert!(out.contains("repaired"), "{out}");
     assert!(registered("bbr1"));
     assert_success(&t.run(&["unload", "bbr1"]));
+}
+
+/// A bpffs instance of the test's own, unmounted (lazily) and removed on
+/// drop, so a failing assertion cannot leave a mount or a registration.
+struct PrivateBpffs(std::path::PathBuf);
+
+impl PrivateBpffs {
+    fn mount() -> PrivateBpffs {
+        let mnt =
+            std::path::PathBuf::from(format!("/run/rttfair-test-bpffs-{}", std::process::id()));
+        std::fs::create_dir_all(&mnt).unwrap();
+        let g = PrivateBpffs(mnt);
+        g.remount();
+        g
+    }
+    fn remount(&self) {
+        nix::mount::mount(
+            Some("bpf"),
+            &self.0,
+            Some("bpf"),
+            nix::mount::MsFlags::empty(),
+            None::<&str>,
+        )
+        .unwrap();
+    }
+    fn unmount(&self) {
+        nix::mount::umount2(&self.0, nix::mount::MntFlags::MNT_DETACH).unwrap();
+    }
+}
+
+impl Drop for PrivateBpffs {
+    fn drop(&mut self) {
+        let _ = nix::mount::umount2(&self.0, nix::mount::MntFlags::MNT_DETACH);
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+/// bpffs unmounted under a running daemon. The pins go with the mount, and
+/// with the link pin the registration (the kernel drops a struct_ops link
+/// whose last reference was its pin). The daemon must keep serving, say the
+/// maps and the CCA are gone, and pick them up again after a remount and a
+/// fresh load.
+#[test]
+fn daemon_survives_bpffs_unmount() {
+    let t = KernelTest::new();
+    let fs = PrivateBpffs::mount();
+    let root = fs.0.join("rttfair");
+    let root = root.to_str().unwrap();
+    let port = free_port();
+    let mut d = Proc(
+        t.ctl()
+            .args(["daemon", "--listen", &format!("127.0.0.1:{port}")])
+            .env("RTTFAIR_BPFFS", root)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let metric = |series: &str| http_get(port, "/metrics").and_then(|m| sample(&m.1, series));
+    let loaded = "rttfair_cca_loaded{cca=\"bbr1\"}";
+    assert_success(
+        &t.ctl()
+            .args(["load", "bbr1"])
+            .env("RTTFAIR_BPFFS", root)
+            .output()
+            .unwrap(),
+    );
+    assert!(wait_until(Duration::from_secs(10), || metric(
+        "rttfair_maps_present"
+    ) == Some(1.0)));
+    assert_eq!(metric(loaded), Some(1.0));
+
+    fs.unmount();
+    assert!(
+        wait_until(Duration::from_secs(5), || !registered("bbr1")),
+        "bbr1 outlived its pins"
+    );
+    assert_eq!(
+        metric("rttfair_maps_present"),
+        Some(0.0),
+        "daemon did not notice the maps went"
+    );
+    assert_eq!(
+        metric(loaded),
+        Some(0.0),
+        "daemon still reports bbr1 loaded"
+    );
+    // The operator sees the same through the CLI.
+    let list = assert_success(
+        &t.ctl()
+            .args(["list"])
+            .env("RTTFAIR_BPFFS", root)
+            .output()
+            .unwrap(),
+    );
+    let bbr1_row: Vec<&str> = list
+        .lines()
+        .find(|l| l.starts_with("bbr1 "))
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!(bbr1_row[1], "no", "{list}");
+
+    // Recovery: remount, load again; the same daemon adopts the new maps.
+    fs.remount();
+    assert_success(
+        &t.ctl()
+            .args(["load", "bbr1"])
+            .env("RTTFAIR_BPFFS", root)
+            .output()
+            .unwrap(),
+    );
+    assert!(
+        wait_until(Duration::from_secs(10), || metric("rttfair_maps_present")
+            == Some(1.0)),
+        "daemon did not adopt the new maps"
+    );
+    assert_eq!(metric(loaded), Some(1.0));
+    assert!(d.0.try_wait().unwrap().is_none(), "daemon exited");
+    assert_success(
+        &t.ctl()
+            .args(["unload", "bbr1"])
+            .env("RTTFAIR_BPFFS", root)
+            .output()
+            .unwrap(),
+    );
 }

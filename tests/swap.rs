@@ -57,11 +57,20 @@ fn live_connection_survives_migrate_swap_unload_and_cgroup_default() {
     let t = KernelTest::new();
     assert_success(&t.run(&["load", "bbr1", "fairtt", "adbbr"]));
     let net = Dumbbell::build(
-        &[FlowPath { rtt: Duration::from_millis(20), loss_pct: 0.0 }],
-        Bottleneck { rate_bit: 20_000_000, limit_bytes: 100_000 },
+        &[FlowPath {
+            rtt: Duration::from_millis(20),
+            loss_pct: 0.0,
+        }],
+        Bottleneck {
+            rate_bit: 20_000_000,
+            limit_bytes: 100_000,
+        },
     )
     .unwrap();
-    let l = net.rcv.run(|| TcpListener::bind(SocketAddrV4::new(RECEIVER, PORT)).unwrap()).unwrap();
+    let l = net
+        .rcv
+        .run(|| TcpListener::bind(SocketAddrV4::new(RECEIVER, PORT)).unwrap())
+        .unwrap();
     let timeline = Arc::new(Mutex::new(Vec::new()));
     let tl = timeline.clone();
     let rx = net.rcv.spawn(move || receive(l, tl)).unwrap();
@@ -103,24 +112,54 @@ fn live_connection_survives_migrate_swap_unload_and_cgroup_default() {
         }
         assert_eq!(cca_of(&stream), expect_cca, "after {name}");
         let list = assert_success(&t.run(&["list"]));
-        println!("{}", list.lines().filter(|l| !l.contains("=")).collect::<Vec<_>>().join("\n"));
+        println!(
+            "{}",
+            list.lines()
+                .filter(|l| !l.contains("="))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
         steps.push((name, at));
     };
     step("start", &[], "bbr1");
     let port = PORT.to_string();
-    step("migrate bbr1 -> fairtt", &["migrate", "--from", "bbr1", "--to", "fairtt", "--port", &port], "fairtt");
+    step(
+        "migrate bbr1 -> fairtt",
+        &[
+            "migrate", "--from", "bbr1", "--to", "fairtt", "--port", &port,
+        ],
+        "fairtt",
+    );
     let obj = std::env::temp_dir().join(format!("rttfair-fairtt-rebuilt-{}.o", std::process::id()));
-    std::fs::write(&obj, rttfair_loader::lifecycle::object_bytes(rttfair_loader::Cca::Fairtt)).unwrap();
-    step("swap fairtt", &["swap", "fairtt", "--object", obj.to_str().unwrap()], "fairtt");
+    std::fs::write(
+        &obj,
+        rttfair_loader::lifecycle::object_bytes(rttfair_loader::Cca::Fairtt),
+    )
+    .unwrap();
+    step(
+        "swap fairtt",
+        &["swap", "fairtt", "--object", obj.to_str().unwrap()],
+        "fairtt",
+    );
     let _ = std::fs::remove_file(&obj);
-    step("migrate fairtt -> adbbr", &["migrate", "--from", "fairtt", "--to", "adbbr", "--port", &port], "adbbr");
+    step(
+        "migrate fairtt -> adbbr",
+        &[
+            "migrate", "--from", "fairtt", "--to", "adbbr", "--port", &port,
+        ],
+        "adbbr",
+    );
     step("unload fairtt", &["unload", "fairtt"], "adbbr");
     assert!(!registered("fairtt"));
 
     // A cgroup default: a new connection from a process in the cgroup gets it.
     let cg = cgroup2_root().join(format!("rttfair-test-{}", std::process::id()));
     std::fs::create_dir_all(&cg).unwrap();
-    step("attach cgroup bbr1", &["attach", "--cgroup", cg.to_str().unwrap(), "bbr1"], "adbbr");
+    step(
+        "attach cgroup bbr1",
+        &["attach", "--cgroup", cg.to_str().unwrap(), "bbr1"],
+        "adbbr",
+    );
     let srv = rttfair_lab::iperf::Server::start(&net.rcv, &RECEIVER.to_string(), 5301).unwrap();
     let out = std::process::Command::new("sh")
         .arg("-c")
@@ -134,9 +173,15 @@ fn live_connection_survives_migrate_swap_unload_and_cgroup_default() {
         .unwrap();
     drop(srv);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["end"]["sender_tcp_congestion"], "bbr1", "cgroup default not applied");
+    assert_eq!(
+        v["end"]["sender_tcp_congestion"], "bbr1",
+        "cgroup default not applied"
+    );
     let list = assert_success(&t.run(&["list"]));
-    assert!(list.contains(&format!("cgroup default: {} -> bbr1", cg.display())), "{list}");
+    assert!(
+        list.contains(&format!("cgroup default: {} -> bbr1", cg.display())),
+        "{list}"
+    );
 
     std::thread::sleep(Duration::from_secs(2));
     stop.store(true, Ordering::Relaxed);
@@ -150,14 +195,25 @@ fn live_connection_survives_migrate_swap_unload_and_cgroup_default() {
     // 500 ms rate is back at 80% of the rate before the step.
     let tl = timeline.lock().unwrap().clone();
     let rate = |a: f64, b: f64| -> f64 {
-        let at = |t: f64| tl.iter().rev().find(|(x, _)| *x <= t).map(|p| p.1).unwrap_or(0);
+        let at = |t: f64| {
+            tl.iter()
+                .rev()
+                .find(|(x, _)| *x <= t)
+                .map(|p| p.1)
+                .unwrap_or(0)
+        };
         (at(b) as f64 - at(a) as f64) * 8.0 / (b - a) / 1e6
     };
     for (name, at) in steps.iter().skip(1) {
         let before = rate(at - 1.5, at - 0.5);
-        let back = (0..30).map(|k| at + k as f64 * 0.1).find(|t| rate(*t, t + 0.5) >= 0.8 * before);
+        let back = (0..30)
+            .map(|k| at + k as f64 * 0.1)
+            .find(|t| rate(*t, t + 0.5) >= 0.8 * before);
         match back {
-            Some(tb) => println!("{name}: {before:.1} Mbit/s before, back within {:.1} s", tb - at),
+            Some(tb) => println!(
+                "{name}: {before:.1} Mbit/s before, back within {:.1} s",
+                tb - at
+            ),
             None => println!("{name}: {before:.1} Mbit/s before, not back within 3 s"),
         }
     }
@@ -177,7 +233,11 @@ fn failed_swap_leaves_the_old_implementation() {
     let t = KernelTest::new();
     assert_success(&t.run(&["load", "bbr1"]));
     let obj = std::env::temp_dir().join(format!("rttfair-reject-swap-{}.o", std::process::id()));
-    std::fs::write(&obj, rttfair_loader::lifecycle::testdata::REJECTED_BY_VERIFIER).unwrap();
+    std::fs::write(
+        &obj,
+        rttfair_loader::lifecycle::testdata::REJECTED_BY_VERIFIER,
+    )
+    .unwrap();
     let out = t.run(&["swap", "bbr1", "--object", obj.to_str().unwrap()]);
     let _ = std::fs::remove_file(&obj);
     assert_one_line_error(&out, "verifier rejected bbr1");
@@ -192,19 +252,46 @@ fn failed_swap_leaves_the_old_implementation() {
             let (_s, _) = l.accept().unwrap();
             c.write_all(&[1u8; 100_000]).unwrap();
             std::thread::sleep(Duration::from_millis(100));
-            rttfair_loader::flows::FlowReader::open(&fs).unwrap().flows().unwrap().len()
+            rttfair_loader::flows::FlowReader::open(&fs)
+                .unwrap()
+                .flows()
+                .unwrap()
+                .len()
         })
         .unwrap();
     assert!(seen >= 1, "bbr1 no longer exports after a failed swap");
     // Bad input for every command of the issue: one line, nothing changed.
     assert_one_line_error(&t.run(&["swap", "fairtt"]), "fairtt is not loaded");
-    assert_one_line_error(&t.run(&["migrate", "--from", "bbr1", "--to", "cubic", "--port", "1"]), "no open connection");
-    assert_one_line_error(&t.run(&["migrate", "--from", "nope", "--to", "bbr1"]), "nope");
-    assert_one_line_error(&t.run(&["migrate", "--from", "bbr1", "--to", "bbr1", "--netns", "rf-no-such-ns"]), "rf-no-such-ns");
+    assert_one_line_error(
+        &t.run(&["migrate", "--from", "bbr1", "--to", "cubic", "--port", "1"]),
+        "no open connection",
+    );
+    assert_one_line_error(
+        &t.run(&["migrate", "--from", "nope", "--to", "bbr1"]),
+        "nope",
+    );
+    assert_one_line_error(
+        &t.run(&[
+            "migrate",
+            "--from",
+            "bbr1",
+            "--to",
+            "bbr1",
+            "--netns",
+            "rf-no-such-ns",
+        ]),
+        "rf-no-such-ns",
+    );
     let missing = cgroup2_root().join("no-such-cgroup");
-    assert_one_line_error(&t.run(&["attach", "--cgroup", missing.to_str().unwrap(), "bbr1"]), "no-such-cgroup");
+    assert_one_line_error(
+        &t.run(&["attach", "--cgroup", missing.to_str().unwrap(), "bbr1"]),
+        "no-such-cgroup",
+    );
     assert_one_line_error(&t.run(&["default", "nope"]), "nope");
-    assert_one_line_error(&t.run(&["default", "bbr1", "--netns", "rf-no-such-ns"]), "rf-no-such-ns");
+    assert_one_line_error(
+        &t.run(&["default", "bbr1", "--netns", "rf-no-such-ns"]),
+        "rf-no-such-ns",
+    );
     assert!(registered("bbr1"));
     drop(ns);
     assert_success(&t.run(&["unload", "bbr1"]));

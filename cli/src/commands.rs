@@ -14,8 +14,16 @@ use crate::{Cli, Command};
 pub fn run(cli: Cli) -> Result<()> {
     let fs = BpfFs::new(&cli.bpffs);
     match cli.command {
-        Command::Load { ccas, flows_max, object } => load(&fs, &ccas, flows_max, object.as_deref()),
-        Command::Unload { ccas, force, migrate_to } => {
+        Command::Load {
+            ccas,
+            flows_max,
+            object,
+        } => load(&fs, &ccas, flows_max, object.as_deref()),
+        Command::Unload {
+            ccas,
+            force,
+            migrate_to,
+        } => {
             if let Some(to) = migrate_to {
                 for cca in parse_ccas(&ccas)? {
                     let r = migrate_all(cca.name(), &to, None, &Default::default())?;
@@ -26,29 +34,58 @@ pub fn run(cli: Cli) -> Result<()> {
         }
         Command::Swap { cca, object } => {
             let cca: Cca = cca.parse()?;
-            let object = object.map(|p| std::fs::read(&p).with_context(|| format!("read {}", p.display()))).transpose()?;
-            let r = rttfair_loader::lifecycle::update(cca, &fs, &LoadOptions { flows_max: None, object })?;
+            let object = object
+                .map(|p| std::fs::read(&p).with_context(|| format!("read {}", p.display())))
+                .transpose()?;
+            let r = rttfair_loader::lifecycle::update(
+                cca,
+                &fs,
+                &LoadOptions {
+                    flows_max: None,
+                    object,
+                },
+            )?;
             println!(
                 "{cca}: swapped in place; new sockets get the new build, {} open socket(s) keep the previous one until they close or are migrated",
                 r.sockets_on_previous
             );
             Ok(())
         }
-        Command::Migrate { from, to, netns, dst, port } => {
+        Command::Migrate {
+            from,
+            to,
+            netns,
+            dst,
+            port,
+        } => {
             let filter = rttfair_loader::migrate::Filter {
-                dst: dst.as_deref().map(rttfair_loader::migrate::parse_prefix).transpose()?,
+                dst: dst
+                    .as_deref()
+                    .map(rttfair_loader::migrate::parse_prefix)
+                    .transpose()?,
                 port,
             };
             let r = migrate_all(&from, &to, netns.as_deref(), &filter)?;
             if r.moved == 0 && r.failed.is_empty() {
-                bail!("no open connection on {from} matches{}", describe(&netns, &dst, port));
+                bail!(
+                    "no open connection on {from} matches{}",
+                    describe(&netns, &dst, port)
+                );
             }
             print!("moved {} connection(s) from {from} to {to}", r.moved);
             if r.failed.is_empty() {
                 println!();
             } else {
-                let why: Vec<String> = r.failed.iter().map(|(e, n)| format!("{n}: {}", rttfair_loader::migrate::errno_text(*e))).collect();
-                println!("; {} matched but could not be moved ({})", r.failed_total(), why.join(", "));
+                let why: Vec<String> = r
+                    .failed
+                    .iter()
+                    .map(|(e, n)| format!("{n}: {}", rttfair_loader::migrate::errno_text(*e)))
+                    .collect();
+                println!(
+                    "; {} matched but could not be moved ({})",
+                    r.failed_total(),
+                    why.join(", ")
+                );
             }
             Ok(())
         }
@@ -56,11 +93,16 @@ pub fn run(cli: Cli) -> Result<()> {
             match &netns {
                 Some(ns) => {
                     let c = cca.clone();
-                    rttfair_loader::kernel::in_netns(ns, move || rttfair_loader::kernel::set_default_here(&c))?
+                    rttfair_loader::kernel::in_netns(ns, move || {
+                        rttfair_loader::kernel::set_default_here(&c)
+                    })?
                 }
                 None => rttfair_loader::kernel::set_default_here(&cca)?,
             }
-            println!("default congestion control{}: {cca}", netns.map(|n| format!(" of netns {n}")).unwrap_or_default());
+            println!(
+                "default congestion control{}: {cca}",
+                netns.map(|n| format!(" of netns {n}")).unwrap_or_default()
+            );
             Ok(())
         }
         Command::Attach { cgroup, cca } => {
@@ -100,13 +142,24 @@ pub fn run(cli: Cli) -> Result<()> {
             rttfair_daemon::run(c)
         }
         Command::Lab { command } => crate::lab::run(&fs, command),
-        Command::Demo { seconds, keep_loaded, out } => {
+        Command::Demo {
+            seconds,
+            keep_loaded,
+            out,
+        } => {
             if let Some(s) = seconds {
                 if !(s.is_finite() && (5.0..=600.0).contains(&s)) {
                     bail!("--seconds must be between 5 and 600, got {s}");
                 }
             }
-            crate::demo::run(&fs, &crate::demo::DemoOptions { seconds, keep_loaded, out })
+            crate::demo::run(
+                &fs,
+                &crate::demo::DemoOptions {
+                    seconds,
+                    keep_loaded,
+                    out,
+                },
+            )
         }
     }
 }
@@ -180,7 +233,9 @@ fn load(fs: &BpfFs, names: &[String], flows_max: Option<u32>, object: Option<&Pa
                 let what = match outcome {
                     LoadOutcome::Loaded => "loaded",
                     LoadOutcome::AlreadyLoaded => "already loaded",
-                    LoadOutcome::Repaired => "loaded (repaired a stale pin from an interrupted run)",
+                    LoadOutcome::Repaired => {
+                        "loaded (repaired a stale pin from an interrupted run)"
+                    }
                 };
                 println!("{cca}: {what}");
                 if outcome != LoadOutcome::AlreadyLoaded {
@@ -209,7 +264,11 @@ fn unload(fs: &BpfFs, names: &[String], force: bool) -> Result<()> {
         if !force {
             let n = rttfair_loader::flows::live_sockets(fs, *cca).unwrap_or(0);
             if n > 0 {
-                return Err(rttfair_loader::Error::InUse { cca: cca.to_string(), sockets: n }.into());
+                return Err(rttfair_loader::Error::InUse {
+                    cca: cca.to_string(),
+                    sockets: n,
+                }
+                .into());
             }
         }
     }

@@ -29,7 +29,10 @@ struct Daemon(Child);
 
 impl Drop for Daemon {
     fn drop(&mut self) {
-        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.0.id() as i32), nix::sys::signal::Signal::SIGTERM);
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.0.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
         let _ = self.0.wait();
     }
 }
@@ -40,7 +43,9 @@ pub fn run(fs: &BpfFs, opts: &DemoOptions) -> Result<()> {
         scenario.duration_s = s;
         scenario.warmup_s = scenario.warmup_s.min(s / 4.0);
     }
-    scenario.validate().map_err(|e| anyhow::anyhow!("--seconds: {e}"))?;
+    scenario
+        .validate()
+        .map_err(|e| anyhow::anyhow!("--seconds: {e}"))?;
     println!("rttfair demo: RTT fairness of BBR and what FaiRTT and Ad-BBR do about it");
     println!(
         "scenario: {} ({} s per CCA; buffer {} kB)",
@@ -57,10 +62,17 @@ pub fn run(fs: &BpfFs, opts: &DemoOptions) -> Result<()> {
     if let Some((_, port)) = &daemon {
         println!("live per-flow metrics while it runs: http://127.0.0.1:{port}/metrics  (try: curl -s 127.0.0.1:{port}/metrics | grep rttfair_flow_throughput)");
     }
-    let ropts = RunOptions { out_dir: opts.out.clone(), bpffs: fs.clone(), progress: true, verbose: false };
+    let ropts = RunOptions {
+        out_dir: opts.out.clone(),
+        bpffs: fs.clone(),
+        progress: true,
+        verbose: false,
+    };
     let mut results = Vec::new();
     for cca in CCAS {
-        results.push(run::run(&scenario.with_cca(cca), &ropts).with_context(|| format!("run with {cca}"))?);
+        results.push(
+            run::run(&scenario.with_cca(cca), &ropts).with_context(|| format!("run with {cca}"))?,
+        );
     }
     drop(daemon);
     println!();
@@ -69,7 +81,9 @@ pub fn run(fs: &BpfFs, opts: &DemoOptions) -> Result<()> {
     println!("How to read it: 'short'/'long' are the mean goodputs of the 10 ms and 50 ms flows;");
     println!("ratio = short/long (1.0 is fair, < 1 means the long-RTT flow takes more); jain is");
     println!("Jain's index (1 = fair, 0.5 = one flow has everything); util is the share of the");
-    println!("bottleneck's goodput capacity used; qdelay the mean queueing delay at the bottleneck.");
+    println!(
+        "bottleneck's goodput capacity used; qdelay the mean queueing delay at the bottleneck."
+    );
     println!("Plots (goodput per flow, queue over time): <results>/rep0/throughput.png, queue.png");
     if opts.keep_loaded {
         println!("bbr1, fairtt and adbbr stay loaded (--keep-loaded); `rttfairctl unload bbr1 fairtt adbbr` removes them.");
@@ -81,10 +95,21 @@ pub fn run(fs: &BpfFs, opts: &DemoOptions) -> Result<()> {
 fn start_daemon(fs: &BpfFs) -> Result<(Daemon, u16)> {
     let port = [9977u16, 0]
         .into_iter()
-        .find_map(|p| std::net::TcpListener::bind(("127.0.0.1", p)).ok().and_then(|l| l.local_addr().ok()).map(|a| a.port()))
+        .find_map(|p| {
+            std::net::TcpListener::bind(("127.0.0.1", p))
+                .ok()
+                .and_then(|l| l.local_addr().ok())
+                .map(|a| a.port())
+        })
         .context("no free port")?;
     let child = Command::new(std::env::current_exe()?)
-        .args(["--bpffs", &fs.root().display().to_string(), "daemon", "--listen", &format!("127.0.0.1:{port}")])
+        .args([
+            "--bpffs",
+            &fs.root().display().to_string(),
+            "daemon",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()?;

@@ -1,9 +1,9 @@
 //! `rttfairctl lab ...`
 
 use anyhow::{bail, Result};
+use rttfair_lab::builtin;
 use rttfair_lab::run::{self, RunOptions, RunResult};
 use rttfair_lab::scenario::Scenario;
-use rttfair_lab::builtin;
 use rttfair_loader::BpfFs;
 
 use crate::{LabArgs, LabCommand};
@@ -17,7 +17,11 @@ pub fn run(fs: &BpfFs, cmd: LabCommand) -> Result<()> {
             }
             Ok(())
         }
-        LabCommand::Run { scenario, cca, common } => {
+        LabCommand::Run {
+            scenario,
+            cca,
+            common,
+        } => {
             let mut s = prepare(&scenario, &common)?;
             if let Some(c) = cca {
                 s = s.with_cca(&c);
@@ -26,12 +30,19 @@ pub fn run(fs: &BpfFs, cmd: LabCommand) -> Result<()> {
             print_table(&[r]);
             Ok(())
         }
-        LabCommand::Sweep { scenario, cca, common } => {
+        LabCommand::Sweep {
+            scenario,
+            cca,
+            common,
+        } => {
             let (_, sweep) = builtin::resolve_with_sweep(&scenario)?;
             let sweep = sweep.ok_or_else(|| anyhow::anyhow!("{scenario} has no [sweep] table"))?;
             let s = prepare(&scenario, &common)?;
             let (points, dir) = rttfair_lab::sweep::run(&s, &sweep, &cca, &options(fs, &common))?;
-            println!("{:<8} {:>10} {:>8} {:>7} {:>7} {:>7} {:>8}", "cca", "x", "y", "jain", "ratio", "util", "qdelay");
+            println!(
+                "{:<8} {:>10} {:>8} {:>7} {:>7} {:>7} {:>8}",
+                "cca", "x", "y", "jain", "ratio", "util", "qdelay"
+            );
             for p in &points {
                 println!(
                     "{:<8} {:>10} {:>8} {:>7.3} {:>7.2} {:>6.1}% {:>6.1}ms",
@@ -47,7 +58,11 @@ pub fn run(fs: &BpfFs, cmd: LabCommand) -> Result<()> {
             println!("results: {}", dir.display());
             Ok(())
         }
-        LabCommand::Compare { scenario, cca, common } => {
+        LabCommand::Compare {
+            scenario,
+            cca,
+            common,
+        } => {
             let s = prepare(&scenario, &common)?;
             let mut results = Vec::new();
             for c in &cca {
@@ -75,23 +90,39 @@ fn prepare(arg: &str, a: &LabArgs) -> Result<Scenario> {
 }
 
 fn options(fs: &BpfFs, a: &LabArgs) -> RunOptions {
-    RunOptions { out_dir: a.out.clone(), bpffs: fs.clone(), progress: !a.quiet, verbose: !a.quiet }
+    RunOptions {
+        out_dir: a.out.clone(),
+        bpffs: fs.clone(),
+        progress: !a.quiet,
+        verbose: !a.quiet,
+    }
 }
 
 /// One row per run: per-group goodput, ratio, fairness, utilization, delay.
 pub fn print_table(results: &[RunResult]) {
     let Some(first) = results.first() else { return };
-    let groups: Vec<String> = first.summary.goodput_mbit_by_group.keys().cloned().collect();
+    let groups: Vec<String> = first
+        .summary
+        .goodput_mbit_by_group
+        .keys()
+        .cloned()
+        .collect();
     print!("{:<10}", "cca");
     for g in &groups {
         print!(" {:>12}", format!("{g} Mb/s"));
     }
-    println!(" {:>6} {:>6} {:>6} {:>7} {:>9} {:>8} {:>8}", "ratio", "jain", "stdr", "util", "qdelay", "rtt p95", "retrans");
+    println!(
+        " {:>6} {:>6} {:>6} {:>7} {:>9} {:>8} {:>8}",
+        "ratio", "jain", "stdr", "util", "qdelay", "rtt p95", "retrans"
+    );
     for r in results {
         let s = &r.summary;
         print!("{:<10}", run::label_of(&r.scenario));
         for g in &groups {
-            print!(" {:>12.2}", s.goodput_mbit_by_group.get(g).copied().unwrap_or(0.0));
+            print!(
+                " {:>12.2}",
+                s.goodput_mbit_by_group.get(g).copied().unwrap_or(0.0)
+            );
         }
         println!(
             " {:>6.2} {:>6.3} {:>6.2} {:>6.1}% {:>7.1}ms {:>6.1}ms {:>7.2}%",

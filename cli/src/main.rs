@@ -22,7 +22,12 @@ use clap::{Parser, Subcommand};
 #[command(name = "rttfairctl", version, propagate_version = true)]
 pub struct Cli {
     /// bpffs directory holding rttfair's pins.
-    #[arg(long, global = true, env = "RTTFAIR_BPFFS", default_value = "/sys/fs/bpf/rttfair")]
+    #[arg(
+        long,
+        global = true,
+        env = "RTTFAIR_BPFFS",
+        default_value = "/sys/fs/bpf/rttfair"
+    )]
     bpffs: std::path::PathBuf,
 
     #[command(subcommand)]

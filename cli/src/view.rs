@@ -38,18 +38,31 @@ pub struct CcaStatus {
 impl Status {
     pub fn gather(fs: &BpfFs) -> Result<Status> {
         let denied = fs.exists()
-            && std::fs::read_dir(fs.root()).err().map(|e| e.kind()) == Some(std::io::ErrorKind::PermissionDenied);
+            && std::fs::read_dir(fs.root()).err().map(|e| e.kind())
+                == Some(std::io::ErrorKind::PermissionDenied);
         let reader = FlowReader::open(fs).ok();
-        let all_flows = reader.as_ref().and_then(|r| r.flows().ok()).unwrap_or_default();
+        let all_flows = reader
+            .as_ref()
+            .and_then(|r| r.flows().ok())
+            .unwrap_or_default();
         let mut ccas = Vec::new();
         for cca in Cca::ALL {
-            let counters = reader.as_ref().and_then(|r| r.counters(cca).ok()).unwrap_or_default();
+            let counters = reader
+                .as_ref()
+                .and_then(|r| r.counters(cca).ok())
+                .unwrap_or_default();
             ccas.push(CcaStatus {
                 name: cca.name(),
                 // Without access to the pins, "registered with the kernel" is
                 // the best available answer.
-                loaded: if denied { kernel::is_registered(cca.name()).unwrap_or(false) } else { lifecycle::is_loaded(cca, fs) },
-                sockets: counters.flows_started.saturating_sub(counters.flows_released),
+                loaded: if denied {
+                    kernel::is_registered(cca.name()).unwrap_or(false)
+                } else {
+                    lifecycle::is_loaded(cca, fs)
+                },
+                sockets: counters
+                    .flows_started
+                    .saturating_sub(counters.flows_released),
                 exported_flows: all_flows.iter().filter(|f| f.cca() == Some(cca)).count(),
                 export_failed_total: counters.export_failed,
                 probe_rtt_entries_total: counters.probe_rtt_entries,
@@ -72,7 +85,11 @@ impl Status {
 
     pub fn table(&self) -> String {
         let mut s = String::new();
-        let _ = writeln!(s, "{:<8} {:<7} {:>8} {:>9}", "CCA", "LOADED", "SOCKETS", "EXPORTED");
+        let _ = writeln!(
+            s,
+            "{:<8} {:<7} {:>8} {:>9}",
+            "CCA", "LOADED", "SOCKETS", "EXPORTED"
+        );
         for c in &self.ccas {
             let (sockets, exported) = if self.note.is_some() {
                 ("?".to_string(), "?".to_string())
@@ -153,7 +170,9 @@ impl From<&Flow> for FlowRow {
         let cca = f.cca();
         FlowRow {
             id: f.id,
-            cca: cca.map(|c| c.name().to_string()).unwrap_or_else(|| format!("id{}", r.cca)),
+            cca: cca
+                .map(|c| c.name().to_string())
+                .unwrap_or_else(|| format!("id{}", r.cca)),
             local: f.local().to_string(),
             peer: f.peer().to_string(),
             netns: r.netns_ino,

@@ -56,7 +56,9 @@ impl Config {
         };
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
-            Err(e) if !explicit && e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
+            Err(e) if !explicit && e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Config::default())
+            }
             Err(e) => bail!("cannot read config {}: {e}", path.display()),
         };
         Config::parse(&text).with_context(|| format!("config {}", path.display()))
@@ -67,12 +69,24 @@ impl Config {
             // Name the key on the offending line, as "key: reason".
             let key = e
                 .span()
-                .and_then(|sp| text[..sp.start.min(text.len())].lines().last().map(|_| sp.start))
+                .and_then(|sp| {
+                    text[..sp.start.min(text.len())]
+                        .lines()
+                        .last()
+                        .map(|_| sp.start)
+                })
                 .and_then(|start| {
                     let line_start = text[..start].rfind('\n').map(|i| i + 1).unwrap_or(0);
-                    text[line_start..].split('=').next().map(|k| k.trim().to_string())
+                    text[line_start..]
+                        .split('=')
+                        .next()
+                        .map(|k| k.trim().to_string())
                 })
-                .filter(|k| !k.is_empty() && k.len() < 40 && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
+                .filter(|k| {
+                    !k.is_empty()
+                        && k.len() < 40
+                        && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                });
             match key {
                 Some(k) => anyhow::anyhow!("{k}: {}", e.message().trim()),
                 None => anyhow::anyhow!("{}", e.message().trim().replace('\n', " ")),
@@ -90,10 +104,16 @@ impl Config {
             bail!("max_flows: must be 1..=1000000, got {}", self.max_flows);
         }
         if self.group_prefix_v4 > 32 {
-            bail!("group_prefix_v4: must be 0..=32, got {}", self.group_prefix_v4);
+            bail!(
+                "group_prefix_v4: must be 0..=32, got {}",
+                self.group_prefix_v4
+            );
         }
         if self.group_prefix_v6 > 128 {
-            bail!("group_prefix_v6: must be 0..=128, got {}", self.group_prefix_v6);
+            bail!(
+                "group_prefix_v6: must be 0..=128, got {}",
+                self.group_prefix_v6
+            );
         }
         Ok(())
     }
@@ -109,10 +129,19 @@ mod tests {
         assert_eq!(c.listen.to_string(), "127.0.0.1:9977");
         assert!(!c.unload_on_exit);
         assert!(Config::parse("listen = \"0.0.0.0:80\"\nload = [\"fairtt\"]").is_ok());
-        for bad in ["load = [\"cubic\"]", "max_flows = 0", "listen = \"nope\"", "group_prefix_v4 = 33", "lsiten = \"x\"", "max_flows = -1"] {
+        for bad in [
+            "load = [\"cubic\"]",
+            "max_flows = 0",
+            "listen = \"nope\"",
+            "group_prefix_v4 = 33",
+            "lsiten = \"x\"",
+            "max_flows = -1",
+        ] {
             assert!(Config::parse(bad).is_err(), "{bad} accepted");
         }
-        let e = Config::parse("max_flows = \"many\"").unwrap_err().to_string();
+        let e = Config::parse("max_flows = \"many\"")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("max_flows: "), "{e}");
     }
 

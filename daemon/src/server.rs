@@ -40,20 +40,33 @@ async fn serve(config: Config) -> Result<()> {
     for name in &config.load {
         let cca: Cca = name.parse()?;
         match lifecycle::load(cca, &fs, &LoadOptions::default())? {
-            LoadOutcome::AlreadyLoaded => eprintln!("rttfair-daemon: adopted {cca} (already loaded)"),
+            LoadOutcome::AlreadyLoaded => {
+                eprintln!("rttfair-daemon: adopted {cca} (already loaded)")
+            }
             _ => eprintln!("rttfair-daemon: loaded {cca}"),
         }
     }
-    let collector = Arc::new(FlowCollector::new(fs.clone(), config.max_flows, config.group_prefix_v4, config.group_prefix_v6));
+    let collector = Arc::new(FlowCollector::new(
+        fs.clone(),
+        config.max_flows,
+        config.group_prefix_v4,
+        config.group_prefix_v6,
+    ));
     let mut registry = Registry::default();
     registry.register_collector(Box::new(SharedCollector(collector.clone())));
-    let app = Arc::new(App { registry, collector });
+    let app = Arc::new(App {
+        registry,
+        collector,
+    });
     let router = Router::new()
         .route("/metrics", get(metrics))
         .route("/healthz", get(healthz))
         .with_state(app);
     eprintln!("rttfair-daemon: serving http://{}/metrics", config.listen);
-    axum::serve(listener, router).with_graceful_shutdown(shutdown_signal()).await.context("serve")?;
+    axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown_signal())
+        .await
+        .context("serve")?;
     if config.unload_on_exit {
         for cca in Cca::ALL {
             if lifecycle::is_loaded(cca, &fs) {
@@ -73,7 +86,10 @@ async fn serve(config: Config) -> Result<()> {
 struct SharedCollector(Arc<FlowCollector>);
 
 impl prometheus_client::collector::Collector for SharedCollector {
-    fn encode(&self, enc: prometheus_client::encoding::DescriptorEncoder) -> Result<(), std::fmt::Error> {
+    fn encode(
+        &self,
+        enc: prometheus_client::encoding::DescriptorEncoder,
+    ) -> Result<(), std::fmt::Error> {
         self.0.encode(enc)
     }
 }
@@ -93,12 +109,18 @@ async fn metrics(State(app): State<Arc<App>>, headers: axum::http::HeaderMap) ->
     .await;
     match res {
         Ok(Ok(body)) if openmetrics => (
-            [(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")],
+            [(
+                header::CONTENT_TYPE,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            )],
             body,
         )
             .into_response(),
         Ok(Ok(body)) => (
-            [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+            [(
+                header::CONTENT_TYPE,
+                "text/plain; version=0.0.4; charset=utf-8",
+            )],
             to_prometheus_text(&body),
         )
             .into_response(),
@@ -121,7 +143,9 @@ pub fn to_prometheus_text(om: &str) -> String {
         let renamed = ["# HELP ", "# TYPE "].iter().find_map(|p| {
             let rest = line.strip_prefix(p)?;
             let (name, tail) = rest.split_once(' ')?;
-            counters.contains(name).then(|| format!("{p}{name}_total {tail}"))
+            counters
+                .contains(name)
+                .then(|| format!("{p}{name}_total {tail}"))
         });
         match renamed {
             Some(l) => out.push_str(&l),
@@ -145,7 +169,11 @@ mod tests {
 async fn healthz(State(app): State<Arc<App>>) -> Response {
     match tokio::task::spawn_blocking(move || app.collector.healthy()).await {
         Ok(Ok(())) => (StatusCode::OK, "ok\n").into_response(),
-        Ok(Err(e)) => (StatusCode::SERVICE_UNAVAILABLE, format!("maps unreadable: {e}\n")).into_response(),
+        Ok(Err(e)) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("maps unreadable: {e}\n"),
+        )
+            .into_response(),
         Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "check failed\n").into_response(),
     }
 }

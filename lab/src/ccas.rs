@@ -23,7 +23,11 @@ impl CcaSession {
     /// at `fs`; CCAs already loaded there are used as they are.
     pub fn ensure(fs: &BpfFs, names: &[String]) -> Result<CcaSession> {
         crate::netns::on_signal_exit(unload_all_sessions);
-        let mut s = CcaSession { fs: fs.clone(), loaded: Vec::new(), keep: false };
+        let mut s = CcaSession {
+            fs: fs.clone(),
+            loaded: Vec::new(),
+            keep: false,
+        };
         for name in names {
             if let Ok(cca) = name.parse::<Cca>() {
                 if lifecycle::is_loaded(cca, fs) {
@@ -61,13 +65,19 @@ impl Drop for CcaSession {
         }
         for cca in self.loaded.drain(..) {
             let _ = lifecycle::unregister(cca, &self.fs, true);
-            LOADED_BY_SESSIONS.lock().map(|mut l| l.retain(|(_, c)| *c != cca)).ok();
+            LOADED_BY_SESSIONS
+                .lock()
+                .map(|mut l| l.retain(|(_, c)| *c != cca))
+                .ok();
         }
     }
 }
 
 fn unload_all_sessions() {
-    let all: Vec<(BpfFs, Cca)> = LOADED_BY_SESSIONS.lock().map(|l| l.clone()).unwrap_or_default();
+    let all: Vec<(BpfFs, Cca)> = LOADED_BY_SESSIONS
+        .lock()
+        .map(|l| l.clone())
+        .unwrap_or_default();
     for (fs, cca) in all {
         let _ = lifecycle::unregister(cca, &fs, true);
     }

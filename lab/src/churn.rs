@@ -49,7 +49,13 @@ struct Counters {
 /// Run churn with `cca` for `dur` inside `ns`: `workers` client threads
 /// opening short connections back to back, and `long_flows` connections
 /// streaming for the whole run.
-pub fn run(ns: &Netns, cca: &str, dur: Duration, workers: usize, long_flows: usize) -> Result<ChurnReport> {
+pub fn run(
+    ns: &Netns,
+    cca: &str,
+    dur: Duration,
+    workers: usize,
+    long_flows: usize,
+) -> Result<ChurnReport> {
     // TIME_WAIT reuse for the clients, in this namespace only.
     ns.exec("sysctl", &["-qw", "net.ipv4.tcp_tw_reuse=1"])?;
     let counters = Arc::new(Counters::default());
@@ -59,24 +65,33 @@ pub fn run(ns: &Netns, cca: &str, dur: Duration, workers: usize, long_flows: usi
     let stop_servers = Arc::new(AtomicBool::new(false));
     let mut servers = Vec::new();
     for p in 0..PORTS {
-        let l = ns.run(move || TcpListener::bind(("127.0.0.1", BASE_PORT + p)))?.context("bind churn server")?;
+        let l = ns
+            .run(move || TcpListener::bind(("127.0.0.1", BASE_PORT + p)))?
+            .context("bind churn server")?;
         l.set_nonblocking(true)?;
         let (c, stop) = (counters.clone(), stop_servers.clone());
         servers.push(ns.spawn(move || serve(l, c, stop))?);
     }
-    let long_listener = ns.run(|| TcpListener::bind("127.0.0.1:7099"))?.context("bind long-flow server")?;
+    let long_listener = ns
+        .run(|| TcpListener::bind("127.0.0.1:7099"))?
+        .context("bind long-flow server")?;
     let long_rx: Vec<_> = (0..long_flows)
         .map(|_| {
             let l = long_listener.try_clone().unwrap();
             ns.spawn(move || -> (u64, bool) {
-                let Ok((mut s, _)) = l.accept() else { return (0, false) };
+                let Ok((mut s, _)) = l.accept() else {
+                    return (0, false);
+                };
                 let mut buf = vec![0u8; 1 << 16];
                 let (mut total, mut ok) = (0u64, true);
                 loop {
                     match s.read(&mut buf) {
                         Ok(0) => return (total, ok),
                         Ok(n) => {
-                            ok &= buf[..n].iter().enumerate().all(|(k, b)| *b == pattern(total + k as u64));
+                            ok &= buf[..n]
+                                .iter()
+                                .enumerate()
+                                .all(|(k, b)| *b == pattern(total + k as u64));
                             total += n as u64;
                         }
                         Err(_) => return (total, false),
@@ -134,12 +149,16 @@ pub fn run(ns: &Netns, cca: &str, dur: Duration, workers: usize, long_flows: usi
     }
     let mut long_sent = 0;
     for h in long_tx {
-        long_sent += h.join().map_err(|_| anyhow::anyhow!("long flow panicked"))???;
+        long_sent += h
+            .join()
+            .map_err(|_| anyhow::anyhow!("long flow panicked"))???;
     }
     let mut long_ok = true;
     let mut long_got = 0;
     for h in long_rx {
-        let (n, ok) = h.join().map_err(|_| anyhow::anyhow!("long receiver panicked"))??;
+        let (n, ok) = h
+            .join()
+            .map_err(|_| anyhow::anyhow!("long receiver panicked"))??;
         long_got += n;
         long_ok &= ok;
     }
@@ -205,7 +224,10 @@ fn serve(l: TcpListener, c: Arc<Counters>, stop: Arc<AtomicBool>) {
                 }
                 Err(_) => break false,
             }
-        } && buf[..SHORT_BYTES].iter().enumerate().all(|(k, b)| *b == pattern(k as u64));
+        } && buf[..SHORT_BYTES]
+            .iter()
+            .enumerate()
+            .all(|(k, b)| *b == pattern(k as u64));
         if ok {
             c.verified.fetch_add(SHORT_BYTES as u64, Ordering::Relaxed);
         }

@@ -119,14 +119,20 @@ fn now_ns() -> u64 {
 impl DelayElement {
     /// Start forwarding packets read from `tun` back into it after the delay
     /// of their IPv4 destination (`default` for unknown destinations).
-    pub fn start(tun: File, delays: HashMap<Ipv4Addr, Duration>, default: Duration) -> Result<Self> {
+    pub fn start(
+        tun: File,
+        delays: HashMap<Ipv4Addr, Duration>,
+        default: Duration,
+    ) -> Result<Self> {
         let stop = Arc::new(AtomicBool::new(false));
         let stats = Arc::new(DelayStats::default());
         let timer = TimerFd::new(ClockId::CLOCK_MONOTONIC, TimerFlags::TFD_NONBLOCK)
             .context("timerfd_create")?;
         let (stop2, stats2) = (stop.clone(), stats.clone());
-        let delays: HashMap<u32, u64> =
-            delays.into_iter().map(|(a, d)| (u32::from(a), d.as_nanos() as u64)).collect();
+        let delays: HashMap<u32, u64> = delays
+            .into_iter()
+            .map(|(a, d)| (u32::from(a), d.as_nanos() as u64))
+            .collect();
         let default_ns = default.as_nanos() as u64;
         let thread = std::thread::Builder::new()
             .name("rttfair-delay".into())
@@ -135,7 +141,11 @@ impl DelayElement {
                 relay(tun, timer, &delays, default_ns, &stop2, &stats2);
             })
             .context("spawn delay thread")?;
-        Ok(DelayElement { stop, thread: Some(thread), stats })
+        Ok(DelayElement {
+            stop,
+            thread: Some(thread),
+            stats,
+        })
     }
 }
 
@@ -188,7 +198,11 @@ fn relay(
                         continue;
                     }
                     seq += 1;
-                    heap.push(Held { due_ns: now_ns() + delay, seq, packet: buf[..n].to_vec() });
+                    heap.push(Held {
+                        due_ns: now_ns() + delay,
+                        seq,
+                        packet: buf[..n].to_vec(),
+                    });
                 }
                 Ok(_) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
@@ -210,8 +224,14 @@ fn relay(
         let _ = timer.wait(); // clears an expiry, non-blocking
         if let Some(next) = heap.peek() {
             if next.due_ns != armed_for {
-                let ts = TimeSpec::new((next.due_ns / 1_000_000_000) as i64, (next.due_ns % 1_000_000_000) as i64);
-                let _ = timer.set(Expiration::OneShot(ts), TimerSetTimeFlags::TFD_TIMER_ABSTIME);
+                let ts = TimeSpec::new(
+                    (next.due_ns / 1_000_000_000) as i64,
+                    (next.due_ns % 1_000_000_000) as i64,
+                );
+                let _ = timer.set(
+                    Expiration::OneShot(ts),
+                    TimerSetTimeFlags::TFD_TIMER_ABSTIME,
+                );
                 armed_for = next.due_ns;
             }
         } else {

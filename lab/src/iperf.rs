@@ -28,7 +28,12 @@ impl Server {
         let addr = format!("{bind}:{port}");
         let ok = ns.run(move || {
             for _ in 0..100 {
-                if std::net::TcpStream::connect_timeout(&addr.parse().unwrap(), Duration::from_millis(50)).is_ok() {
+                if std::net::TcpStream::connect_timeout(
+                    &addr.parse().unwrap(),
+                    Duration::from_millis(50),
+                )
+                .is_ok()
+                {
                     return true;
                 }
                 std::thread::sleep(Duration::from_millis(20));
@@ -98,7 +103,12 @@ fn parse(v: &Value) -> Result<ClientResult> {
             a.iter()
                 .filter_map(|i| {
                     let s = i["streams"].get(0)?;
-                    Some((f(&s["end"]), f(&s["bits_per_second"]), u(&s["rtt"]), u(&s["snd_cwnd"])))
+                    Some((
+                        f(&s["end"]),
+                        f(&s["bits_per_second"]),
+                        u(&s["rtt"]),
+                        u(&s["snd_cwnd"]),
+                    ))
                 })
                 .collect()
         })
@@ -112,7 +122,10 @@ fn parse(v: &Value) -> Result<ClientResult> {
         sender_cpu_percent: f(&end["cpu_utilization_percent"]["host_total"]),
         seconds: f(&end["sum_sent"]["seconds"]),
         intervals,
-        congestion: end["sender_tcp_congestion"].as_str().unwrap_or("").to_string(),
+        congestion: end["sender_tcp_congestion"]
+            .as_str()
+            .unwrap_or("")
+            .to_string(),
     })
 }
 
@@ -130,14 +143,34 @@ pub struct FullResult {
 pub fn client_with_server_output(ns: &str, spec: &ClientSpec) -> Result<FullResult> {
     let mut cmd = std::process::Command::new("ip");
     cmd.args(["netns", "exec", ns, "iperf3", "--get-server-output"]);
-    cmd.args(["-c", &spec.server, "-p", &spec.port.to_string(), "-J", "-C", &spec.cca])
-        .args(["-t", &format!("{}", spec.seconds), "-i", &format!("{}", spec.interval)]);
+    cmd.args([
+        "-c",
+        &spec.server,
+        "-p",
+        &spec.port.to_string(),
+        "-J",
+        "-C",
+        &spec.cca,
+    ])
+    .args([
+        "-t",
+        &format!("{}", spec.seconds),
+        "-i",
+        &format!("{}", spec.interval),
+    ]);
     if let Some(b) = &spec.bind {
         cmd.args(["-B", b]);
     }
-    let out = cmd.stdin(Stdio::null()).output().context("run iperf3 client")?;
-    let v: Value = serde_json::from_slice(&out.stdout)
-        .with_context(|| format!("iperf3 output is not JSON: {}", String::from_utf8_lossy(&out.stderr)))?;
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .context("run iperf3 client")?;
+    let v: Value = serde_json::from_slice(&out.stdout).with_context(|| {
+        format!(
+            "iperf3 output is not JSON: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })?;
     if let Some(e) = v.get("error").and_then(Value::as_str) {
         bail!("iperf3 -C {}: {e}", spec.cca);
     }
@@ -157,5 +190,8 @@ pub fn client_with_server_output(ns: &str, spec: &ClientSpec) -> Result<FullResu
                 .collect()
         })
         .unwrap_or_default();
-    Ok(FullResult { client, receiver_intervals })
+    Ok(FullResult {
+        client,
+        receiver_intervals,
+    })
 }

@@ -7,8 +7,19 @@ use crate::netns::Netns;
 
 /// Create a veth pair `a_if` (in `a`) <-> `b_if` (in `b`), both up.
 pub fn veth(a: &Netns, a_if: &str, b: &Netns, b_if: &str) -> Result<()> {
-    a.ip(&["link", "add", a_if, "type", "veth", "peer", "name", b_if, "netns", b.name()])
-        .with_context(|| format!("veth {}:{a_if} <-> {}:{b_if}", a.name(), b.name()))?;
+    a.ip(&[
+        "link",
+        "add",
+        a_if,
+        "type",
+        "veth",
+        "peer",
+        "name",
+        b_if,
+        "netns",
+        b.name(),
+    ])
+    .with_context(|| format!("veth {}:{a_if} <-> {}:{b_if}", a.name(), b.name()))?;
     a.ip(&["link", "set", a_if, "up"])?;
     b.ip(&["link", "set", b_if, "up"])?;
     offloads_off(a, a_if)?;
@@ -25,8 +36,11 @@ pub fn addr(ns: &Netns, ifname: &str, cidr: &str) -> Result<()> {
 /// TSO/GSO/GRO off, so qdiscs and the delay element see MTU-size packets and
 /// a bottleneck's buffer counts real packets.
 pub fn offloads_off(ns: &Netns, ifname: &str) -> Result<()> {
-    ns.exec("ethtool", &["-K", ifname, "tso", "off", "gso", "off", "gro", "off"])
-        .with_context(|| format!("ethtool -K {ifname} (is ethtool installed?)"))?;
+    ns.exec(
+        "ethtool",
+        &["-K", ifname, "tso", "off", "gso", "off", "gro", "off"],
+    )
+    .with_context(|| format!("ethtool -K {ifname} (is ethtool installed?)"))?;
     Ok(())
 }
 
@@ -43,7 +57,12 @@ pub fn shape(ns: &Netns, ifname: &str, b: Bottleneck) -> Result<()> {
     // Burst of at least one HZ tick of data (HZ=250) so HTB can hold the rate.
     let burst = format!("{}b", (b.rate_bit / 8 / 250).max(3000));
     let limit = b.limit_bytes.to_string();
-    ns.exec("tc", &["qdisc", "replace", "dev", ifname, "root", "handle", "1:", "htb", "default", "1"])?;
+    ns.exec(
+        "tc",
+        &[
+            "qdisc", "replace", "dev", ifname, "root", "handle", "1:", "htb", "default", "1",
+        ],
+    )?;
     ns.exec(
         "tc",
         &[
@@ -53,7 +72,10 @@ pub fn shape(ns: &Netns, ifname: &str, b: Bottleneck) -> Result<()> {
     )?;
     ns.exec(
         "tc",
-        &["qdisc", "add", "dev", ifname, "parent", "1:1", "handle", "10:", "bfifo", "limit", &limit],
+        &[
+            "qdisc", "add", "dev", ifname, "parent", "1:1", "handle", "10:", "bfifo", "limit",
+            &limit,
+        ],
     )?;
     Ok(())
 }
@@ -61,6 +83,12 @@ pub fn shape(ns: &Netns, ifname: &str, b: Bottleneck) -> Result<()> {
 /// Change the drop-tail buffer of a bottleneck built by [`shape`].
 pub fn set_buffer(ns: &Netns, ifname: &str, limit_bytes: u64) -> Result<()> {
     let limit = limit_bytes.to_string();
-    ns.exec("tc", &["qdisc", "change", "dev", ifname, "parent", "1:1", "handle", "10:", "bfifo", "limit", &limit])?;
+    ns.exec(
+        "tc",
+        &[
+            "qdisc", "change", "dev", ifname, "parent", "1:1", "handle", "10:", "bfifo", "limit",
+            &limit,
+        ],
+    )?;
     Ok(())
 }

@@ -138,7 +138,12 @@ mod tests {
     #[test]
     fn convergence_needs_to_stay_fair() {
         let t = [1.0, 2.0, 3.0, 4.0];
-        let s = vec![vec![9.0, 1.0], vec![5.0, 5.0], vec![9.0, 1.0], vec![5.0, 5.0]];
+        let s = vec![
+            vec![9.0, 1.0],
+            vec![5.0, 5.0],
+            vec![9.0, 1.0],
+            vec![5.0, 5.0],
+        ];
         assert_eq!(convergence_time(&t, &s, 0.95), Some(4.0));
         let never = vec![vec![9.0, 1.0]; 4];
         assert_eq!(convergence_time(&t, &never, 0.95), None);

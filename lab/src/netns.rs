@@ -79,7 +79,9 @@ impl Netns {
                 .context("setns")?;
             Ok(f())
         });
-        handle.join().map_err(|_| anyhow::anyhow!("thread in netns panicked"))?
+        handle
+            .join()
+            .map_err(|_| anyhow::anyhow!("thread in netns panicked"))?
     }
 
     /// Spawn `f` on a thread inside the namespace without waiting for it.
@@ -132,7 +134,9 @@ fn delete(name: &str) {
 
 /// Namespaces of this project whose creating process no longer exists.
 pub fn stale() -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(NETNS_DIR) else { return Vec::new() };
+    let Ok(entries) = std::fs::read_dir(NETNS_DIR) else {
+        return Vec::new();
+    };
     entries
         .flatten()
         .filter_map(|e| e.file_name().into_string().ok())
@@ -156,7 +160,10 @@ pub fn reap_stale() -> Vec<String> {
 
 /// Delete every namespace this process still owns (used on signals).
 pub fn cleanup_all() {
-    let names: Vec<String> = LIVE.lock().map(|l| l.iter().cloned().collect()).unwrap_or_default();
+    let names: Vec<String> = LIVE
+        .lock()
+        .map(|l| l.iter().cloned().collect())
+        .unwrap_or_default();
     for n in names {
         delete(&n);
     }

@@ -63,23 +63,40 @@ pub fn throughput(path: &Path, s: &Scenario, r: &RepResult) -> Result<()> {
     }
     let mut chart = b.build_cartesian_2d(0f64..s.duration_s, 0f64..ymax)?;
     if text {
-        chart.configure_mesh().x_desc("time (s)").y_desc("goodput (Mbit/s)").draw()?;
+        chart
+            .configure_mesh()
+            .x_desc("time (s)")
+            .y_desc("goodput (Mbit/s)")
+            .draw()?;
     } else {
         chart.configure_mesh().disable_mesh().draw()?;
     }
     for (i, f) in r.flows.iter().enumerate() {
         let c = color(i);
-        let series = chart.draw_series(LineSeries::new(f.goodput.iter().map(|(t, b)| (*t, b / 1e6)), c.stroke_width(2)))?;
+        let series = chart.draw_series(LineSeries::new(
+            f.goodput.iter().map(|(t, b)| (*t, b / 1e6)),
+            c.stroke_width(2),
+        ))?;
         if text {
             series
-                .label(format!("{} {} {} ms", f.spec.group, f.spec.cca, f.spec.rtt_ms))
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+                .label(format!(
+                    "{} {} {} ms",
+                    f.spec.group, f.spec.cca, f.spec.rtt_ms
+                ))
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
+                });
         }
     }
     if text {
-        chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()?;
     }
-    root.present().with_context(|| format!("write {}", path.display()))?;
+    root.present()
+        .with_context(|| format!("write {}", path.display()))?;
     Ok(())
 }
 
@@ -89,7 +106,13 @@ pub fn queue(path: &Path, s: &Scenario, r: &RepResult) -> Result<()> {
     let root = BitMapBackend::new(path, (1000, 400)).into_drawing_area();
     root.fill(&WHITE)?;
     let limit_pkts = s.buffer_bytes() as f64 / crate::scenario::WIRE_PACKET as f64;
-    let ymax = r.queue.iter().map(|q| q.stats.qlen as f64).fold(limit_pkts, f64::max) * 1.05 + 1.0;
+    let ymax = r
+        .queue
+        .iter()
+        .map(|q| q.stats.qlen as f64)
+        .fold(limit_pkts, f64::max)
+        * 1.05
+        + 1.0;
     let mut b = ChartBuilder::on(&root);
     b.margin(10).x_label_area_size(40).y_label_area_size(60);
     if text {
@@ -97,13 +120,24 @@ pub fn queue(path: &Path, s: &Scenario, r: &RepResult) -> Result<()> {
     }
     let mut chart = b.build_cartesian_2d(0f64..s.duration_s, 0f64..ymax)?;
     if text {
-        chart.configure_mesh().x_desc("time (s)").y_desc("queue (packets)").draw()?;
+        chart
+            .configure_mesh()
+            .x_desc("time (s)")
+            .y_desc("queue (packets)")
+            .draw()?;
     } else {
         chart.configure_mesh().disable_mesh().draw()?;
     }
-    chart.draw_series(LineSeries::new(r.queue.iter().map(|q| (q.t, q.stats.qlen as f64)), color(0)))?;
-    chart.draw_series(LineSeries::new(vec![(0.0, limit_pkts), (s.duration_s, limit_pkts)], RED.stroke_width(1)))?;
-    root.present().with_context(|| format!("write {}", path.display()))?;
+    chart.draw_series(LineSeries::new(
+        r.queue.iter().map(|q| (q.t, q.stats.qlen as f64)),
+        color(0),
+    ))?;
+    chart.draw_series(LineSeries::new(
+        vec![(0.0, limit_pkts), (s.duration_s, limit_pkts)],
+        RED.stroke_width(1),
+    ))?;
+    root.present()
+        .with_context(|| format!("write {}", path.display()))?;
     Ok(())
 }
 
@@ -121,7 +155,11 @@ pub fn heatmap(
     hi: f64,
 ) -> Result<()> {
     let text = ensure_font();
-    let root = BitMapBackend::new(path, (140 + 70 * xs.len() as u32, 120 + 40 * ys.len() as u32)).into_drawing_area();
+    let root = BitMapBackend::new(
+        path,
+        (140 + 70 * xs.len() as u32, 120 + 40 * ys.len() as u32),
+    )
+    .into_drawing_area();
     root.fill(&WHITE)?;
     let mut b = ChartBuilder::on(&root);
     b.margin(10).x_label_area_size(50).y_label_area_size(80);
@@ -154,7 +192,10 @@ pub fn heatmap(
                 let f = ((mid - v) / (mid - lo)).clamp(0.0, 1.0);
                 RGBColor((255.0 * (1.0 - f)) as u8, (255.0 * (1.0 - f)) as u8, 255)
             };
-            chart.draw_series(std::iter::once(Rectangle::new([(xi, yi), (xi + 1, yi + 1)], c.filled())))?;
+            chart.draw_series(std::iter::once(Rectangle::new(
+                [(xi, yi), (xi + 1, yi + 1)],
+                c.filled(),
+            )))?;
             if text && !v.is_nan() {
                 chart.draw_series(std::iter::once(Text::new(
                     format!("{v:.2}"),
@@ -164,7 +205,8 @@ pub fn heatmap(
             }
         }
     }
-    root.present().with_context(|| format!("write {}", path.display()))?;
+    root.present()
+        .with_context(|| format!("write {}", path.display()))?;
     Ok(())
 }
 
@@ -183,7 +225,11 @@ pub fn sweep_lines(
     xs.dedup();
     let mut ccas: Vec<&str> = points.iter().map(|p| p.cca.as_str()).collect();
     ccas.dedup();
-    let vals: Vec<f64> = points.iter().map(|p| metric(&p.summary)).filter(|v| v.is_finite()).collect();
+    let vals: Vec<f64> = points
+        .iter()
+        .map(|p| metric(&p.summary))
+        .filter(|v| v.is_finite())
+        .collect();
     let ymax = vals.iter().cloned().fold(1.0, f64::max) * 1.1;
     let root = BitMapBackend::new(path, (900, 450)).into_drawing_area();
     root.fill(&WHITE)?;
@@ -203,7 +249,9 @@ pub fn sweep_lines(
             .x_label_formatter(&|v| {
                 let i = v.round();
                 if (v - i).abs() < 0.01 && i >= 0.0 {
-                    xs2.get(i as usize).map(|x| format!("{x}")).unwrap_or_default()
+                    xs2.get(i as usize)
+                        .map(|x| format!("{x}"))
+                        .unwrap_or_default()
                 } else {
                     String::new()
                 }
@@ -215,18 +263,29 @@ pub fn sweep_lines(
         let line: Vec<(f64, f64)> = points
             .iter()
             .filter(|p| p.cca == *cca && p.y.is_none())
-            .filter_map(|p| xs.iter().position(|x| *x == p.x).map(|i| (i as f64, metric(&p.summary))))
+            .filter_map(|p| {
+                xs.iter()
+                    .position(|x| *x == p.x)
+                    .map(|i| (i as f64, metric(&p.summary)))
+            })
             .filter(|(_, v)| v.is_finite())
             .collect();
         chart.draw_series(line.iter().map(|p| Circle::new(*p, 3, c.filled())))?;
         let s = chart.draw_series(LineSeries::new(line, c.stroke_width(2)))?;
         if text {
-            s.label(cca.to_string()).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+            s.label(cca.to_string()).legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
+            });
         }
     }
     if text {
-        chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()?;
     }
-    root.present().with_context(|| format!("write {}", path.display()))?;
+    root.present()
+        .with_context(|| format!("write {}", path.display()))?;
     Ok(())
 }

@@ -59,14 +59,26 @@ impl QdiscReader {
                 anyhow::bail!("no interface {name}");
             }
             // SAFETY: plain socket(2).
-            let fd = unsafe { libc::socket(libc::AF_NETLINK, libc::SOCK_RAW | libc::SOCK_CLOEXEC, libc::NETLINK_ROUTE) };
+            let fd = unsafe {
+                libc::socket(
+                    libc::AF_NETLINK,
+                    libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+                    libc::NETLINK_ROUTE,
+                )
+            };
             if fd < 0 {
                 return Err(io::Error::last_os_error()).context("netlink socket");
             }
             // SAFETY: fd is a fresh, owned descriptor.
             Ok((unsafe { OwnedFd::from_raw_fd(fd) }, idx as i32))
         })??;
-        Ok(QdiscReader { fd, ifindex, handle, seq: 1, buf: vec![0u8; 65536] })
+        Ok(QdiscReader {
+            fd,
+            ifindex,
+            handle,
+            seq: 1,
+            buf: vec![0u8; 65536],
+        })
     }
 
     /// Current counters of the qdisc.
@@ -87,7 +99,14 @@ impl QdiscReader {
         let mut found = None;
         loop {
             // SAFETY: receiving into an owned buffer.
-            let n = unsafe { libc::recv(self.fd.as_raw_fd(), self.buf.as_mut_ptr().cast(), self.buf.len(), 0) };
+            let n = unsafe {
+                libc::recv(
+                    self.fd.as_raw_fd(),
+                    self.buf.as_mut_ptr().cast(),
+                    self.buf.len(),
+                    0,
+                )
+            };
             if n < 0 {
                 return Err(io::Error::last_os_error()).context("netlink recv");
             }
@@ -104,7 +123,9 @@ impl QdiscReader {
                     NLMSG_DONE => done = true,
                     NLMSG_ERROR => anyhow::bail!("netlink error reply to RTM_GETQDISC"),
                     RTM_NEWQDISC => {
-                        if let Some(s) = parse_qdisc(&self.buf[off + 16..off + len], self.ifindex, self.handle) {
+                        if let Some(s) =
+                            parse_qdisc(&self.buf[off + 16..off + len], self.ifindex, self.handle)
+                        {
                             found = Some(s);
                         }
                     }
@@ -116,7 +137,13 @@ impl QdiscReader {
                 break;
             }
         }
-        found.with_context(|| format!("qdisc {:x}: not found on ifindex {}", self.handle >> 16, self.ifindex))
+        found.with_context(|| {
+            format!(
+                "qdisc {:x}: not found on ifindex {}",
+                self.handle >> 16,
+                self.ifindex
+            )
+        })
     }
 }
 
@@ -192,7 +219,10 @@ impl QueueSampler {
             let mut next = t0;
             while !stop2.load(Ordering::Relaxed) {
                 if let Ok(stats) = reader.read() {
-                    out.push(QueueSample { t: t0.elapsed().as_secs_f64(), stats });
+                    out.push(QueueSample {
+                        t: t0.elapsed().as_secs_f64(),
+                        stats,
+                    });
                 }
                 next += period;
                 let now = Instant::now();
@@ -204,13 +234,19 @@ impl QueueSampler {
             }
             out
         });
-        QueueSampler { stop, thread: Some(thread) }
+        QueueSampler {
+            stop,
+            thread: Some(thread),
+        }
     }
 
     /// Stop and return the samples.
     pub fn finish(mut self) -> Vec<QueueSample> {
         self.stop.store(true, Ordering::Relaxed);
-        self.thread.take().and_then(|t| t.join().ok()).unwrap_or_default()
+        self.thread
+            .take()
+            .and_then(|t| t.join().ok())
+            .unwrap_or_default()
     }
 }
 

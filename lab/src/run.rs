@@ -123,7 +123,9 @@ pub struct RunResult {
 
 /// Run `scenario` end to end and write its results folder.
 pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<RunResult> {
-    scenario.validate().map_err(|e| anyhow::anyhow!("invalid scenario: {e}"))?;
+    scenario
+        .validate()
+        .map_err(|e| anyhow::anyhow!("invalid scenario: {e}"))?;
     let flows = scenario.flows();
     let mut ccas: Vec<String> = flows.iter().map(|f| f.cca.clone()).collect();
     ccas.sort();
@@ -132,9 +134,15 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<RunResult> {
 
     let paths: Vec<FlowPath> = flows
         .iter()
-        .map(|f| FlowPath { rtt: Duration::from_secs_f64(f.rtt_ms / 1e3), loss_pct: f.loss_pct })
+        .map(|f| FlowPath {
+            rtt: Duration::from_secs_f64(f.rtt_ms / 1e3),
+            loss_pct: f.loss_pct,
+        })
         .collect();
-    let bottleneck = Bottleneck { rate_bit: scenario.rate_bit(), limit_bytes: scenario.buffer_bytes() };
+    let bottleneck = Bottleneck {
+        rate_bit: scenario.rate_bit(),
+        limit_bytes: scenario.buffer_bytes(),
+    };
     let net = Dumbbell::build(&paths, bottleneck)?;
 
     // Self-check: the network must be the one configured.
@@ -154,7 +162,9 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<RunResult> {
     let rate_check = check_rate(&net, scenario)?;
 
     let label = label_of(scenario);
-    let dir = opts.out_dir.join(format!("{}-{}", sanitize(&scenario.name), label));
+    let dir = opts
+        .out_dir
+        .join(format!("{}-{}", sanitize(&scenario.name), label));
     std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
     std::fs::write(dir.join("scenario.toml"), toml::to_string_pretty(scenario)?)?;
 
@@ -162,7 +172,13 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<RunResult> {
     let mut reps = Vec::new();
     for rep in 0..scenario.repetitions {
         let base = rep as u64 * scenario.duration_s.ceil() as u64;
-        let r = run_rep(scenario, &flows, &net, &opts.bpffs, bar.as_ref().map(|b| (b, base)))?;
+        let r = run_rep(
+            scenario,
+            &flows,
+            &net,
+            &opts.bpffs,
+            bar.as_ref().map(|b| (b, base)),
+        )?;
         let rep_dir = dir.join(format!("rep{rep}"));
         write_rep(&rep_dir, &r)?;
         if rep == 0 {
@@ -188,7 +204,10 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<RunResult> {
         summary,
         dir: dir.clone(),
     };
-    std::fs::write(dir.join("summary.json"), serde_json::to_string_pretty(&result)?)?;
+    std::fs::write(
+        dir.join("summary.json"),
+        serde_json::to_string_pretty(&result)?,
+    )?;
     Ok(result)
 }
 
@@ -205,7 +224,15 @@ pub fn label_of(s: &Scenario) -> String {
 }
 
 fn sanitize(s: &str) -> String {
-    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect()
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 fn progress_bar(on: bool, s: &Scenario, label: &str) -> Option<indicatif::ProgressBar> {
@@ -231,7 +258,11 @@ fn check_rate(net: &Dumbbell, s: &Scenario) -> Result<f64> {
     let check_buffer = (s.rate_bit() / 8 / 10).max(s.buffer_bytes());
     crate::link::set_buffer(&net.router, crate::topology::BOTTLENECK_IF, check_buffer)?;
     let r = check_rate_once(net, s);
-    crate::link::set_buffer(&net.router, crate::topology::BOTTLENECK_IF, s.buffer_bytes())?;
+    crate::link::set_buffer(
+        &net.router,
+        crate::topology::BOTTLENECK_IF,
+        s.buffer_bytes(),
+    )?;
     r
 }
 
@@ -249,11 +280,23 @@ fn check_rate_once(net: &Dumbbell, s: &Scenario) -> Result<f64> {
     )?;
     // Receiver-side rate, skipping the first second (slow start); the
     // sender's rate would count what it put into the buffer, not through it.
-    let steady: Vec<f64> = r.receiver_intervals.iter().skip(1).filter(|i| i.0 <= 4.0 + 1e-6).map(|i| i.1).collect();
-    let measured = if steady.is_empty() { r.client.receiver_bits_per_second } else { metrics::mean(&steady) };
+    let steady: Vec<f64> = r
+        .receiver_intervals
+        .iter()
+        .skip(1)
+        .filter(|i| i.0 <= 4.0 + 1e-6)
+        .map(|i| i.1)
+        .collect();
+    let measured = if steady.is_empty() {
+        r.client.receiver_bits_per_second
+    } else {
+        metrics::mean(&steady)
+    };
     let expected = s.rate_bit() as f64 * MSS as f64 / WIRE_PACKET as f64;
     // With loss configured for flow 0 the check would measure the loss, not the rate.
-    if s.flows().first().is_some_and(|f| f.loss_pct == 0.0) && !selfcheck::rate_within_tolerance(expected, measured) {
+    if s.flows().first().is_some_and(|f| f.loss_pct == 0.0)
+        && !selfcheck::rate_within_tolerance(expected, measured)
+    {
         bail!(
             "self-check failed: bottleneck carries {:.2} Mbit/s of goodput, expected {:.2} (rate x {MSS}/{WIRE_PACKET}, tolerance 3%); no results reported",
             measured / 1e6,
@@ -310,7 +353,9 @@ fn run_rep(
     }
     let mut results = Vec::new();
     for (h, f) in handles.into_iter().zip(flows) {
-        let r = h.join().map_err(|_| anyhow::anyhow!("flow {} thread panicked", f.index))??;
+        let r = h
+            .join()
+            .map_err(|_| anyhow::anyhow!("flow {} thread panicked", f.index))??;
         results.push((f.clone(), r));
     }
     stop.store(true, Ordering::Relaxed);
@@ -319,18 +364,32 @@ fn run_rep(
     if let Some((b, base)) = bar {
         b.set_position(base + s.duration_s.ceil() as u64);
     }
-    let drops = queue.last().map(|q| q.stats.drops.saturating_sub(drops_before)).unwrap_or(0) as u64;
+    let drops = queue
+        .last()
+        .map(|q| q.stats.drops.saturating_sub(drops_before))
+        .unwrap_or(0) as u64;
     let loss_drops = net.random_loss_drops() - loss_before;
 
     let flows_out: Vec<FlowResult> = results
         .into_iter()
         .map(|(spec, r)| {
-            let goodput: Vec<(f64, f64)> =
-                r.receiver_intervals.iter().map(|(t, b)| (t + spec.start_s, *b)).collect();
-            let rtt_ms: Vec<(f64, f64)> =
-                r.client.intervals.iter().map(|i| (i.0 + spec.start_s, i.2 as f64 / 1e3)).collect();
+            let goodput: Vec<(f64, f64)> = r
+                .receiver_intervals
+                .iter()
+                .map(|(t, b)| (t + spec.start_s, *b))
+                .collect();
+            let rtt_ms: Vec<(f64, f64)> = r
+                .client
+                .intervals
+                .iter()
+                .map(|i| (i.0 + spec.start_s, i.2 as f64 / 1e3))
+                .collect();
             let lo = s.warmup_s.max(spec.start_s);
-            let window: Vec<f64> = goodput.iter().filter(|(t, _)| *t > lo + 1e-9).map(|(_, b)| *b).collect();
+            let window: Vec<f64> = goodput
+                .iter()
+                .filter(|(t, _)| *t > lo + 1e-9)
+                .map(|(_, b)| *b)
+                .collect();
             FlowResult {
                 mean_goodput: metrics::mean(&window),
                 goodput,
@@ -344,11 +403,21 @@ fn run_rep(
         .collect();
     for f in &flows_out {
         if f.congestion != f.spec.cca {
-            bail!("flow {} ran {} instead of {}", f.spec.index, f.congestion, f.spec.cca);
+            bail!(
+                "flow {} ran {} instead of {}",
+                f.spec.index,
+                f.congestion,
+                f.spec.cca
+            );
         }
     }
     let summary = summarize(s, &flows_out, &queue, drops, loss_drops);
-    Ok(RepResult { flows: flows_out, queue, bpf, summary })
+    Ok(RepResult {
+        flows: flows_out,
+        queue,
+        bpf,
+        summary,
+    })
 }
 
 fn spawn_bpf_sampler(
@@ -358,7 +427,9 @@ fn spawn_bpf_sampler(
     t0: Instant,
     stop: Arc<AtomicBool>,
 ) -> std::thread::JoinHandle<Vec<BpfSample>> {
-    let project = flows.iter().any(|f| f.cca.parse::<rttfair_loader::Cca>().is_ok());
+    let project = flows
+        .iter()
+        .any(|f| f.cca.parse::<rttfair_loader::Cca>().is_ok());
     let fs = fs.clone();
     let addrs: Vec<std::net::IpAddr> = (0..flows.len()).map(|i| net.sender(i).into()).collect();
     std::thread::spawn(move || {
@@ -366,11 +437,15 @@ fn spawn_bpf_sampler(
         if !project {
             return out;
         }
-        let Ok(reader) = FlowReader::open(&fs) else { return out };
+        let Ok(reader) = FlowReader::open(&fs) else {
+            return out;
+        };
         while !stop.load(Ordering::Relaxed) {
             let t = t0.elapsed().as_secs_f64();
             for f in reader.flows().unwrap_or_default() {
-                let Some(idx) = addrs.iter().position(|a| *a == f.local().ip()) else { continue };
+                let Some(idx) = addrs.iter().position(|a| *a == f.local().ip()) else {
+                    continue;
+                };
                 let r = &f.raw;
                 out.push(BpfSample {
                     t,
@@ -413,22 +488,33 @@ pub fn summarize(
         if !order.contains(&f.spec.group) {
             order.push(f.spec.group.clone());
         }
-        groups.entry(f.spec.group.clone()).or_default().push(f.mean_goodput);
+        groups
+            .entry(f.spec.group.clone())
+            .or_default()
+            .push(f.mean_goodput);
     }
     let mean_all = metrics::mean(&goodputs);
     let group_mean = |g: &str| metrics::mean(&groups[g]);
     let (stdr, group_ratio) = if order.len() >= 2 {
         let (a, b) = (group_mean(&order[0]), group_mean(&order[1]));
-        (metrics::stdr(a, b), if b > 0.0 { a / b } else { f64::INFINITY })
+        (
+            metrics::stdr(a, b),
+            if b > 0.0 { a / b } else { f64::INFINITY },
+        )
     } else {
         (0.0, 1.0)
     };
     let capacity = s.rate_bit() as f64 * MSS as f64 / WIRE_PACKET as f64;
-    let delivered_pkts: f64 = flows.iter().map(|f| f.bytes_received as f64 / MSS as f64).sum();
+    let delivered_pkts: f64 = flows
+        .iter()
+        .map(|f| f.bytes_received as f64 / MSS as f64)
+        .sum();
     let retrans: f64 = flows.iter().map(|f| f.retransmits as f64).sum();
     let lo = s.warmup_s;
-    let rtts: Vec<f64> =
-        flows.iter().flat_map(|f| f.rtt_ms.iter().filter(|(t, _)| *t > lo).map(|(_, r)| *r)).collect();
+    let rtts: Vec<f64> = flows
+        .iter()
+        .flat_map(|f| f.rtt_ms.iter().filter(|(t, _)| *t > lo).map(|(_, r)| *r))
+        .collect();
     let qdelays: Vec<f64> = queue
         .iter()
         .filter(|q| q.t > lo)
@@ -443,7 +529,12 @@ pub fn summarize(
             let t = longest.goodput[k].0;
             let active: Vec<f64> = flows
                 .iter()
-                .filter_map(|f| f.goodput.iter().find(|(tt, _)| (tt - t).abs() < s.interval_s / 2.0).map(|x| x.1))
+                .filter_map(|f| {
+                    f.goodput
+                        .iter()
+                        .find(|(tt, _)| (tt - t).abs() < s.interval_s / 2.0)
+                        .map(|x| x.1)
+                })
                 .collect();
             times.push(t);
             series.push(active);
@@ -451,8 +542,14 @@ pub fn summarize(
     }
     Summary {
         jain: metrics::jain(&goodputs),
-        jain_by_group: groups.iter().map(|(g, v)| (g.clone(), metrics::jain(v))).collect(),
-        goodput_mbit_by_group: groups.iter().map(|(g, v)| (g.clone(), metrics::mean(v) / 1e6)).collect(),
+        jain_by_group: groups
+            .iter()
+            .map(|(g, v)| (g.clone(), metrics::jain(v)))
+            .collect(),
+        goodput_mbit_by_group: groups
+            .iter()
+            .map(|(g, v)| (g.clone(), metrics::mean(v) / 1e6))
+            .collect(),
         rts_by_group: groups
             .iter()
             .map(|(g, v)| (g.clone(), metrics::rts(v.iter().sum(), v.len(), mean_all)))
@@ -481,7 +578,14 @@ pub fn mean_summary(all: &[Summary]) -> Summary {
     let mean_map = |f: &dyn Fn(&Summary) -> &BTreeMap<String, f64>| {
         let mut out = BTreeMap::new();
         for k in f(&all[0]).keys() {
-            out.insert(k.clone(), metrics::mean(&all.iter().filter_map(|s| f(s).get(k).copied()).collect::<Vec<_>>()));
+            out.insert(
+                k.clone(),
+                metrics::mean(
+                    &all.iter()
+                        .filter_map(|s| f(s).get(k).copied())
+                        .collect::<Vec<_>>(),
+                ),
+            );
         }
         out
     };
@@ -504,7 +608,13 @@ pub fn mean_summary(all: &[Summary]) -> Summary {
         random_loss_drops: m(&|s| s.random_loss_drops as f64) as u64,
         convergence_s: (conv.len() == all.len()).then(|| metrics::mean(&conv)),
         flow_goodput_mbit: (0..n_flows)
-            .map(|i| metrics::mean(&all.iter().filter_map(|s| s.flow_goodput_mbit.get(i).copied()).collect::<Vec<_>>()))
+            .map(|i| {
+                metrics::mean(
+                    &all.iter()
+                        .filter_map(|s| s.flow_goodput_mbit.get(i).copied())
+                        .collect::<Vec<_>>(),
+                )
+            })
             .collect(),
     }
 }
@@ -529,7 +639,11 @@ fn write_rep(dir: &Path, r: &RepResult) -> Result<()> {
     let mut csv = String::from("t,flow,group,cca,goodput_bps\n");
     for f in &r.flows {
         for (t, b) in &f.goodput {
-            let _ = writeln!(csv, "{t:.3},{},{},{},{b:.0}", f.spec.index, f.spec.group, f.spec.cca);
+            let _ = writeln!(
+                csv,
+                "{t:.3},{},{},{},{b:.0}",
+                f.spec.index, f.spec.group, f.spec.cca
+            );
         }
     }
     std::fs::write(dir.join("goodput.csv"), csv)?;
@@ -543,7 +657,11 @@ fn write_rep(dir: &Path, r: &RepResult) -> Result<()> {
     let mut csv = String::from("t,backlog_bytes,qlen_packets,drops,sent_bytes,sent_packets\n");
     for q in &r.queue {
         let st = &q.stats;
-        let _ = writeln!(csv, "{:.4},{},{},{},{},{}", q.t, st.backlog_bytes, st.qlen, st.drops, st.bytes, st.packets);
+        let _ = writeln!(
+            csv,
+            "{:.4},{},{},{},{},{}",
+            q.t, st.backlog_bytes, st.qlen, st.drops, st.bytes, st.packets
+        );
     }
     std::fs::write(dir.join("queue.csv"), csv)?;
     if !r.bpf.is_empty() {
@@ -554,9 +672,23 @@ fn write_rep(dir: &Path, r: &RepResult) -> Result<()> {
             let _ = writeln!(
                 csv,
                 "{:.2},{},{},{:.3},{:.3},{:.3},{},{:.3},{},{:.3},{:.4},{},{},{:.3},{},{:.4},{:.3}",
-                b.t, b.flow, b.mode, b.btlbw_mbit, b.min_rtt_ms, b.last_rtt_ms, b.cwnd, b.pacing_mbit,
-                b.probe_rtt_entries, b.fairtt_alpha_ms, b.fairtt_coef, b.fairtt_wfcount, b.fairtt_active as u8,
-                b.adbbr_nrtt_ms, b.adbbr_regime, b.adbbr_factor, b.adbbr_rtt_std_ms
+                b.t,
+                b.flow,
+                b.mode,
+                b.btlbw_mbit,
+                b.min_rtt_ms,
+                b.last_rtt_ms,
+                b.cwnd,
+                b.pacing_mbit,
+                b.probe_rtt_entries,
+                b.fairtt_alpha_ms,
+                b.fairtt_coef,
+                b.fairtt_wfcount,
+                b.fairtt_active as u8,
+                b.adbbr_nrtt_ms,
+                b.adbbr_regime,
+                b.adbbr_factor,
+                b.adbbr_rtt_std_ms
             );
         }
         std::fs::write(dir.join("bpf.csv"), csv)?;

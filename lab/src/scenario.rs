@@ -130,14 +130,20 @@ pub struct ScenarioError {
 }
 
 fn err(field: impl Into<String>, reason: impl Into<String>) -> ScenarioError {
-    ScenarioError { field: field.into(), reason: reason.into() }
+    ScenarioError {
+        field: field.into(),
+        reason: reason.into(),
+    }
 }
 
 fn in_range(field: &str, v: f64, lo: f64, hi: f64, unit: &str) -> Result<(), ScenarioError> {
     if v.is_finite() && v >= lo && v <= hi {
         Ok(())
     } else {
-        Err(err(field, format!("must be between {lo} and {hi}{unit}, got {v}")))
+        Err(err(
+            field,
+            format!("must be between {lo} and {hi}{unit}, got {v}"),
+        ))
     }
 }
 
@@ -145,12 +151,22 @@ impl Scenario {
     /// Parse and validate TOML text.
     pub fn from_toml(text: &str) -> Result<Scenario, ScenarioError> {
         let s: Scenario = toml::from_str(text).map_err(|e| {
-            let field = e.span().map(|sp| locate(text, sp.start)).unwrap_or_default();
+            let field = e
+                .span()
+                .map(|sp| locate(text, sp.start))
+                .unwrap_or_default();
             let msg = match e.message().trim() {
                 "" => "not valid TOML".to_string(),
                 m => m.replace('\n', " "),
             };
-            err(if field.is_empty() { "scenario".to_string() } else { field }, msg)
+            err(
+                if field.is_empty() {
+                    "scenario".to_string()
+                } else {
+                    field
+                },
+                msg,
+            )
         })?;
         s.validate()?;
         Ok(s)
@@ -169,20 +185,40 @@ impl Scenario {
         }
         in_range("duration_s", self.duration_s, 1.0, 3600.0, " s")?;
         if self.repetitions == 0 || self.repetitions > 100 {
-            return Err(err("repetitions", format!("must be 1..=100, got {}", self.repetitions)));
+            return Err(err(
+                "repetitions",
+                format!("must be 1..=100, got {}", self.repetitions),
+            ));
         }
         in_range("warmup_s", self.warmup_s, 0.0, self.duration_s - 0.5, " s")?;
         in_range("queue_sample_ms", self.queue_sample_ms, 1.0, 1000.0, " ms")?;
         in_range("interval_s", self.interval_s, 0.1, 10.0, " s")?;
-        in_range("bottleneck.rate_mbit", self.bottleneck.rate_mbit, 0.1, 10_000.0, " Mbit/s")?;
+        in_range(
+            "bottleneck.rate_mbit",
+            self.bottleneck.rate_mbit,
+            0.1,
+            10_000.0,
+            " Mbit/s",
+        )?;
         let b = &self.bottleneck.buffer;
-        let ways = [b.bytes.is_some(), b.packets.is_some(), b.bdp.is_some()].iter().filter(|x| **x).count();
+        let ways = [b.bytes.is_some(), b.packets.is_some(), b.bdp.is_some()]
+            .iter()
+            .filter(|x| **x)
+            .count();
         if ways != 1 {
-            return Err(err("bottleneck.buffer", "give exactly one of bytes, packets, bdp"));
+            return Err(err(
+                "bottleneck.buffer",
+                "give exactly one of bytes, packets, bdp",
+            ));
         }
         if let Some(bdp) = b.bdp {
             in_range("bottleneck.buffer.bdp", bdp, 0.001, 1000.0, "")?;
-            let rtt = b.rtt_ms.ok_or_else(|| err("bottleneck.buffer.rtt_ms", "required with bdp (the BDP's reference RTT)"))?;
+            let rtt = b.rtt_ms.ok_or_else(|| {
+                err(
+                    "bottleneck.buffer.rtt_ms",
+                    "required with bdp (the BDP's reference RTT)",
+                )
+            })?;
             in_range("bottleneck.buffer.rtt_ms", rtt, 0.01, 5000.0, " ms")?;
         } else if b.rtt_ms.is_some() {
             return Err(err("bottleneck.buffer.rtt_ms", "only meaningful with bdp"));
@@ -200,13 +236,24 @@ impl Scenario {
                 return Err(err(p("count"), format!("must be 1..=64, got {}", f.count)));
             }
             total += f.count;
-            if f.cca.trim().is_empty() || f.cca.len() > 15 || !f.cca.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                return Err(err(p("cca"), format!("not a congestion control name: {:?}", f.cca)));
+            if f.cca.trim().is_empty()
+                || f.cca.len() > 15
+                || !f.cca.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            {
+                return Err(err(
+                    p("cca"),
+                    format!("not a congestion control name: {:?}", f.cca),
+                ));
             }
             match (f.rtt_ms, f.one_way_delay_ms) {
                 (Some(r), None) => in_range(&p("rtt_ms"), r, 0.0, 2000.0, " ms")?,
                 (None, Some(d)) => in_range(&p("one_way_delay_ms"), d, 0.0, 1000.0, " ms")?,
-                _ => return Err(err(p("rtt_ms"), "give exactly one of rtt_ms, one_way_delay_ms")),
+                _ => {
+                    return Err(err(
+                        p("rtt_ms"),
+                        "give exactly one of rtt_ms, one_way_delay_ms",
+                    ))
+                }
             }
             in_range(&p("loss_pct"), f.loss_pct, 0.0, 50.0, " %")?;
             in_range(&p("start_s"), f.start_s, 0.0, self.duration_s - 1.0, " s")?;
@@ -215,7 +262,10 @@ impl Scenario {
             }
         }
         if total > 200 {
-            return Err(err("flows", format!("at most 200 flows in all, got {total}")));
+            return Err(err(
+                "flows",
+                format!("at most 200 flows in all, got {total}"),
+            ));
         }
         Ok(())
     }
@@ -227,9 +277,15 @@ impl Scenario {
             for _ in 0..g.count {
                 out.push(FlowSpec {
                     index: out.len(),
-                    group: if g.group.is_empty() { format!("g{gi}") } else { g.group.clone() },
+                    group: if g.group.is_empty() {
+                        format!("g{gi}")
+                    } else {
+                        g.group.clone()
+                    },
                     cca: g.cca.clone(),
-                    rtt_ms: g.rtt_ms.unwrap_or_else(|| 2.0 * g.one_way_delay_ms.unwrap_or(0.0)),
+                    rtt_ms: g
+                        .rtt_ms
+                        .unwrap_or_else(|| 2.0 * g.one_way_delay_ms.unwrap_or(0.0)),
                     loss_pct: g.loss_pct,
                     start_s: g.start_s,
                     stop_s: g.stop_s.unwrap_or(self.duration_s),
@@ -279,7 +335,10 @@ fn locate(text: &str, offset: usize) -> String {
         .map(|k| k.trim().trim_matches(['[', ']']).to_string())
         .unwrap_or_default();
     // Only name a key that looks like one; otherwise point at the line.
-    let is_key = key.len() <= 64 && key.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
+    let is_key = key.len() <= 64
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
     if key.is_empty() || !is_key {
         format!("line {line}")
     } else {
@@ -325,9 +384,15 @@ one_way_delay_ms = 5
     fn errors_name_the_field() {
         let e = error_of(&OK.replace("rtt_ms = 20\n", "rtt_ms = -3\n"));
         assert_eq!(e.field, "flows[0].rtt_ms", "{e}");
-        let e = error_of(&OK.replace("buffer = { bdp = 2.0, rtt_ms = 20.0 }", "buffer = { bdp = 2.0 }"));
+        let e = error_of(&OK.replace(
+            "buffer = { bdp = 2.0, rtt_ms = 20.0 }",
+            "buffer = { bdp = 2.0 }",
+        ));
         assert_eq!(e.field, "bottleneck.buffer.rtt_ms");
-        let e = error_of(&OK.replace("buffer = { bdp = 2.0, rtt_ms = 20.0 }", "buffer = { bdp = 2.0, rtt_ms = 20.0, bytes = 5 }"));
+        let e = error_of(&OK.replace(
+            "buffer = { bdp = 2.0, rtt_ms = 20.0 }",
+            "buffer = { bdp = 2.0, rtt_ms = 20.0, bytes = 5 }",
+        ));
         assert_eq!(e.field, "bottleneck.buffer");
         let e = error_of(&OK.replace("duration_s = 10", "duration_s = nan"));
         assert!(e.field.contains("duration_s"), "{e}");

@@ -57,7 +57,12 @@ pub fn measure_rtts(net: &Dumbbell, configured_ms: &[f64], probes: usize) -> Res
     for (i, &cfg) in configured_ms.iter().enumerate() {
         let src = net.sender(i);
         let measured = probe(&net.snd, src, probes)?;
-        out.push(RttCheck { flow: i, configured_ms: cfg, measured_ms: measured, ok: rtt_within_tolerance(cfg, measured) });
+        out.push(RttCheck {
+            flow: i,
+            configured_ms: cfg,
+            measured_ms: measured,
+            ok: rtt_within_tolerance(cfg, measured),
+        });
     }
     drop(acceptor); // it exits on its own deadline; namespace teardown ends it sooner
     Ok(out)
@@ -70,8 +75,11 @@ fn probe(ns: &Netns, src: Ipv4Addr, probes: usize) -> Result<f64> {
             let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
             s.bind(&SocketAddr::from((src, 0)).into())?;
             let t = Instant::now();
-            s.connect_timeout(&SocketAddr::from((RECEIVER, PROBE_PORT)).into(), Duration::from_secs(5))
-                .with_context(|| format!("RTT probe from {src}"))?;
+            s.connect_timeout(
+                &SocketAddr::from((RECEIVER, PROBE_PORT)).into(),
+                Duration::from_secs(5),
+            )
+            .with_context(|| format!("RTT probe from {src}"))?;
             best = best.min(t.elapsed().as_secs_f64() * 1e3);
         }
         Ok(best)

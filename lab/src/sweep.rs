@@ -45,10 +45,15 @@ pub fn split(text: &str) -> Result<(String, Option<Sweep>)> {
     let mut value: toml::Table = toml::from_str(text)?;
     let sweep = value.remove("sweep");
     let sweep = match sweep {
-        Some(v) => Some(WithSweep::deserialize(toml::Value::Table(toml::Table::from_iter([("sweep".to_string(), v)])))
+        Some(v) => Some(
+            WithSweep::deserialize(toml::Value::Table(toml::Table::from_iter([(
+                "sweep".to_string(),
+                v,
+            )])))
             .map_err(|e| anyhow::anyhow!("sweep: {e}"))?
             .sweep
-            .unwrap()),
+            .unwrap(),
+        ),
         None => None,
     };
     Ok((toml::to_string(&value)?, sweep))
@@ -66,9 +71,14 @@ pub fn apply(s: &Scenario, param: &str, v: f64) -> Result<Scenario> {
         }
         "bottleneck.rate_mbit" => s.bottleneck.rate_mbit = v,
         p if p.starts_with("flows[") => {
-            let (idx, field) = p[6..].split_once("].").ok_or_else(|| anyhow::anyhow!("bad sweep param {p}"))?;
+            let (idx, field) = p[6..]
+                .split_once("].")
+                .ok_or_else(|| anyhow::anyhow!("bad sweep param {p}"))?;
             let i: usize = idx.parse()?;
-            let f = s.flows.get_mut(i).ok_or_else(|| anyhow::anyhow!("sweep param {p}: no flows[{i}]"))?;
+            let f = s
+                .flows
+                .get_mut(i)
+                .ok_or_else(|| anyhow::anyhow!("sweep param {p}: no flows[{i}]"))?;
             match field {
                 "rtt_ms" => {
                     f.rtt_ms = Some(v);
@@ -81,7 +91,8 @@ pub fn apply(s: &Scenario, param: &str, v: f64) -> Result<Scenario> {
         }
         _ => bail!("unsupported sweep param {param}"),
     }
-    s.validate().map_err(|e| anyhow::anyhow!("{param} = {v}: {e}"))?;
+    s.validate()
+        .map_err(|e| anyhow::anyhow!("{param} = {v}: {e}"))?;
     Ok(s)
 }
 
@@ -95,7 +106,12 @@ pub struct Point {
 }
 
 /// Run the grid for every CCA; writes sweep.csv and plots under out/<name>-sweep.
-pub fn run(base: &Scenario, sweep: &Sweep, ccas: &[String], opts: &RunOptions) -> Result<(Vec<Point>, PathBuf)> {
+pub fn run(
+    base: &Scenario,
+    sweep: &Sweep,
+    ccas: &[String],
+    opts: &RunOptions,
+) -> Result<(Vec<Point>, PathBuf)> {
     let dir = opts.out_dir.join(format!("{}-sweep", base.name));
     std::fs::create_dir_all(&dir)?;
     let ys: Vec<Option<f64>> = match &sweep.y {
@@ -103,7 +119,10 @@ pub fn run(base: &Scenario, sweep: &Sweep, ccas: &[String], opts: &RunOptions) -
         None => vec![None],
     };
     let mut points = Vec::new();
-    let inner = RunOptions { out_dir: dir.join("runs"), ..opts.clone() };
+    let inner = RunOptions {
+        out_dir: dir.join("runs"),
+        ..opts.clone()
+    };
     for cca in ccas {
         for y in &ys {
             for x in &sweep.x.values {
@@ -119,7 +138,12 @@ pub fn run(base: &Scenario, sweep: &Sweep, ccas: &[String], opts: &RunOptions) -
                 if opts.verbose {
                     println!("{cca} x={x} y={y:?}: {}", run::one_line(&r.summary));
                 }
-                points.push(Point { cca: cca.clone(), x: *x, y: *y, summary: r.summary });
+                points.push(Point {
+                    cca: cca.clone(),
+                    x: *x,
+                    y: *y,
+                    summary: r.summary,
+                });
             }
         }
     }
@@ -127,9 +151,22 @@ pub fn run(base: &Scenario, sweep: &Sweep, ccas: &[String], opts: &RunOptions) -
     Ok((points, dir))
 }
 
-fn write(dir: &std::path::Path, base: &Scenario, sweep: &Sweep, ccas: &[String], points: &[Point]) -> Result<()> {
-    let groups: Vec<String> = points.first().map(|p| p.summary.goodput_mbit_by_group.keys().cloned().collect()).unwrap_or_default();
-    let mut csv = format!("cca,{},{}", sweep.x.param, sweep.y.as_ref().map(|a| a.param.as_str()).unwrap_or("-"));
+fn write(
+    dir: &std::path::Path,
+    base: &Scenario,
+    sweep: &Sweep,
+    ccas: &[String],
+    points: &[Point],
+) -> Result<()> {
+    let groups: Vec<String> = points
+        .first()
+        .map(|p| p.summary.goodput_mbit_by_group.keys().cloned().collect())
+        .unwrap_or_default();
+    let mut csv = format!(
+        "cca,{},{}",
+        sweep.x.param,
+        sweep.y.as_ref().map(|a| a.param.as_str()).unwrap_or("-")
+    );
     csv.push_str(",jain,stdr,group_ratio,utilization,qdelay_mean_ms,rtt_p95_ms,retrans_ratio");
     for g in &groups {
         let _ = write!(csv, ",goodput_mbit_{g}");
@@ -152,19 +189,31 @@ fn write(dir: &std::path::Path, base: &Scenario, sweep: &Sweep, ccas: &[String],
             s.retrans_ratio
         );
         for g in &groups {
-            let _ = write!(csv, ",{:.3}", s.goodput_mbit_by_group.get(g).copied().unwrap_or(0.0));
+            let _ = write!(
+                csv,
+                ",{:.3}",
+                s.goodput_mbit_by_group.get(g).copied().unwrap_or(0.0)
+            );
         }
         csv.push('\n');
     }
     std::fs::write(dir.join("sweep.csv"), csv)?;
-    std::fs::write(dir.join("sweep.json"), serde_json::to_string_pretty(points)?)?;
+    std::fs::write(
+        dir.join("sweep.json"),
+        serde_json::to_string_pretty(points)?,
+    )?;
     let xs: Vec<String> = sweep.x.values.iter().map(|v| format!("{v}")).collect();
     match &sweep.y {
         Some(ya) => {
             let ys: Vec<String> = ya.values.iter().map(|v| format!("{v}")).collect();
             for cca in ccas {
                 for (metric, lo, hi, get) in [
-                    ("jain", 0.5, 1.0, (|s: &Summary| s.jain) as fn(&Summary) -> f64),
+                    (
+                        "jain",
+                        0.5,
+                        1.0,
+                        (|s: &Summary| s.jain) as fn(&Summary) -> f64,
+                    ),
                     ("stdr", -1.0, 1.0, |s: &Summary| s.stdr),
                 ] {
                     let values: Vec<Vec<f64>> = ya
@@ -200,8 +249,20 @@ fn write(dir: &std::path::Path, base: &Scenario, sweep: &Sweep, ccas: &[String],
             }
         }
         None => {
-            crate::plot::sweep_lines(&dir.join("jain.png"), &format!("{}: Jain's index", base.name), &sweep.x.param, points, |s| s.jain)?;
-            crate::plot::sweep_lines(&dir.join("ratio.png"), &format!("{}: first/second group goodput", base.name), &sweep.x.param, points, |s| s.group_ratio)?;
+            crate::plot::sweep_lines(
+                &dir.join("jain.png"),
+                &format!("{}: Jain's index", base.name),
+                &sweep.x.param,
+                points,
+                |s| s.jain,
+            )?;
+            crate::plot::sweep_lines(
+                &dir.join("ratio.png"),
+                &format!("{}: first/second group goodput", base.name),
+                &sweep.x.param,
+                points,
+                |s| s.group_ratio,
+            )?;
         }
     }
     Ok(())

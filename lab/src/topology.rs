@@ -92,8 +92,11 @@ impl Dumbbell {
         }
         router.ip(&["rule", "add", "iif", "dly0", "lookup", "100", "pref", "100"])?;
         router.ip(&["route", "add", "10.10.0.0/16", "dev", "r0", "table", "100"])?;
-        let delays: HashMap<Ipv4Addr, Duration> =
-            senders.iter().copied().zip(flows.iter().map(|f| f.rtt)).collect();
+        let delays: HashMap<Ipv4Addr, Duration> = senders
+            .iter()
+            .copied()
+            .zip(flows.iter().map(|f| f.rtt))
+            .collect();
         let delay = DelayElement::start(tun, delays, Duration::ZERO)?;
 
         link::shape(&router, BOTTLENECK_IF, bottleneck)?;
@@ -103,7 +106,14 @@ impl Dumbbell {
         } else {
             None
         };
-        Ok(Dumbbell { snd, router, rcv, delay, senders, _loss: loss })
+        Ok(Dumbbell {
+            snd,
+            router,
+            rcv,
+            delay,
+            senders,
+            _loss: loss,
+        })
     }
 
     pub fn sender(&self, i: usize) -> Ipv4Addr {
@@ -117,18 +127,28 @@ impl Dumbbell {
 }
 
 fn flow_prefixes(n: usize) -> Vec<String> {
-    (0..n.div_ceil(250).max(1)).map(|k| format!("10.10.{}.0/24", k + 1)).collect()
+    (0..n.div_ceil(250).max(1))
+        .map(|k| format!("10.10.{}.0/24", k + 1))
+        .collect()
 }
 
 /// Load the random-loss program and attach it to `ifname`'s ingress.
-fn attach_loss(ns: &Netns, ifname: &str, senders: &[Ipv4Addr], flows: &[FlowPath]) -> Result<libbpf_rs::Object> {
+fn attach_loss(
+    ns: &Netns,
+    ifname: &str,
+    senders: &[Ipv4Addr],
+    flows: &[FlowPath],
+) -> Result<libbpf_rs::Object> {
     let obj = ObjectBuilder::default()
         .open_memory(rttfair_loader::lifecycle::lab_objects::RANDOM_LOSS)
         .context("open loss program")?
         .load()
         .context("load loss program")?;
     {
-        let map = obj.maps().find(|m| m.name() == "loss_by_saddr").context("loss map")?;
+        let map = obj
+            .maps()
+            .find(|m| m.name() == "loss_by_saddr")
+            .context("loss map")?;
         for (a, f) in senders.iter().zip(flows) {
             if f.loss_pct > 0.0 {
                 let p = ((f.loss_pct / 100.0) * u32::MAX as f64) as u32;
@@ -136,7 +156,10 @@ fn attach_loss(ns: &Netns, ifname: &str, senders: &[Ipv4Addr], flows: &[FlowPath
             }
         }
     }
-    let prog = obj.progs().find(|p| p.name() == "lab_random_loss").context("loss prog")?;
+    let prog = obj
+        .progs()
+        .find(|p| p.name() == "lab_random_loss")
+        .context("loss prog")?;
     let fd = prog.as_fd().try_clone_to_owned()?;
     let name = ifname.to_string();
     ns.run(move || -> Result<()> {

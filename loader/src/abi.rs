@@ -8,7 +8,13 @@
 //! tests rather than corrupting reads at run time.
 
 mod generated {
-    #![allow(dead_code, non_camel_case_types, non_snake_case, unused_imports, clippy::all)]
+    #![allow(
+        dead_code,
+        non_camel_case_types,
+        non_snake_case,
+        unused_imports,
+        clippy::all
+    )]
     include!(concat!(env!("OUT_DIR"), "/abi.skel.rs"));
 }
 
@@ -99,11 +105,16 @@ mod tests {
             ("rttfair_counters_v1", std::mem::size_of::<RawCounters>()),
             ("rttfair_ids_v1", std::mem::size_of::<u64>()),
             ("fairtt_registry_v1", std::mem::size_of::<RawFairttSlot>()),
-            ("fairtt_tunables_v1", std::mem::size_of::<RawFairttTunables>()),
+            (
+                "fairtt_tunables_v1",
+                std::mem::size_of::<RawFairttTunables>(),
+            ),
             ("adbbr_tunables_v1", std::mem::size_of::<RawAdbbrTunables>()),
         ];
         for cca in Cca::ALL {
-            let obj = ObjectBuilder::default().open_memory(cca.object()).expect("open object");
+            let obj = ObjectBuilder::default()
+                .open_memory(cca.object())
+                .expect("open object");
             let mut seen = 0;
             for map in obj.maps() {
                 let name = map.name().to_string_lossy().into_owned();

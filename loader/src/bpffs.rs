@@ -77,10 +77,12 @@ impl BpfFs {
     /// Can this process see inside the tree? (It is 0700: root only.)
     pub fn check_access(&self, what: &str) -> Result<()> {
         match fs::read_dir(&self.root) {
-            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(Error::NotPrivileged {
-                what: what.to_string(),
-                missing: format!("CAP_BPF and access to {} (root only)", self.root.display()),
-            }),
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                Err(Error::NotPrivileged {
+                    what: what.to_string(),
+                    missing: format!("CAP_BPF and access to {} (root only)", self.root.display()),
+                })
+            }
             _ => Ok(()),
         }
     }
@@ -111,7 +113,10 @@ impl BpfFs {
                 .recursive(true)
                 .mode(0o700)
                 .create(&dir)
-                .map_err(|e| Error::Bpffs { path: dir.clone(), reason: e.to_string() })?;
+                .map_err(|e| Error::Bpffs {
+                    path: dir.clone(),
+                    reason: e.to_string(),
+                })?;
         }
         Ok(())
     }
@@ -168,6 +173,12 @@ pub fn is_bpffs(path: &Path) -> bool {
 fn mount_bpffs(target: &Path) -> std::result::Result<(), String> {
     use nix::mount::{mount, MsFlags};
     fs::create_dir_all(target).map_err(|e| e.to_string())?;
-    mount(Some("bpf"), target, Some("bpf"), MsFlags::empty(), None::<&str>)
-        .map_err(|e| format!("mount -t bpf failed: {e}"))
+    mount(
+        Some("bpf"),
+        target,
+        Some("bpf"),
+        MsFlags::empty(),
+        None::<&str>,
+    )
+    .map_err(|e| format!("mount -t bpf failed: {e}"))
 }

@@ -79,6 +79,9 @@ impl FromStr for Cca {
         Cca::ALL
             .into_iter()
             .find(|c| c.name() == s)
-            .ok_or_else(|| Error::UnknownCca { name: s.to_string(), valid: Cca::valid_names() })
+            .ok_or_else(|| Error::UnknownCca {
+                name: s.to_string(),
+                valid: Cca::valid_names(),
+            })
     }
 }

@@ -16,7 +16,13 @@ use crate::error::{Error, Result};
 use crate::kernel;
 
 mod skel {
-    #![allow(dead_code, non_camel_case_types, non_snake_case, unused_imports, clippy::all)]
+    #![allow(
+        dead_code,
+        non_camel_case_types,
+        non_snake_case,
+        unused_imports,
+        clippy::all
+    )]
     include!(concat!(env!("OUT_DIR"), "/cgroup_cca.skel.rs"));
 }
 
@@ -47,7 +53,10 @@ pub fn list(fs: &BpfFs) -> Vec<Attachment> {
                 .filter_map(|e| {
                     let n = e.file_name().into_string().ok()?;
                     let (cca, path) = n.split_once('@')?;
-                    Some(Attachment { cgroup: unescape(path), cca: cca.to_string() })
+                    Some(Attachment {
+                        cgroup: unescape(path),
+                        cca: cca.to_string(),
+                    })
                 })
                 .collect()
         })
@@ -60,26 +69,41 @@ pub fn list(fs: &BpfFs) -> Vec<Attachment> {
 /// of this installation on the same cgroup).
 pub fn attach(fs: &BpfFs, cgroup: &Path, cca: &str) -> Result<()> {
     crate::preflight::check_can_register("attaching a cgroup default")?;
-    let cg = std::fs::File::open(cgroup).map_err(|e| Error::io(format!("cgroup {}", cgroup.display()), e))?;
-    if !cg.metadata().map(|m| m.is_dir()).unwrap_or(false) || !cgroup.join("cgroup.procs").exists() {
-        return Err(Error::InvalidValue { name: "--cgroup".into(), reason: format!("{} is not a cgroup v2 directory", cgroup.display()) });
+    let cg = std::fs::File::open(cgroup)
+        .map_err(|e| Error::io(format!("cgroup {}", cgroup.display()), e))?;
+    if !cg.metadata().map(|m| m.is_dir()).unwrap_or(false) || !cgroup.join("cgroup.procs").exists()
+    {
+        return Err(Error::InvalidValue {
+            name: "--cgroup".into(),
+            reason: format!("{} is not a cgroup v2 directory", cgroup.display()),
+        });
     }
     if cca.is_empty() || cca.len() > 15 {
-        return Err(Error::InvalidValue { name: "cca".into(), reason: format!("'{cca}' is not a CCA name") });
+        return Err(Error::InvalidValue {
+            name: "cca".into(),
+            reason: format!("'{cca}' is not a CCA name"),
+        });
     }
     if !kernel::is_registered(cca)? {
-        return Err(Error::NotLoaded { cca: cca.to_string() });
+        return Err(Error::NotLoaded {
+            cca: cca.to_string(),
+        });
     }
     fs.ensure()?;
-    let canonical = std::fs::canonicalize(cgroup).map_err(|e| Error::io("canonicalize cgroup", e))?;
+    let canonical =
+        std::fs::canonicalize(cgroup).map_err(|e| Error::io("canonicalize cgroup", e))?;
     let mut storage = MaybeUninit::uninit();
-    let mut open = skel::CgroupCcaSkelBuilder::default().open(&mut storage).map_err(|e| Error::bpf("open cgroup program", e))?;
+    let mut open = skel::CgroupCcaSkelBuilder::default()
+        .open(&mut storage)
+        .map_err(|e| Error::bpf("open cgroup program", e))?;
     let ro = open.maps.rodata_data.as_deref_mut().expect("rodata");
     for (o, b) in ro.cca.iter_mut().zip(cca.bytes()) {
         *o = b as i8;
     }
     ro.cca_len = cca.len() as u32;
-    let skel = open.load().map_err(|e| Error::bpf("load cgroup program", e))?;
+    let skel = open
+        .load()
+        .map_err(|e| Error::bpf("load cgroup program", e))?;
     let mut link = skel
         .progs
         .cgroup_set_cca
@@ -96,21 +120,30 @@ pub fn attach(fs: &BpfFs, cgroup: &Path, cca: &str) -> Result<()> {
     for p in &previous {
         let _ = std::fs::remove_file(p);
     }
-    link.pin(&pin).map_err(|e| Error::bpf(format!("pin {}", pin.display()), e))?;
+    link.pin(&pin)
+        .map_err(|e| Error::bpf(format!("pin {}", pin.display()), e))?;
     Ok(())
 }
 
 /// Remove this installation's attachment on `cgroup`.
 pub fn detach(fs: &BpfFs, cgroup: &Path) -> Result<String> {
     crate::preflight::check_can_register("detaching a cgroup default")?;
-    let canonical = std::fs::canonicalize(cgroup).map_err(|e| Error::io(format!("cgroup {}", cgroup.display()), e))?;
-    let found: Vec<Attachment> = list(fs).into_iter().filter(|a| a.cgroup == canonical).collect();
+    let canonical = std::fs::canonicalize(cgroup)
+        .map_err(|e| Error::io(format!("cgroup {}", cgroup.display()), e))?;
+    let found: Vec<Attachment> = list(fs)
+        .into_iter()
+        .filter(|a| a.cgroup == canonical)
+        .collect();
     if found.is_empty() {
-        return Err(Error::InvalidValue { name: "--cgroup".into(), reason: format!("no rttfair attachment on {}", canonical.display()) });
+        return Err(Error::InvalidValue {
+            name: "--cgroup".into(),
+            reason: format!("no rttfair attachment on {}", canonical.display()),
+        });
     }
     for a in &found {
         let pin = dir(fs).join(format!("{}@{}", a.cca, escape(&a.cgroup)));
-        std::fs::remove_file(&pin).map_err(|e| Error::io(format!("remove {}", pin.display()), e))?;
+        std::fs::remove_file(&pin)
+            .map_err(|e| Error::io(format!("remove {}", pin.display()), e))?;
     }
     let _ = std::fs::remove_dir(dir(fs));
     Ok(found[0].cca.clone())

@@ -118,7 +118,9 @@ impl FlowReader {
         }
         let mut out = Vec::new();
         for key in self.flows.keys() {
-            let Ok(k) = <[u8; 8]>::try_from(key.as_slice()) else { continue };
+            let Ok(k) = <[u8; 8]>::try_from(key.as_slice()) else {
+                continue;
+            };
             let id = u64::from_ne_bytes(k);
             match self.flows.lookup(&key, MapFlags::ANY) {
                 Ok(Some(v)) => {
@@ -158,7 +160,11 @@ impl FlowReader {
             let rc = unsafe {
                 libbpf_rs::libbpf_sys::bpf_map_lookup_batch(
                     self.flows.as_fd().as_raw_fd(),
-                    if first { std::ptr::null_mut() } else { (&mut in_tok as *mut u64).cast() },
+                    if first {
+                        std::ptr::null_mut()
+                    } else {
+                        (&mut in_tok as *mut u64).cast()
+                    },
                     (&mut out_tok as *mut u64).cast(),
                     keys.as_mut_ptr().cast(),
                     vals.as_mut_ptr().cast(),
@@ -166,7 +172,11 @@ impl FlowReader {
                     &opts,
                 )
             };
-            let errno = if rc < 0 { std::io::Error::last_os_error().raw_os_error().unwrap_or(0) } else { 0 };
+            let errno = if rc < 0 {
+                std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+            } else {
+                0
+            };
             for i in 0..(count as usize).min(BATCH) {
                 if let Some(raw) = abi::from_bytes::<RawFlow>(&vals[i * vsize..(i + 1) * vsize]) {
                     out.push(Flow { id: keys[i], raw });

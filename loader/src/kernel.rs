@@ -29,18 +29,25 @@ pub fn default_cca() -> Result<String> {
 /// namespace (net.ipv4.tcp_congestion_control).
 pub fn set_default_here(name: &str) -> Result<()> {
     if !is_registered(name)? {
-        return Err(Error::NotLoaded { cca: name.to_string() });
+        return Err(Error::NotLoaded {
+            cca: name.to_string(),
+        });
     }
     fs::write(DEFAULT, name).map_err(|e| Error::io(format!("write {DEFAULT}"), e))
 }
 
 /// Run `f` on a thread inside the named network namespace (/run/netns/NAME).
-pub fn in_netns<T: Send + 'static>(netns: &str, f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+pub fn in_netns<T: Send + 'static>(
+    netns: &str,
+    f: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
     use std::os::fd::AsFd;
     let path = format!("/run/netns/{netns}");
-    let file = fs::File::open(&path).map_err(|e| Error::io(format!("network namespace {netns} ({path})"), e))?;
+    let file = fs::File::open(&path)
+        .map_err(|e| Error::io(format!("network namespace {netns} ({path})"), e))?;
     std::thread::spawn(move || -> Result<T> {
-        nix::sched::setns(file.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET).map_err(|e| Error::io("setns", e.into()))?;
+        nix::sched::setns(file.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET)
+            .map_err(|e| Error::io("setns", e.into()))?;
         f()
     })
     .join()

@@ -19,8 +19,8 @@
 
 pub mod abi;
 pub mod bpffs;
-pub mod cgroup;
 pub mod cca;
+pub mod cgroup;
 pub mod error;
 pub mod flows;
 pub mod kernel;

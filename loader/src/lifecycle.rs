@@ -100,7 +100,8 @@ pub fn open(cca: Cca, fs: &BpfFs, opts: &LoadOptions) -> Result<Opened> {
             check_pinned_map_matches(&pin, map.map_type(), map.key_size(), map.value_size())?;
         } else if name == FLOWS_MAP {
             if let Some(n) = opts.flows_max {
-                map.set_max_entries(n).map_err(|e| Error::bpf("set flow map size", e))?;
+                map.set_max_entries(n)
+                    .map_err(|e| Error::bpf("set flow map size", e))?;
             }
         }
     }
@@ -115,10 +116,18 @@ fn check_pinned_map_matches(
     key_size: u32,
     value_size: u32,
 ) -> Result<()> {
-    let foreign = |reason: String| Error::ForeignPin { path: pin.to_path_buf(), reason };
-    let handle = MapHandle::from_pinned_path(pin).map_err(|e| foreign(format!("not a BPF map: {e}")))?;
+    let foreign = |reason: String| Error::ForeignPin {
+        path: pin.to_path_buf(),
+        reason,
+    };
+    let handle =
+        MapHandle::from_pinned_path(pin).map_err(|e| foreign(format!("not a BPF map: {e}")))?;
     if handle.map_type() != ty {
-        return Err(foreign(format!("type {:?}, expected {:?}", handle.map_type(), ty)));
+        return Err(foreign(format!(
+            "type {:?}, expected {:?}",
+            handle.map_type(),
+            ty
+        )));
     }
     if handle.key_size() != key_size || handle.value_size() != value_size {
         return Err(foreign(format!(
@@ -140,20 +149,36 @@ fn capture_libbpf_output(_level: PrintLevel, msg: String) {
 
 /// The last `lines` lines of what libbpf printed, joined with " | ".
 fn log_tail(log: &str, lines: usize) -> String {
-    let all: Vec<&str> = log.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let all: Vec<&str> = log
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
     all[all.len().saturating_sub(lines)..].join(" | ")
 }
 
 /// The verifier's verdict: the lines just before its "processed N insns"
 /// summary, where it says what it refused and at which instruction.
 fn verifier_reason(log: &str) -> Option<String> {
-    let lines: Vec<&str> = log.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
-    let end = lines.iter().position(|l| l.starts_with("processed ") && l.contains(" insns"))?;
+    let lines: Vec<&str> = log
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let end = lines
+        .iter()
+        .position(|l| l.starts_with("processed ") && l.contains(" insns"))?;
     let prog = lines
         .iter()
-        .find_map(|l| l.strip_prefix("libbpf: prog '").and_then(|r| r.split('\'').next()))
+        .find_map(|l| {
+            l.strip_prefix("libbpf: prog '")
+                .and_then(|r| r.split('\'').next())
+        })
         .unwrap_or("?");
-    Some(format!("program {prog}: {}", lines[end.saturating_sub(2)..end].join(" | ")))
+    Some(format!(
+        "program {prog}: {}",
+        lines[end.saturating_sub(2)..end].join(" | ")
+    ))
 }
 
 impl Opened {
@@ -174,10 +199,16 @@ impl Opened {
 
 fn classify_load_error(cca: Cca, e: libbpf_rs::Error, log: &str) -> Error {
     if log.contains("couldn't reuse pinned map") {
-        return Error::ForeignPin { path: "maps".into(), reason: log_tail(log, 2) };
+        return Error::ForeignPin {
+            path: "maps".into(),
+            reason: log_tail(log, 2),
+        };
     }
     if let Some(reason) = verifier_reason(log) {
-        return Error::Verifier { cca: cca.to_string(), log_tail: reason };
+        return Error::Verifier {
+            cca: cca.to_string(),
+            log_tail: reason,
+        };
     }
     if log.contains("struct_ops") && (log.contains("not found") || log.contains("Unknown")) {
         return Error::NoStructOps(log_tail(log, 2));
@@ -201,7 +232,11 @@ impl Loaded {
             },
             _ => Error::bpf(format!("register {}", self.cca), e),
         })?;
-        Ok(Registered { cca: self.cca, link, _obj: self.obj })
+        Ok(Registered {
+            cca: self.cca,
+            link,
+            _obj: self.obj,
+        })
     }
 }
 
@@ -231,19 +266,27 @@ pub fn load(cca: Cca, fs: &BpfFs, opts: &LoadOptions) -> Result<LoadOutcome> {
             return Ok(LoadOutcome::AlreadyLoaded);
         }
         // A pin without a live registration: left by an interrupted run.
-        fs::remove_file(&pin).map_err(|e| Error::io(format!("remove stale {}", pin.display()), e))?;
+        fs::remove_file(&pin)
+            .map_err(|e| Error::io(format!("remove stale {}", pin.display()), e))?;
         outcome = LoadOutcome::Repaired;
     }
     if kernel::is_registered(cca.name())? {
-        return Err(Error::NameTaken { name: cca.to_string(), pin });
+        return Err(Error::NameTaken {
+            name: cca.to_string(),
+            pin,
+        });
     }
-    let res = open(cca, fs, opts).and_then(Opened::load).and_then(Loaded::register);
+    let res = open(cca, fs, opts)
+        .and_then(Opened::load)
+        .and_then(Loaded::register);
     match res.and_then(|r| r.pin(fs)) {
         Ok(()) => Ok(outcome),
         Err(e) => {
             // Nothing else uses what this load created; but a foreign pin is
             // not ours to remove.
-            if !matches!(e, Error::ForeignPin { .. }) && !Cca::ALL.iter().any(|c| fs.link_pin(*c).exists()) {
+            if !matches!(e, Error::ForeignPin { .. })
+                && !Cca::ALL.iter().any(|c| fs.link_pin(*c).exists())
+            {
                 remove_shared_maps(fs);
             }
             Err(e)
@@ -269,7 +312,9 @@ pub fn update(cca: Cca, fs: &BpfFs, opts: &LoadOptions) -> Result<SwapReport> {
     preflight::check_can_register(&format!("swapping {cca}"))?;
     let pin = fs.link_pin(cca);
     if !pin.exists() || !kernel::is_registered(cca.name())? {
-        return Err(Error::NotLoaded { cca: cca.to_string() });
+        return Err(Error::NotLoaded {
+            cca: cca.to_string(),
+        });
     }
     let _lock = fs.lock(Duration::from_secs(10))?;
     let sockets_on_previous = crate::flows::live_sockets(fs, cca).unwrap_or(0);
@@ -294,7 +339,9 @@ pub fn update(cca: Cca, fs: &BpfFs, opts: &LoadOptions) -> Result<SwapReport> {
             std::io::Error::from_raw_os_error(-rc),
         ));
     }
-    Ok(SwapReport { sockets_on_previous })
+    Ok(SwapReport {
+        sockets_on_previous,
+    })
 }
 
 /// Is `cca` registered and pinned by this installation?
@@ -309,15 +356,23 @@ pub fn unregister(cca: Cca, fs: &BpfFs, force: bool) -> Result<()> {
     let pin = fs.link_pin(cca);
     if !pin.exists() {
         if kernel::is_registered(cca.name())? {
-            return Err(Error::NameTaken { name: cca.to_string(), pin });
+            return Err(Error::NameTaken {
+                name: cca.to_string(),
+                pin,
+            });
         }
-        return Err(Error::NotLoaded { cca: cca.to_string() });
+        return Err(Error::NotLoaded {
+            cca: cca.to_string(),
+        });
     }
     let _lock = fs.lock(Duration::from_secs(10))?;
     if !force {
         let sockets = crate::flows::live_sockets(fs, cca).unwrap_or(0);
         if sockets > 0 {
-            return Err(Error::InUse { cca: cca.to_string(), sockets });
+            return Err(Error::InUse {
+                cca: cca.to_string(),
+                sockets,
+            });
         }
     }
     fs::remove_file(&pin).map_err(|e| Error::io(format!("remove {}", pin.display()), e))?;
@@ -378,7 +433,10 @@ pub fn inspect_programs(cca: Cca, scratch: &BpfFs) -> Result<Vec<ProgramStats>> 
                 )
             };
             if rc != 0 {
-                return Err(Error::io("bpf_prog_get_info_by_fd", std::io::Error::last_os_error()));
+                return Err(Error::io(
+                    "bpf_prog_get_info_by_fd",
+                    std::io::Error::last_os_error(),
+                ));
             }
             out.push(ProgramStats {
                 name: prog.name().to_string_lossy().into_owned(),

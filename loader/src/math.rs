@@ -17,7 +17,12 @@ mod ffi {
         pub fn host_adbbr_regime(rrtt_us: u32, nrtt_us: u32) -> u32;
         pub fn host_adbbr_beta_x1024(rrtt_us: u32, nrtt_us: u32) -> u32;
         pub fn host_adbbr_gamma_x1024(rrtt_us: u32, nrtt_us: u32, mode: u32, ref_us: u32) -> u32;
-        pub fn host_adbbr_pacing_factor_x1024(rrtt_us: u32, nrtt_us: u32, mode: u32, ref_us: u32) -> u32;
+        pub fn host_adbbr_pacing_factor_x1024(
+            rrtt_us: u32,
+            nrtt_us: u32,
+            mode: u32,
+            ref_us: u32,
+        ) -> u32;
         pub fn host_adbbr_apply_factor(rate: u64, factor_x1024: u32) -> u64;
         pub fn host_rf_isqrt64(x: u64) -> u32;
         pub fn host_adbbr_std_us(sum: u64, sum_sq: u64, n: u32) -> u32;
@@ -107,13 +112,19 @@ mod tests {
             let beta = r.gen_range(0..=1_000_000u32);
             let got = fairtt_wminrtt_us(sum, n, cur, beta) as f64;
             let want = wminrtt_ref(sum as f64, n, cur as f64, beta as f64 / 1e6);
-            assert!(close(got, want, 1.0, 1e-9), "n={n} mean={mean} cur={cur} beta={beta}: {got} vs {want}");
+            assert!(
+                close(got, want, 1.0, 1e-9),
+                "n={n} mean={mean} cur={cur} beta={beta}: {got} vs {want}"
+            );
         }
         // Edges: no history, beta 0 and 1, overflow-sized sums, beta > 1 clamps.
         assert_eq!(fairtt_wminrtt_us(0, 0, 1234, 800_000), 1234);
         assert_eq!(fairtt_wminrtt_us(10_000, 2, 8_000, 0), 8_000);
         assert_eq!(fairtt_wminrtt_us(10_000, 2, 8_000, 1_000_000), 5_000);
-        assert_eq!(fairtt_wminrtt_us(u32::MAX as u64 * 1000, 1000, u32::MAX, 800_000), u32::MAX);
+        assert_eq!(
+            fairtt_wminrtt_us(u32::MAX as u64 * 1000, 1000, u32::MAX, 800_000),
+            u32::MAX
+        );
         assert_eq!(fairtt_wminrtt_us(10_000, 2, 8_000, 5_000_000), 5_000);
     }
 
@@ -141,11 +152,18 @@ mod tests {
             let gamma = r.gen_range(500_000..=1_000_000u32);
             let got = fairtt_coef_x1024(min, last, gamma) as f64 / 1024.0;
             let want = (min as f64 * gamma as f64 / 1e6 / last as f64).min(1.0);
-            assert!(close(got, want, 1.0 / 1024.0, 0.0), "min={min} last={last} g={gamma}: {got} vs {want}");
+            assert!(
+                close(got, want, 1.0 / 1024.0, 0.0),
+                "min={min} last={last} g={gamma}: {got} vs {want}"
+            );
         }
         // lastRTT < minRTT (stale minRTT): capped at 1, never above.
         assert_eq!(fairtt_coef_x1024(10_000, 5_000, 990_000), 1024);
-        assert_eq!(fairtt_coef_x1024(10_000, 0, 990_000), 1024, "no RTT sample: no change");
+        assert_eq!(
+            fairtt_coef_x1024(10_000, 0, 990_000),
+            1024,
+            "no RTT sample: no change"
+        );
         assert_eq!(fairtt_coef_x1024(0, 5_000, 990_000), 0);
         // Overflow-sized inputs stay exact.
         assert_eq!(fairtt_coef_x1024(u32::MAX, u32::MAX, 1_000_000), 1024);
@@ -156,7 +174,10 @@ mod tests {
     fn fairtt_activation_and_scaling() {
         assert!(fairtt_adjust_active(30_001, 30_000));
         assert!(!fairtt_adjust_active(30_000, 30_000));
-        assert!(!fairtt_adjust_active(1_000_000, 0), "alpha 0 (no window yet) never activates");
+        assert!(
+            !fairtt_adjust_active(1_000_000, 0),
+            "alpha 0 (no window yet) never activates"
+        );
         assert_eq!(fairtt_scaled_bdp(100, 512), 50);
         assert_eq!(fairtt_scaled_bdp(3, 1), 1, "never below one packet");
         assert_eq!(fairtt_scaled_bdp(101, 512), 51, "rounds up");
@@ -237,7 +258,10 @@ mod tests {
                 let rr = r.gen_range(n + n / 2..n.saturating_mul(20).max(n + n / 2 + 1));
                 let got = adbbr_gamma_x1024(rr, n, mode, 1000) as f64 / 1024.0;
                 let want = gamma_ref(rr as f64, n as f64, mode, 1000.0);
-                assert!(close(got, want, 1.5 / 1024.0, 0.0), "mode {mode} rr={rr} n={n}: {got} vs {want}");
+                assert!(
+                    close(got, want, 1.5 / 1024.0, 0.0),
+                    "mode {mode} rr={rr} n={n}: {got} vs {want}"
+                );
                 assert!((1.0 / 16.0 - 1e-9..=2.0 / 3.0 + 1e-9).contains(&got));
             }
         }
@@ -246,7 +270,10 @@ mod tests {
         let at = adbbr_pacing_factor_x1024(15_000, 10_000, 2, 1000);
         assert!((below as i64 - at as i64).abs() <= 2, "{below} vs {at}");
         // As printed (1/eta in seconds) gamma would be 100 for 10 ms: clamped.
-        assert_eq!(adbbr_gamma_x1024(20_000, 10_000, 3, 1_000_000), 1024 * 2 / 3);
+        assert_eq!(
+            adbbr_gamma_x1024(20_000, 10_000, 3, 1_000_000),
+            1024 * 2 / 3
+        );
     }
 
     #[test]
@@ -259,7 +286,11 @@ mod tests {
             let want = rate as f64 * f as f64 / 1024.0;
             assert!(close(got, want, 1.0, 1e-12), "{rate} x {f}");
         }
-        assert_eq!(adbbr_apply_factor(u64::MAX, 1024), u64::MAX - 1023 + 1023, "no overflow at full scale");
+        assert_eq!(
+            adbbr_apply_factor(u64::MAX, 1024),
+            u64::MAX - 1023 + 1023,
+            "no overflow at full scale"
+        );
     }
 
     #[test]
@@ -268,18 +299,25 @@ mod tests {
         for _ in 0..50_000 {
             let x: u64 = r.gen();
             let s = isqrt64(x) as u128;
-            assert!(s * s <= x as u128 && (s + 1) * (s + 1) > x as u128, "isqrt({x}) = {s}");
+            assert!(
+                s * s <= x as u128 && (s + 1) * (s + 1) > x as u128,
+                "isqrt({x}) = {s}"
+            );
         }
         for x in [0u64, 1, 2, 3, 4, 15, 16, 17, u32::MAX as u64, u64::MAX] {
             let s = isqrt64(x) as u128;
-            assert!(s * s <= x as u128 && (s + 1) * (s + 1) > x as u128, "isqrt({x})");
+            assert!(
+                s * s <= x as u128 && (s + 1) * (s + 1) > x as u128,
+                "isqrt({x})"
+            );
         }
         for _ in 0..5_000 {
             let n = r.gen_range(2..=16u32);
             let v: Vec<u64> = (0..n).map(|_| r.gen_range(1_000..2_000_000u64)).collect();
             let (sum, sq) = (v.iter().sum::<u64>(), v.iter().map(|x| x * x).sum::<u64>());
             let mean = sum as f64 / n as f64;
-            let want = (v.iter().map(|x| (*x as f64 - mean).powi(2)).sum::<f64>() / n as f64).sqrt();
+            let want =
+                (v.iter().map(|x| (*x as f64 - mean).powi(2)).sum::<f64>() / n as f64).sqrt();
             let got = adbbr_std_us(sum, sq, n) as f64;
             // Integer mean and floor sqrt: within a few us of the exact value.
             assert!(close(got, want, 3.0, 1e-3), "{v:?}: {got} vs {want}");

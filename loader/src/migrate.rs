@@ -16,7 +16,13 @@ use crate::error::{Error, Result};
 use crate::kernel;
 
 mod skel {
-    #![allow(dead_code, non_camel_case_types, non_snake_case, unused_imports, clippy::all)]
+    #![allow(
+        dead_code,
+        non_camel_case_types,
+        non_snake_case,
+        unused_imports,
+        clippy::all
+    )]
     include!(concat!(env!("OUT_DIR"), "/migrate.skel.rs"));
 }
 
@@ -63,7 +69,10 @@ fn name16(name: &str) -> [i8; 16] {
 
 /// Parse "10.0.0.0/8" (a bare address means /32).
 pub fn parse_prefix(s: &str) -> Result<(Ipv4Addr, u8)> {
-    let bad = |r: &str| Error::InvalidValue { name: "--dst".into(), reason: format!("{r}: '{s}'") };
+    let bad = |r: &str| Error::InvalidValue {
+        name: "--dst".into(),
+        reason: format!("{r}: '{s}'"),
+    };
     let (a, l) = s.split_once('/').unwrap_or((s, "32"));
     let addr: Ipv4Addr = a.parse().map_err(|_| bad("not an IPv4 address"))?;
     let len: u8 = l.parse().map_err(|_| bad("bad prefix length"))?;
@@ -78,11 +87,16 @@ pub fn parse_prefix(s: &str) -> Result<(Ipv4Addr, u8)> {
 pub fn migrate_here(from: &str, to: &str, filter: &Filter) -> Result<Report> {
     for name in [from, to] {
         if name.is_empty() || name.len() > 15 {
-            return Err(Error::InvalidValue { name: "cca".into(), reason: format!("'{name}' is not a CCA name") });
+            return Err(Error::InvalidValue {
+                name: "cca".into(),
+                reason: format!("'{name}' is not a CCA name"),
+            });
         }
     }
     if !kernel::is_registered(to)? {
-        return Err(Error::NotLoaded { cca: format!("{to} (the target)") });
+        return Err(Error::NotLoaded {
+            cca: format!("{to} (the target)"),
+        });
     }
     let mut storage = MaybeUninit::uninit();
     let mut open = skel::MigrateSkelBuilder::default()
@@ -93,7 +107,11 @@ pub fn migrate_here(from: &str, to: &str, filter: &Filter) -> Result<Report> {
     ro.to_cca = name16(to);
     ro.to_len = to.len() as u32;
     if let Some((net, len)) = filter.dst {
-        let mask = if len == 0 { 0 } else { u32::MAX << (32 - len as u32) };
+        let mask = if len == 0 {
+            0
+        } else {
+            u32::MAX << (32 - len as u32)
+        };
         ro.dst_net = (u32::from(net) & mask).to_be();
         ro.dst_mask = mask.to_be();
         if len == 0 {
@@ -101,19 +119,33 @@ pub fn migrate_here(from: &str, to: &str, filter: &Filter) -> Result<Report> {
         }
     }
     ro.port = filter.port.unwrap_or(0);
-    let skel = open.load().map_err(|e| Error::bpf("load migrate iterator", e))?;
-    let link = skel.progs.migrate_tcp.attach().map_err(|e| Error::bpf("attach migrate iterator", e))?;
+    let skel = open
+        .load()
+        .map_err(|e| Error::bpf("load migrate iterator", e))?;
+    let link = skel
+        .progs
+        .migrate_tcp
+        .attach()
+        .map_err(|e| Error::bpf("attach migrate iterator", e))?;
     let mut iter = libbpf_rs::Iter::new(&link).map_err(|e| Error::bpf("create iterator", e))?;
     let mut out = String::new();
-    iter.read_to_string(&mut out).map_err(|e| Error::io("read iterator", e))?;
+    iter.read_to_string(&mut out)
+        .map_err(|e| Error::io("read iterator", e))?;
     let _ = link.as_fd();
     let mut report = Report::default();
     for line in out.lines() {
-        let err: i64 = line.split_whitespace().next().and_then(|v| v.parse().ok()).unwrap_or(-1);
+        let err: i64 = line
+            .split_whitespace()
+            .next()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(-1);
         if err == 0 {
             report.moved += 1;
         } else {
-            report.merge(Report { moved: 0, failed: vec![((-err) as i32, 1)] });
+            report.merge(Report {
+                moved: 0,
+                failed: vec![((-err) as i32, 1)],
+            });
         }
     }
     Ok(report)
@@ -122,7 +154,8 @@ pub fn migrate_here(from: &str, to: &str, filter: &Filter) -> Result<Report> {
 /// As [`migrate_here`], inside the named network namespace (`/run/netns/NAME`).
 pub fn migrate_in_netns(netns: &str, from: &str, to: &str, filter: &Filter) -> Result<Report> {
     let path = format!("/run/netns/{netns}");
-    let file = std::fs::File::open(&path).map_err(|e| Error::io(format!("network namespace {netns} ({path})"), e))?;
+    let file = std::fs::File::open(&path)
+        .map_err(|e| Error::io(format!("network namespace {netns} ({path})"), e))?;
     let (from, to, filter) = (from.to_string(), to.to_string(), filter.clone());
     std::thread::spawn(move || -> Result<Report> {
         nix::sched::setns(file.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET)
@@ -136,7 +169,11 @@ pub fn migrate_in_netns(netns: &str, from: &str, to: &str, filter: &Filter) -> R
 /// Named network namespaces (/run/netns).
 pub fn named_netns() -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir("/run/netns")
-        .map(|d| d.flatten().filter_map(|e| e.file_name().into_string().ok()).collect())
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().into_string().ok())
+                .collect()
+        })
         .unwrap_or_default();
     v.sort();
     v

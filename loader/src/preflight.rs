@@ -42,7 +42,10 @@ pub fn check_can_register(what: &str) -> Result<()> {
     if missing.is_empty() {
         Ok(())
     } else {
-        Err(Error::NotPrivileged { what: what.to_string(), missing: missing.join(" and ") })
+        Err(Error::NotPrivileged {
+            what: what.to_string(),
+            missing: missing.join(" and "),
+        })
     }
 }
 
@@ -52,7 +55,10 @@ pub fn check_can_read(what: &str) -> Result<()> {
     if has(caps, CAP_BPF) || has(caps, CAP_SYS_ADMIN) {
         Ok(())
     } else {
-        Err(Error::NotPrivileged { what: what.to_string(), missing: "CAP_BPF".into() })
+        Err(Error::NotPrivileged {
+            what: what.to_string(),
+            missing: "CAP_BPF".into(),
+        })
     }
 }
 
@@ -70,6 +76,8 @@ pub fn check_btf_at(path: &Path) -> Result<()> {
     if path.exists() {
         Ok(())
     } else {
-        Err(Error::NoBtf { path: path.to_path_buf() })
+        Err(Error::NoBtf {
+            path: path.to_path_buf(),
+        })
     }
 }

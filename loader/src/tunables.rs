@@ -55,22 +55,35 @@ impl Tunable {
 
     /// Look up "cca.name".
     pub fn find(full: &str) -> Result<&'static Tunable> {
-        let names = || ALL.iter().map(Tunable::full_name).collect::<Vec<_>>().join(", ");
+        let names = || {
+            ALL.iter()
+                .map(Tunable::full_name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         let (cca, name) = full.split_once('.').ok_or_else(|| Error::InvalidValue {
             name: full.to_string(),
             reason: format!("expected <cca>.<tunable>; tunables: {}", names()),
         })?;
         let cca: Cca = cca.parse()?;
-        ALL.iter().find(|t| t.cca == cca && t.name == name).ok_or_else(|| Error::InvalidValue {
-            name: full.to_string(),
-            reason: format!("no such tunable; tunables: {}", names()),
-        })
+        ALL.iter()
+            .find(|t| t.cca == cca && t.name == name)
+            .ok_or_else(|| Error::InvalidValue {
+                name: full.to_string(),
+                reason: format!("no such tunable; tunables: {}", names()),
+            })
     }
 
     /// Parse and validate a user's value into the stored u32.
     pub fn parse(&self, text: &str) -> Result<u32> {
-        let bad = |reason: String| Error::InvalidValue { name: self.full_name(), reason };
-        let v: f64 = text.trim().parse().map_err(|_| bad(format!("'{text}' is not a number")))?;
+        let bad = |reason: String| Error::InvalidValue {
+            name: self.full_name(),
+            reason,
+        };
+        let v: f64 = text
+            .trim()
+            .parse()
+            .map_err(|_| bad(format!("'{text}' is not a number")))?;
         if !v.is_finite() {
             return Err(bad(format!("'{text}' is not a finite number")));
         }
@@ -78,11 +91,16 @@ impl Tunable {
             return Err(bad(format!("must be a whole number, got {text}")));
         }
         if v < self.min || v > self.max {
-            return Err(bad(format!("must be between {} and {}{}, got {text}", self.min, self.max, self.unit)));
+            return Err(bad(format!(
+                "must be between {} and {}{}, got {text}",
+                self.min, self.max, self.unit
+            )));
         }
         let stored = (v * self.scale).round();
         if stored < 1.0 {
-            return Err(bad(format!("{text} is too small to store (0 means default)")));
+            return Err(bad(format!(
+                "{text} is too small to store (0 means default)"
+            )));
         }
         Ok(stored as u32)
     }
@@ -94,7 +112,11 @@ impl Tunable {
         }
     }
 
-    fn field<'a>(&self, fair: &'a mut RawFairttTunables, ad: &'a mut RawAdbbrTunables) -> &'a mut u32 {
+    fn field<'a>(
+        &self,
+        fair: &'a mut RawFairttTunables,
+        ad: &'a mut RawAdbbrTunables,
+    ) -> &'a mut u32 {
         match (self.cca, self.name) {
             (Cca::Fairtt, "beta") => &mut fair.beta_ppm,
             (Cca::Fairtt, "gamma") => &mut fair.gamma_ppm,
@@ -137,14 +159,22 @@ fn read_raw(fs: &BpfFs, t: &Tunable) -> Result<(RawFairttTunables, RawAdbbrTunab
         .map_err(|e| Error::bpf("read tunables", e))?
         .unwrap_or_default();
     Ok(match t.cca {
-        Cca::Fairtt => (abi::from_bytes(&bytes).unwrap_or_default(), Default::default()),
-        _ => (Default::default(), abi::from_bytes(&bytes).unwrap_or_default()),
+        Cca::Fairtt => (
+            abi::from_bytes(&bytes).unwrap_or_default(),
+            Default::default(),
+        ),
+        _ => (
+            Default::default(),
+            abi::from_bytes(&bytes).unwrap_or_default(),
+        ),
     })
 }
 
 fn open_map(fs: &BpfFs, t: &Tunable) -> Result<libbpf_rs::MapHandle> {
     if !fs.map_pin(t.map_name()).exists() {
-        return Err(Error::NotLoaded { cca: format!("{} (its tunables live in its pinned map)", t.cca) });
+        return Err(Error::NotLoaded {
+            cca: format!("{} (its tunables live in its pinned map)", t.cca),
+        });
     }
     open_shared_map(fs, t.map_name())
 }
@@ -153,7 +183,10 @@ fn open_map(fs: &BpfFs, t: &Tunable) -> Result<libbpf_rs::MapHandle> {
 pub fn get(fs: &BpfFs, filter: Option<&str>) -> Result<Vec<Value>> {
     fs.check_access("reading tunables")?;
     let selected: Vec<&Tunable> = match filter {
-        None => ALL.iter().filter(|t| fs.map_pin(t.map_name()).exists()).collect(),
+        None => ALL
+            .iter()
+            .filter(|t| fs.map_pin(t.map_name()).exists())
+            .collect(),
         Some(f) if f.contains('.') => vec![Tunable::find(f)?],
         Some(f) => {
             let cca: Cca = f.parse()?;
@@ -164,7 +197,13 @@ pub fn get(fs: &BpfFs, filter: Option<&str>) -> Result<Vec<Value>> {
     for t in selected {
         let (mut fair, mut ad) = read_raw(fs, t)?;
         let stored = *t.field(&mut fair, &mut ad);
-        out.push(Value { name: t.full_name(), value: t.display(stored), is_default: stored == 0, unit: t.unit, help: t.help });
+        out.push(Value {
+            name: t.full_name(),
+            value: t.display(stored),
+            is_default: stored == 0,
+            unit: t.unit,
+            help: t.help,
+        });
     }
     Ok(out)
 }
@@ -181,8 +220,15 @@ pub fn set(fs: &BpfFs, full: &str, text: &str) -> Result<Value> {
         Cca::Fairtt => abi::to_bytes(&fair),
         _ => abi::to_bytes(&ad),
     };
-    map.update(&0u32.to_ne_bytes(), &bytes, MapFlags::ANY).map_err(|e| Error::bpf("write tunables", e))?;
-    Ok(Value { name: t.full_name(), value: t.display(stored), is_default: false, unit: t.unit, help: t.help })
+    map.update(&0u32.to_ne_bytes(), &bytes, MapFlags::ANY)
+        .map_err(|e| Error::bpf("write tunables", e))?;
+    Ok(Value {
+        name: t.full_name(),
+        value: t.display(stored),
+        is_default: false,
+        unit: t.unit,
+        help: t.help,
+    })
 }
 
 #[cfg(test)]
@@ -198,7 +244,10 @@ mod tests {
         }
         let w = Tunable::find("fairtt.window_ms").unwrap();
         assert_eq!(w.parse("250").unwrap(), 250);
-        assert!(w.parse("250.5").is_err(), "fraction accepted for an integer");
+        assert!(
+            w.parse("250.5").is_err(),
+            "fraction accepted for an integer"
+        );
         assert!(w.parse("5").is_err(), "below range accepted");
         let m = Tunable::find("adbbr.gamma_mode").unwrap();
         assert!(m.parse("4").is_err());
@@ -240,9 +289,15 @@ mod tests {
             ("adbbr.hold_ms", define(adbbr, "ADBBR_DEF_HOLD_MS")),
             ("adbbr.x", define(adbbr, "ADBBR_DEF_X_PPM")),
             ("adbbr.zmin_us", define(adbbr, "ADBBR_DEF_ZMIN_US")),
-            ("adbbr.probe_hold_ms", define(adbbr, "ADBBR_DEF_PROBE_HOLD_MS")),
+            (
+                "adbbr.probe_hold_ms",
+                define(adbbr, "ADBBR_DEF_PROBE_HOLD_MS"),
+            ),
             ("adbbr.gamma_mode", define(adbbr, "ADBBR_DEF_GAMMA_MODE")),
-            ("adbbr.gamma_ref_us", define(adbbr, "ADBBR_DEF_GAMMA_REF_US")),
+            (
+                "adbbr.gamma_ref_us",
+                define(adbbr, "ADBBR_DEF_GAMMA_REF_US"),
+            ),
         ];
         assert_eq!(expect.len(), ALL.len());
         for (name, stored) in expect {

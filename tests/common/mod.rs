@@ -55,7 +55,10 @@ impl KernelTest {
                 "{name} is already registered on this host (by a real installation?); unload it before running the tests"
             );
         }
-        KernelTest { fs: BpfFs::new(root), _lock: lock }
+        KernelTest {
+            fs: BpfFs::new(root),
+            _lock: lock,
+        }
     }
 
     /// `rttfairctl` with this test's bpffs root.
@@ -74,7 +77,10 @@ impl KernelTest {
 impl Drop for KernelTest {
     fn drop(&mut self) {
         remove_root(self.fs.root());
-        ROOTS.lock().map(|mut r| r.retain(|p| p != self.fs.root())).ok();
+        ROOTS
+            .lock()
+            .map(|mut r| r.retain(|p| p != self.fs.root()))
+            .ok();
     }
 }
 
@@ -107,10 +113,17 @@ pub fn registered(name: &str) -> bool {
 /// `needle`. Returns that line.
 pub fn assert_one_line_error(out: &Output, needle: &str) -> String {
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    assert!(!out.status.success(), "expected failure, got success; stderr: {stderr}");
+    assert!(
+        !out.status.success(),
+        "expected failure, got success; stderr: {stderr}"
+    );
     let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(lines.len(), 1, "expected one line of error, got: {stderr}");
-    assert!(lines[0].contains(needle), "error {:?} does not mention {needle:?}", lines[0]);
+    assert!(
+        lines[0].contains(needle),
+        "error {:?} does not mention {needle:?}",
+        lines[0]
+    );
     lines[0].to_string()
 }
 
@@ -153,8 +166,8 @@ pub fn sink_once(listener: TcpListener) -> u64 {
 
 /// Connect to `addr` with congestion control `cca` set before the handshake.
 pub fn connect_with(addr: SocketAddr, cca: &str) -> std::net::TcpStream {
-    let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
-        .expect("socket");
+    let sock =
+        socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("socket");
     rttfair_lab::sock::set_congestion(&sock, cca).expect("setsockopt TCP_CONGESTION");
     sock.connect(&addr.into()).expect("connect");
     sock.into()
@@ -184,8 +197,14 @@ pub fn cgroup2_root() -> PathBuf {
     }
     let p = PathBuf::from("/run/rttfair-cgroup2");
     std::fs::create_dir_all(&p).unwrap();
-    nix::mount::mount(Some("none"), &p, Some("cgroup2"), nix::mount::MsFlags::empty(), None::<&str>)
-        .expect("mount cgroup2");
+    nix::mount::mount(
+        Some("none"),
+        &p,
+        Some("cgroup2"),
+        nix::mount::MsFlags::empty(),
+        None::<&str>,
+    )
+    .expect("mount cgroup2");
     p
 }
 
@@ -220,13 +239,21 @@ impl Drop for Proc {
 
 /// A loopback port free at the time of asking.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// Minimal HTTP/1.0 GET on loopback (no Accept header: classic text
 /// exposition); returns (status, body).
 pub fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
-    let mut s = std::net::TcpStream::connect_timeout(&SocketAddr::from(([127, 0, 0, 1], port)), Duration::from_secs(2)).ok()?;
+    let mut s = std::net::TcpStream::connect_timeout(
+        &SocketAddr::from(([127, 0, 0, 1], port)),
+        Duration::from_secs(2),
+    )
+    .ok()?;
     s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
     write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
     let mut buf = String::new();
@@ -239,9 +266,24 @@ pub fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
 /// Connect from source address `src` to `dst` with `cca` set before the
 /// handshake (a lab flow's socket).
 pub fn connect_from(src: std::net::Ipv4Addr, dst: SocketAddr, cca: &str) -> std::net::TcpStream {
-    let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("socket");
+    let sock =
+        socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("socket");
     rttfair_lab::sock::set_congestion(&sock, cca).expect("setsockopt TCP_CONGESTION");
     sock.bind(&SocketAddr::from((src, 0)).into()).expect("bind");
     sock.connect(&dst.into()).expect("connect");
     sock.into()
+}
+
+/// The value of one sample in a Prometheus text exposition: `series` is the
+/// metric name with its label block exactly as exposed (`name` or
+/// `name{cca="bbr1"}`). Only sample lines are searched, never HELP/TYPE
+/// comments, whose text can contain the metric name followed by a digit.
+pub fn sample(exposition: &str, series: &str) -> Option<f64> {
+    exposition
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .find_map(|l| {
+            let (s, v) = l.rsplit_once(' ')?;
+            (s == series).then(|| v.parse().ok()).flatten()
+        })
 }

@@ -26,7 +26,10 @@ const PACKAGES: &[(&str, &str)] = &[
     ("iproute2", "namespaces, veth, tc"),
     ("ethtool", "turns off TSO/GSO/GRO on emulated links"),
     ("iperf3", "lab traffic"),
-    ("prometheus", "daemon integration test (promtool, a real scraper)"),
+    (
+        "prometheus",
+        "daemon integration test (promtool, a real scraper)",
+    ),
     ("fonts-dejavu-core", "text in the lab's plots"),
 ];
 
@@ -95,13 +98,20 @@ fn deps() -> Result<()> {
         .collect();
     if !missing.is_empty() {
         eprintln!("xtask: installing {}", missing.join(" "));
-        sh("apt-get", &["update", "-q"], &[("DEBIAN_FRONTEND", "noninteractive")])?;
+        sh(
+            "apt-get",
+            &["update", "-q"],
+            &[("DEBIAN_FRONTEND", "noninteractive")],
+        )?;
         let mut args = vec!["install", "-y", "-q", "--no-install-recommends"];
         args.extend(&missing);
         sh("apt-get", &args, &[("DEBIAN_FRONTEND", "noninteractive")])?;
     }
     // libbpf-cargo formats the generated skeletons with rustfmt.
-    let have_rustfmt = Command::new("rustfmt").arg("--version").output().is_ok_and(|o| o.status.success());
+    let have_rustfmt = Command::new("rustfmt")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
     if !have_rustfmt {
         sh("rustup", &["component", "add", "rustfmt"], &[])?;
     }
@@ -131,7 +141,9 @@ fn test(rest: &[String]) -> Result<()> {
         if let Some(rest) = line.strip_prefix("test result: ") {
             for part in rest.split(';') {
                 let mut it = part.split_whitespace().rev();
-                let (Some(word), Some(n)) = (it.next(), it.next()) else { continue };
+                let (Some(word), Some(n)) = (it.next(), it.next()) else {
+                    continue;
+                };
                 let n: u64 = n.parse().unwrap_or(0);
                 match word {
                     "passed" => passed += n,
@@ -198,9 +210,14 @@ fn sh(program: &str, args: &[&str], envs: &[(&str, &str)]) -> Result<()> {
 }
 
 fn workspace_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 fn target_dir() -> PathBuf {
-    env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| workspace_root().join("target"))
+    env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"))
 }

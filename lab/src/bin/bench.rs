@@ -6,12 +6,12 @@
 use std::time::Duration;
 
 use anyhow::{bail, Result};
+use libbpf_rs::MapCore;
 use rttfair_lab::ccas::CcaSession;
 use rttfair_lab::iperf::{self, ClientSpec};
 use rttfair_lab::link;
 use rttfair_lab::netns::Netns;
 use rttfair_loader::lifecycle;
-use libbpf_rs::MapCore;
 use rttfair_loader::{BpfFs, Cca};
 
 fn main() {
@@ -22,7 +22,9 @@ fn main() {
         Some("lab-accuracy") => lab_accuracy(),
         Some("daemon") => daemon_bench(),
         Some("soak") => soak(&args[1..]),
-        Some(other) => Err(anyhow::anyhow!("unknown benchmark '{other}' (single-flow, verifier, lab-accuracy, daemon, soak)")),
+        Some(other) => Err(anyhow::anyhow!(
+            "unknown benchmark '{other}' (single-flow, verifier, lab-accuracy, daemon, soak)"
+        )),
         None => Err(anyhow::anyhow!("which benchmark? single-flow, verifier")),
     };
     if let Err(e) = res {
@@ -33,8 +35,14 @@ fn main() {
 
 /// Per-program verifier and JIT figures of every CCA.
 fn verifier() -> Result<()> {
-    let scratch = BpfFs::new(format!("/sys/fs/bpf/rttfair-bench-verifier-{}", std::process::id()));
-    println!("{:<8} {:<18} {:>6} {:>9} {:>8} {:>7}", "cca", "program", "insns", "verified", "xlated", "jited");
+    let scratch = BpfFs::new(format!(
+        "/sys/fs/bpf/rttfair-bench-verifier-{}",
+        std::process::id()
+    ));
+    println!(
+        "{:<8} {:<18} {:>6} {:>9} {:>8} {:>7}",
+        "cca", "program", "insns", "verified", "xlated", "jited"
+    );
     for cca in Cca::ALL {
         let stats = lifecycle::inspect_programs(cca, &scratch)?;
         let mut total = 0u64;
@@ -51,7 +59,16 @@ fn verifier() -> Result<()> {
             );
         }
         let obj = cca_object_size(cca);
-        println!("{:<8} {:<18} {:>6} {:>9} {:>8} {:>7}   object {} bytes", cca.name(), "TOTAL", "", total, "", "", obj);
+        println!(
+            "{:<8} {:<18} {:>6} {:>9} {:>8} {:>7}   object {} bytes",
+            cca.name(),
+            "TOTAL",
+            "",
+            total,
+            "",
+            "",
+            obj
+        );
     }
     scratch.remove_if_empty();
     Ok(())
@@ -67,7 +84,8 @@ fn single_flow(args: &[String]) -> Result<()> {
     let reps: usize = args.get(1).map(|s| s.parse()).transpose()?.unwrap_or(3);
     let fs = BpfFs::from_env();
     let _session = CcaSession::ensure(&fs, &["bbr1".to_string()])?;
-    let stats_prev = std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled").unwrap_or_default();
+    let stats_prev =
+        std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled").unwrap_or_default();
     std::fs::write("/proc/sys/kernel/bpf_stats_enabled", "1")?;
 
     let a = Netns::create("bsnd")?;
@@ -128,8 +146,18 @@ fn single_flow(args: &[String]) -> Result<()> {
     let (cb, c1) = (mean("bbr", |r| r.2), mean("bbr1", |r| r.2));
     println!();
     println!("single-flow over veth, {reps} x {secs} s each, alternating:");
-    println!("  throughput  native bbr {:.2} Gbit/s, bbr1 {:.2} Gbit/s, ratio bbr1/bbr = {:.3}", tb / 1e9, t1 / 1e9, t1 / tb);
-    println!("  CPU per GB  native bbr {:.3} s, bbr1 {:.3} s, ratio bbr1/bbr = {:.3}", cb, c1, c1 / cb);
+    println!(
+        "  throughput  native bbr {:.2} Gbit/s, bbr1 {:.2} Gbit/s, ratio bbr1/bbr = {:.3}",
+        tb / 1e9,
+        t1 / 1e9,
+        t1 / tb
+    );
+    println!(
+        "  CPU per GB  native bbr {:.3} s, bbr1 {:.3} s, ratio bbr1/bbr = {:.3}",
+        cb,
+        c1,
+        c1 / cb
+    );
     if cc_runtime.1 > 0 {
         println!(
             "  bbr1 cong_control: {} calls, mean {:.0} ns per call (BPF run-time stats)",
@@ -149,9 +177,20 @@ fn lab_accuracy() -> Result<()> {
 
     println!("RTT: configured vs measured (min of 10 TCP handshakes per flow)");
     let rtts = [2.0, 10.0, 50.0, 200.0];
-    let paths: Vec<FlowPath> =
-        rtts.iter().map(|r| FlowPath { rtt: Duration::from_secs_f64(r / 1e3), loss_pct: 0.0 }).collect();
-    let net = Dumbbell::build(&paths, Bottleneck { rate_bit: 100_000_000, limit_bytes: 1_000_000 })?;
+    let paths: Vec<FlowPath> = rtts
+        .iter()
+        .map(|r| FlowPath {
+            rtt: Duration::from_secs_f64(r / 1e3),
+            loss_pct: 0.0,
+        })
+        .collect();
+    let net = Dumbbell::build(
+        &paths,
+        Bottleneck {
+            rate_bit: 100_000_000,
+            limit_bytes: 1_000_000,
+        },
+    )?;
     for c in selfcheck::measure_rtts(&net, &rtts, 10)? {
         println!(
             "  {:>6.1} ms -> {:>8.3} ms  ({:+.2} ms, {:+.2}%) {}",
@@ -164,21 +203,32 @@ fn lab_accuracy() -> Result<()> {
     }
     drop(net);
 
-    println!("rate: configured vs measured goodput of one cubic flow, 5 s (expected = rate x 1448/1514)");
+    println!(
+        "rate: configured vs measured goodput of one cubic flow, 5 s (expected = rate x 1448/1514)"
+    );
     for mbit in [10u64, 50, 100] {
         let net = Dumbbell::build(
-            &[FlowPath { rtt: Duration::from_millis(10), loss_pct: 0.0 }],
-            Bottleneck { rate_bit: mbit * 1_000_000, limit_bytes: (mbit * 1_000_000 / 8 / 100).max(30_000) * 2 },
+            &[FlowPath {
+                rtt: Duration::from_millis(10),
+                loss_pct: 0.0,
+            }],
+            Bottleneck {
+                rate_bit: mbit * 1_000_000,
+                limit_bytes: (mbit * 1_000_000 / 8 / 100).max(30_000) * 2,
+            },
         )?;
         let _srv = iperf::Server::start(&net.rcv, "10.20.0.1", 5201)?;
-        let r = iperf::client(&net.snd, &ClientSpec {
-            server: "10.20.0.1".into(),
-            port: 5201,
-            bind: Some(net.sender(0).to_string()),
-            cca: "cubic".into(),
-            seconds: 5.0,
-            interval: 1.0,
-        })?;
+        let r = iperf::client(
+            &net.snd,
+            &ClientSpec {
+                server: "10.20.0.1".into(),
+                port: 5201,
+                bind: Some(net.sender(0).to_string()),
+                cca: "cubic".into(),
+                seconds: 5.0,
+                interval: 1.0,
+            },
+        )?;
         let expected = mbit as f64 * 1e6 * 1448.0 / 1514.0;
         println!(
             "  {:>4} Mbit/s -> {:>7.2} Mbit/s goodput ({:+.2}% of expected)",
@@ -190,11 +240,18 @@ fn lab_accuracy() -> Result<()> {
 
     println!("delay element capacity: 10 cubic flows, 20 ms, bottleneck rate stepped up");
     for mbit in [100u64, 200, 400, 800] {
-        let paths: Vec<FlowPath> =
-            (0..10).map(|_| FlowPath { rtt: Duration::from_millis(20), loss_pct: 0.0 }).collect();
+        let paths: Vec<FlowPath> = (0..10)
+            .map(|_| FlowPath {
+                rtt: Duration::from_millis(20),
+                loss_pct: 0.0,
+            })
+            .collect();
         let net = Dumbbell::build(
             &paths,
-            Bottleneck { rate_bit: mbit * 1_000_000, limit_bytes: mbit * 1_000_000 / 8 / 50 },
+            Bottleneck {
+                rate_bit: mbit * 1_000_000,
+                limit_bytes: mbit * 1_000_000 / 8 / 50,
+            },
         )?;
         let servers: Vec<_> = (0..10)
             .map(|i| iperf::Server::start(&net.rcv, "10.20.0.1", 5201 + i as u16))
@@ -215,7 +272,10 @@ fn lab_accuracy() -> Result<()> {
             .collect();
         let mut total = 0.0;
         for h in handles {
-            total += h.join().map_err(|_| anyhow::anyhow!("client thread"))??.receiver_bits_per_second;
+            total += h
+                .join()
+                .map_err(|_| anyhow::anyhow!("client thread"))??
+                .receiver_bits_per_second;
         }
         drop(servers);
         let st = &net.delay.stats;
@@ -248,9 +308,17 @@ fn soak(args: &[String]) -> Result<()> {
     let names: Vec<String> = Cca::ALL.iter().map(|c| c.name().to_string()).collect();
     let _session = CcaSession::ensure(&fs, &names)?;
     let ctl = std::env::current_exe()?.with_file_name("rttfairctl");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
     let mut daemon = std::process::Command::new(&ctl)
-        .args(["--bpffs", &fs.root().display().to_string(), "daemon", "--listen", &format!("127.0.0.1:{port}")])
+        .args([
+            "--bpffs",
+            &fs.root().display().to_string(),
+            "daemon",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+        ])
         .stderr(std::process::Stdio::null())
         .spawn()?;
     std::thread::sleep(Duration::from_secs(1));
@@ -276,7 +344,17 @@ fn soak(args: &[String]) -> Result<()> {
         }
     });
     let ns = Netns::create("soak")?;
-    println!("{:<7} {:>9} {:>9} {:>14} {:>15} {:>9} {:>7} {:>7}", "cca", "opened", "closed", "bytes verified", "long-flow bytes", "failures", "leaked", "conn/s");
+    println!(
+        "{:<7} {:>9} {:>9} {:>14} {:>15} {:>9} {:>7} {:>7}",
+        "cca",
+        "opened",
+        "closed",
+        "bytes verified",
+        "long-flow bytes",
+        "failures",
+        "leaked",
+        "conn/s"
+    );
     let mut leaked_total = 0;
     for cca in Cca::ALL {
         let r = rttfair_lab::churn::run(&ns, cca.name(), Duration::from_secs_f64(secs), 4, 2)?;
@@ -288,12 +366,23 @@ fn soak(args: &[String]) -> Result<()> {
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-        let entries = FlowReader::open(&fs)?.flows()?.into_iter().filter(|f| f.cca() == Some(cca)).count() as u64;
+        let entries = FlowReader::open(&fs)?
+            .flows()?
+            .into_iter()
+            .filter(|f| f.cca() == Some(cca))
+            .count() as u64;
         let leaked = live + entries;
         leaked_total += leaked;
         println!(
             "{:<7} {:>9} {:>9} {:>14} {:>15} {:>9} {:>7} {:>7.0}",
-            cca.name(), r.opened, r.closed, r.bytes_verified, r.long_flow_bytes, r.failures, leaked, r.opened as f64 / r.seconds
+            cca.name(),
+            r.opened,
+            r.closed,
+            r.bytes_verified,
+            r.long_flow_bytes,
+            r.failures,
+            leaked,
+            r.opened as f64 / r.seconds
         );
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -319,11 +408,23 @@ fn daemon_bench() -> Result<()> {
 
     let ctl = std::env::current_exe()?.with_file_name("rttfairctl");
     if !ctl.exists() {
-        bail!("{} not built (cargo build --release -p rttfairctl)", ctl.display());
+        bail!(
+            "{} not built (cargo build --release -p rttfairctl)",
+            ctl.display()
+        );
     }
     for n in [1_000usize, 10_000] {
-        let fs = BpfFs::new(format!("/sys/fs/bpf/rttfair-bench-daemon-{}-{n}", std::process::id()));
-        create_shared_maps(&fs, &LoadOptions { flows_max: Some(65_536), object: None })?;
+        let fs = BpfFs::new(format!(
+            "/sys/fs/bpf/rttfair-bench-daemon-{}-{n}",
+            std::process::id()
+        ));
+        create_shared_maps(
+            &fs,
+            &LoadOptions {
+                flows_max: Some(65_536),
+                object: None,
+            },
+        )?;
         let map = libbpf_rs::MapHandle::from_pinned_path(fs.map_pin(FLOWS_MAP))?;
         for i in 0..n as u64 {
             let mut f = RawFlow::default();
@@ -339,20 +440,35 @@ fn daemon_bench() -> Result<()> {
             f.delivered_bytes = i * 1000;
             f.first_ns = 1;
             f.last_ns = 1_000_000_000 + i;
-            map.update(&(i + 1).to_ne_bytes(), &abi::to_bytes(&f), libbpf_rs::MapFlags::ANY)?;
+            map.update(
+                &(i + 1).to_ne_bytes(),
+                &abi::to_bytes(&f),
+                libbpf_rs::MapFlags::ANY,
+            )?;
         }
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
         let cfg = std::env::temp_dir().join(format!("rttfair-bench-{n}.toml"));
         std::fs::write(&cfg, format!("max_flows = {}\n", n + 1))?;
         let mut child = std::process::Command::new(&ctl)
-            .args(["daemon", "--config", cfg.to_str().unwrap(), "--listen", &format!("127.0.0.1:{port}")])
+            .args([
+                "daemon",
+                "--config",
+                cfg.to_str().unwrap(),
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+            ])
             .env("RTTFAIR_BPFFS", fs.root())
             .stderr(std::process::Stdio::null())
             .spawn()?;
         let get = || -> Result<(Duration, usize)> {
             let t = std::time::Instant::now();
             let mut s = std::net::TcpStream::connect(("127.0.0.1", port))?;
-            write!(s, "GET /metrics HTTP/1.0\r\nAccept: application/openmetrics-text\r\n\r\n")?;
+            write!(
+                s,
+                "GET /metrics HTTP/1.0\r\nAccept: application/openmetrics-text\r\n\r\n"
+            )?;
             let mut body = Vec::new();
             s.read_to_end(&mut body)?;
             Ok((t.elapsed(), body.len()))
@@ -375,7 +491,10 @@ fn daemon_bench() -> Result<()> {
             write!(s, "GET /metrics HTTP/1.0\r\n\r\n")?;
             let mut body = String::new();
             s.read_to_string(&mut body)?;
-            let series = body.lines().filter(|l| l.starts_with("rttfair_flow_cwnd_segments{")).count();
+            let series = body
+                .lines()
+                .filter(|l| l.starts_with("rttfair_flow_cwnd_segments{"))
+                .count();
             if series != n {
                 bail!("daemon exported {series} flows of {n}");
             }
@@ -405,7 +524,11 @@ fn daemon_bench() -> Result<()> {
                 std::thread::sleep(Duration::from_secs(1));
             }
             let cpu = (cpu_ticks(child.id()) - cpu0) as f64 / 100.0; // USER_HZ
-            println!("  1k flows, 1 scrape/s for {:.0} s: daemon CPU {:.2}% of one core", t0.elapsed().as_secs_f64(), cpu / t0.elapsed().as_secs_f64() * 100.0);
+            println!(
+                "  1k flows, 1 scrape/s for {:.0} s: daemon CPU {:.2}% of one core",
+                t0.elapsed().as_secs_f64(),
+                cpu / t0.elapsed().as_secs_f64() * 100.0
+            );
         }
         let _ = child.kill();
         let _ = child.wait();
@@ -419,7 +542,12 @@ fn daemon_bench() -> Result<()> {
 fn rss_kib(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
-        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("VmRSS:").map(|v| v.trim().trim_end_matches(" kB").trim().parse().unwrap_or(0))))
+        .and_then(|s| {
+            s.lines().find_map(|l| {
+                l.strip_prefix("VmRSS:")
+                    .map(|v| v.trim().trim_end_matches(" kB").trim().parse().unwrap_or(0))
+            })
+        })
         .unwrap_or(0)
 }
 
