@@ -45,6 +45,24 @@ fn query(port: u16, q: &str) -> Vec<(serde_json::Value, f64)> {
         .unwrap_or_default()
 }
 
+/// Every query of the shipped Grafana dashboard, with its `$cca` variable
+/// set to match all CCAs.
+fn dashboard_queries() -> Vec<String> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../deploy/grafana/rttfair-dashboard.json"
+    );
+    let d: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    d["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["targets"].as_array().cloned().unwrap_or_default())
+        .map(|t| t["expr"].as_str().unwrap().replace("$cca", ".*"))
+        .collect()
+}
+
 #[test]
 fn prometheus_scrapes_per_flow_min_rtt_and_fairness() {
     let t = KernelTest::new();
@@ -134,14 +152,18 @@ fn prometheus_scrapes_per_flow_min_rtt_and_fairness() {
     let deadline = Instant::now() + Duration::from_secs(12);
     let mut got = Vec::new();
     let mut jain = Vec::new();
+    let dashboard = dashboard_queries();
+    let mut dashboard_empty = dashboard.clone();
     while Instant::now() < deadline {
         std::thread::sleep(Duration::from_secs(2));
         got = query(
             pport,
-            "rttfair_flow_min_rtt_seconds{local_addr=~\"10.10.1.*\"}",
+            // The tuple lives in rttfair_flow_info; per-flow series join it on `flow`.
+            "rttfair_flow_min_rtt_seconds * on(flow) group_left(local_addr) rttfair_flow_info{local_addr=~\"10.10.1.*\"}",
         );
         jain = query(pport, "rttfair_jain_index_ratio{cca=\"fairtt\"}");
-        if got.len() == 2 && !jain.is_empty() {
+        dashboard_empty.retain(|q| query(pport, q).is_empty());
+        if got.len() == 2 && !jain.is_empty() && dashboard_empty.is_empty() {
             break;
         }
     }
@@ -163,6 +185,13 @@ fn prometheus_scrapes_per_flow_min_rtt_and_fairness() {
         got.len(),
         2,
         "per-flow min_rtt series from Prometheus: {got:?}"
+    );
+    // The shipped dashboard works against this daemon: every panel query
+    // (fairtt flows only here, so the Ad-BBR half of the `or` is unused).
+    assert!(dashboard.len() >= 5);
+    assert!(
+        dashboard_empty.is_empty(),
+        "dashboard queries with no data: {dashboard_empty:?}"
     );
     for (labels, v) in &got {
         let addr = labels["local_addr"].as_str().unwrap();
