@@ -232,6 +232,9 @@ fn load(fs: &BpfFs, names: &[String], flows_max: Option<u32>, object: Option<&Pa
             Ok(outcome) => {
                 let what = match outcome {
                     LoadOutcome::Loaded => "loaded",
+                    LoadOutcome::AlreadyLoaded if rttfair_lab::ccas::adopt(fs, *cca) => {
+                        "already loaded by a running lab; now yours (the lab will leave it registered)"
+                    }
                     LoadOutcome::AlreadyLoaded => "already loaded",
                     LoadOutcome::Repaired => {
                         "loaded (repaired a stale pin from an interrupted run)"

@@ -1,20 +1,101 @@
 //! Making sure the CCAs an experiment names are registered, and leaving the
-//! host as it was found: what this session loaded, it unloads (on drop, and
-//! on Ctrl-C through the namespace watcher's exit hook).
+//! host as it was found.
+//!
+//! Several labs may run at once against one installation (a sweep in one
+//! terminal, a quick `lab run` in another). A project CCA a lab had to load
+//! is therefore not simply unloaded by whoever loaded it: every session that
+//! uses it holds a shared *lease* (a flock on a file under
+//! `/run/rttfair/lab-leases/`), and a session that ends unloads it only if
+//! it can then take the lease exclusively (no other lab is using it) and a
+//! lab, not the operator, loaded it (a marker file next to the lease). The
+//! kernel drops the flocks of a killed lab; its marker stays, so the next
+//! lab to finish cleans up what it left registered.
 
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use anyhow::{Context, Result};
+use nix::fcntl::{Flock, FlockArg};
 use rttfair_loader::lifecycle::{self, LoadOptions};
 use rttfair_loader::{kernel, BpfFs, Cca};
 
-static LOADED_BY_SESSIONS: Mutex<Vec<(BpfFs, Cca)>> = Mutex::new(Vec::new());
+/// Where lab leases live; one folder per installation (bpffs root).
+const LEASE_ROOT: &str = "/run/rttfair/lab-leases";
+
+/// One session's shared hold on one project CCA.
+struct Lease {
+    session: u64,
+    fs: BpfFs,
+    cca: Cca,
+    lock: Flock<File>,
+}
+
+/// Every live lease of this process, so the Ctrl-C hook can end them too.
+static LEASES: Mutex<Vec<Lease>> = Mutex::new(Vec::new());
+static NEXT_SESSION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// CCAs registered for the duration of an experiment.
 pub struct CcaSession {
     fs: BpfFs,
-    loaded: Vec<Cca>,
+    id: u64,
     keep: bool,
+}
+
+/// The folder holding the leases of the installation at `fs`.
+pub fn lease_dir(fs: &BpfFs) -> PathBuf {
+    let key = fs
+        .root()
+        .to_string_lossy()
+        .trim_matches('/')
+        .replace('/', "_");
+    Path::new(LEASE_ROOT).join(key)
+}
+
+fn marker(fs: &BpfFs, cca: Cca) -> PathBuf {
+    lease_dir(fs).join(format!("{cca}.loaded-by-lab"))
+}
+
+/// Take a shared lease on `cca`, waiting while another lab is unloading it.
+fn take_lease(fs: &BpfFs, cca: Cca, session: u64) -> Result<Lease> {
+    let dir = lease_dir(fs);
+    std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
+    let path = dir.join(format!("{cca}.lease"));
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("open {}", path.display()))?;
+    let lock = Flock::lock(file, FlockArg::LockShared)
+        .map_err(|(_, e)| anyhow::anyhow!("lock {}: {e}", path.display()))?;
+    Ok(Lease {
+        session,
+        fs: fs.clone(),
+        cca,
+        lock,
+    })
+}
+
+/// End a lease: unload the CCA if no other lab holds it and a lab loaded it.
+fn end_lease(lease: Lease) {
+    if lease.lock.relock(FlockArg::LockExclusiveNonblock).is_err() {
+        return; // another lab still uses it; the last one out cleans up
+    }
+    let m = marker(&lease.fs, lease.cca);
+    if m.exists() {
+        if lifecycle::is_loaded(lease.cca, &lease.fs) {
+            let _ = lifecycle::unregister(lease.cca, &lease.fs, true);
+        }
+        let _ = std::fs::remove_file(&m);
+    }
+    // Dropping the Flock unlocks.
+}
+
+/// The operator asked for `cca` while a lab had loaded it: from now on it is
+/// the operator's, and no lab unloads it. Returns whether a lab had loaded it.
+pub fn adopt(fs: &BpfFs, cca: Cca) -> bool {
+    std::fs::remove_file(marker(fs, cca)).is_ok()
 }
 
 impl CcaSession {
@@ -22,21 +103,32 @@ impl CcaSession {
     /// (cubic, bbr, reno) must already be available. Uses the installation
     /// at `fs`; CCAs already loaded there are used as they are.
     pub fn ensure(fs: &BpfFs, names: &[String]) -> Result<CcaSession> {
-        crate::netns::on_signal_exit(unload_all_sessions);
-        let mut s = CcaSession {
+        crate::netns::on_signal_exit(end_all_leases);
+        let s = CcaSession {
             fs: fs.clone(),
-            loaded: Vec::new(),
+            id: NEXT_SESSION.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             keep: false,
         };
         for name in names {
             if let Ok(cca) = name.parse::<Cca>() {
-                if lifecycle::is_loaded(cca, fs) {
-                    continue;
+                if LEASES
+                    .lock()
+                    .unwrap()
+                    .iter()
+                    .any(|l| l.session == s.id && l.cca == cca)
+                {
+                    continue; // named twice
                 }
-                lifecycle::load(cca, fs, &LoadOptions::default())
-                    .with_context(|| format!("load {cca}"))?;
-                LOADED_BY_SESSIONS.lock().unwrap().push((fs.clone(), cca));
-                s.loaded.push(cca);
+                let lease = take_lease(fs, cca, s.id)?;
+                // Registered under the lease, so no lab can unload it between
+                // this check and the experiment.
+                LEASES.lock().unwrap().push(lease);
+                if !lifecycle::is_loaded(cca, fs) {
+                    std::fs::write(marker(fs, cca), std::process::id().to_string())
+                        .with_context(|| format!("write {}", marker(fs, cca).display()))?;
+                    lifecycle::load(cca, fs, &LoadOptions::default())
+                        .with_context(|| format!("load {cca}"))?;
+                }
             } else if !kernel::is_registered(name)? {
                 anyhow::bail!(
                     "congestion control '{name}' is neither one of rttfair's ({}) nor available in the kernel ({})",
@@ -48,7 +140,8 @@ impl CcaSession {
         Ok(s)
     }
 
-    /// Keep what was loaded registered after the session ends.
+    /// Keep what this session loaded registered after it ends (the operator
+    /// takes it over: no later lab will unload it).
     pub fn keep(&mut self) {
         self.keep = true;
     }
@@ -60,25 +153,30 @@ impl CcaSession {
 
 impl Drop for CcaSession {
     fn drop(&mut self) {
-        if self.keep {
-            return;
-        }
-        for cca in self.loaded.drain(..) {
-            let _ = lifecycle::unregister(cca, &self.fs, true);
-            LOADED_BY_SESSIONS
-                .lock()
-                .map(|mut l| l.retain(|(_, c)| *c != cca))
-                .ok();
+        let mine: Vec<Lease> = {
+            let Ok(mut all) = LEASES.lock() else { return };
+            let (mine, rest) = std::mem::take(&mut *all)
+                .into_iter()
+                .partition(|l| l.session == self.id);
+            *all = rest;
+            mine
+        };
+        for lease in mine {
+            if self.keep {
+                let _ = std::fs::remove_file(marker(&lease.fs, lease.cca));
+            } else {
+                end_lease(lease);
+            }
         }
     }
 }
 
-fn unload_all_sessions() {
-    let all: Vec<(BpfFs, Cca)> = LOADED_BY_SESSIONS
+fn end_all_leases() {
+    let all = LEASES
         .lock()
-        .map(|l| l.clone())
+        .map(|mut l| std::mem::take(&mut *l))
         .unwrap_or_default();
-    for (fs, cca) in all {
-        let _ = lifecycle::unregister(cca, &fs, true);
+    for lease in all {
+        end_lease(lease);
     }
 }

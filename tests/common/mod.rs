@@ -102,6 +102,9 @@ fn remove_root(root: &Path) {
         let _ = std::fs::remove_dir(root.join(sub));
     }
     let _ = std::fs::remove_dir(root);
+    let _ = std::fs::remove_dir_all(rttfair_lab::ccas::lease_dir(&rttfair_loader::BpfFs::new(
+        root,
+    )));
 }
 
 /// Is `name` in tcp_available_congestion_control?
