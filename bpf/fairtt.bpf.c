@@ -161,6 +161,7 @@ static __always_inline bool fairtt_leave(struct fairtt_flow *ff)
 struct fairtt_scan {
 	__u64 now, window_ns;
 	__u64 active;          /* bit i: slot i active */
+	__u64 free_seen;       /* last_seen_ns of the free slot, for the claim */
 	__u32 min_rtt_us, tol_pct;
 	__s32 mine, free;
 };
@@ -183,8 +184,10 @@ static long fairtt_scan_slot(__u64 i, void *ctx)
 	if (!s)
 		return 0;
 	if (!fairtt_slot_active(s, sc->now, sc->window_ns)) {
-		if (sc->free < 0)
+		if (sc->free < 0) {
 			sc->free = key;
+			sc->free_seen = s->last_seen_ns;
+		}
 		return 0;
 	}
 	sc->active |= 1ULL << (key & 63);
@@ -232,18 +235,20 @@ static __always_inline __u32 fairtt_wfcount(struct fairtt_flow *ff, __u32 min_rt
 	} else if (sc.free >= 0) {
 		key = sc.free;
 		s = bpf_map_lookup_elem(&fairtt_registry_v1, &key);
-		if (s) {
+		/* Claim the slot by moving its last_seen_ns from the value the scan
+		 * saw to now: of flows on other CPUs racing for it, one wins. A
+		 * loser's class is active all the same (the winner shares it or
+		 * holds another); it counts it now and joins a slot next round. */
+		if (s && __sync_val_compare_and_swap(&s->last_seen_ns, sc.free_seen, sc.now) ==
+				 sc.free_seen) {
 			/* Our old class stops counting if we were its last flow. */
 			if (fairtt_leave(ff) && count > 0)
 				count--;
-			/* A new class; a race with another claimant only merges two
-			 * classes for one window, which is tolerable. */
 			s->min_rtt_us = min_rtt_us;
 			s->flows = 1;
-			s->last_seen_ns = sc.now;
 			ff->slot = key;
-			count++;
 		}
+		count++;
 	}
 	return count ? count : 1;
 }
