@@ -220,7 +220,7 @@ fn daemon_sigkill_does_not_disturb_flows_and_restart_adopts() {
     let metrics = http_get(port, "/metrics").unwrap().1;
     let series: Vec<&str> = metrics
         .lines()
-        .filter(|l| l.starts_with("rttfair_flow_min_rtt_seconds{"))
+        .filter(|l| l.starts_with("rttfair_flow_min_rtt_seconds{cca=\"bbr1\","))
         .collect();
     let live = live_sockets(&t.fs, Cca::Bbr1).unwrap() as usize;
     assert!(live >= 1);
@@ -268,6 +268,8 @@ fn a_killed_lab_run_leaves_nothing_the_next_run_does_not_clean() {
             "lab",
             "run",
             "ci-smoke",
+            "--cca",
+            "bbr1",
             "--quiet",
             "--out",
             out.to_str().unwrap(),
@@ -298,7 +300,55 @@ fn a_killed_lab_run_leaves_nothing_the_next_run_does_not_clean() {
     let reaped = netns::reap_stale();
     println!("reaped {reaped:?}");
     assert!(mine().is_empty(), "leftovers remain: {:?}", mine());
+    // The killed lab had loaded bbr1; the next lab to use it unloads it when
+    // it ends (its lease marker outlives the kill).
+    assert!(
+        registered("bbr1"),
+        "expected the killed lab's bbr1 to stay registered"
+    );
+    drop(rttfair_lab::ccas::CcaSession::ensure(&t.fs, &["bbr1".to_string()]).unwrap());
+    assert!(
+        !registered("bbr1"),
+        "the next lab left the killed lab's bbr1 registered"
+    );
     let _ = std::fs::remove_dir_all(&out);
+}
+
+/// Two labs at once using one project CCA: the first to finish must not
+/// unload it under the second; the last one out unloads what a lab loaded;
+/// nothing the operator loaded is ever unloaded by a lab.
+#[test]
+fn concurrent_labs_share_a_cca_and_the_last_one_out_unloads_it() {
+    use rttfair_lab::ccas::CcaSession;
+    let t = KernelTest::new();
+    let bbr1 = ["bbr1".to_string()];
+    let a = CcaSession::ensure(&t.fs, &bbr1).unwrap();
+    assert!(registered("bbr1"));
+    let b = CcaSession::ensure(&t.fs, &bbr1).unwrap();
+    drop(a);
+    assert!(
+        registered("bbr1"),
+        "the first lab to finish unloaded bbr1 under the second"
+    );
+    drop(b);
+    assert!(!registered("bbr1"), "the last lab out left bbr1 registered");
+
+    // Operator-loaded: a lab uses it and leaves it.
+    assert_success(&t.run(&["load", "bbr1"]));
+    drop(CcaSession::ensure(&t.fs, &bbr1).unwrap());
+    assert!(registered("bbr1"), "a lab unloaded the operator's bbr1");
+    assert_success(&t.run(&["unload", "bbr1"]));
+
+    // Loaded by a lab, then claimed by the operator: the lab leaves it.
+    let c = CcaSession::ensure(&t.fs, &bbr1).unwrap();
+    let said = assert_success(&t.run(&["load", "bbr1"]));
+    assert!(said.contains("now yours"), "{said}");
+    drop(c);
+    assert!(
+        registered("bbr1"),
+        "a lab unloaded bbr1 after the operator claimed it"
+    );
+    assert_success(&t.run(&["unload", "bbr1"]));
 }
 
 #[test]
