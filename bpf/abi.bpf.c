@@ -11,6 +11,7 @@
 
 struct rttfair_abi_anchor {
 	struct rttfair_flow flow;
+	struct rttfair_sock sock;
 	struct rttfair_counters counters;
 	struct fairtt_slot fairtt_slot;
 	struct fairtt_tunables fairtt_tunables;

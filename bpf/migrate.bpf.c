@@ -16,11 +16,10 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include "iter_tcp.h"
 
 #define SOL_TCP 6
 #define TCP_CONGESTION 13
-#define TCP_LISTEN 10
-#define TCP_CLOSE 7
 #define AF_INET 2
 #define TCP_CA_NAME_MAX 16
 
@@ -55,12 +54,8 @@ int migrate_tcp(struct bpf_iter__tcp *ctx)
 	long err;
 	int i;
 
-	if (!skc)
-		return 0;
-	tp = bpf_skc_to_tcp_sock(skc);
+	tp = iter_tcp_connection(skc);
 	if (!tp)
-		return 0; /* request and time-wait sockets have no CCA */
-	if (skc->skc_state == TCP_LISTEN || skc->skc_state == TCP_CLOSE)
 		return 0;
 	if (!same_name(tp->inet_conn.icsk_ca_ops->name))
 		return 0;

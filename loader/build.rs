@@ -26,6 +26,7 @@ const OBJECTS: &[&str] = &[
     "fairtt",
     "adbbr",
     "migrate",
+    "sockets",
     "cgroup_cca",
     "lab_loss",
     "testdata/reject",

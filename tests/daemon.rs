@@ -276,3 +276,114 @@ fn daemon_start_errors_are_one_line() {
     assert_one_line_error(&out, "max_flows");
     assert!(!registered("fairtt"));
 }
+
+/// Connections on kernel CCAs (cubic, native bbr) in the daemon's network
+/// namespace are exported beside rttfair's own flows, each with what its CCA
+/// knows: native bbr's own model (BtlBw, mode), cubic the generic TCP view.
+#[test]
+fn native_flows_are_exported_beside_project_flows() {
+    let t = KernelTest::new();
+    assert_success(&t.run(&["load", "bbr1"]));
+    let port = free_port();
+    let _daemon = Proc(
+        t.ctl()
+            .args(["daemon", "--listen", &format!("127.0.0.1:{port}")])
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    assert!(wait_http(port, "/healthz"), "daemon did not come up");
+    let ccas = ["cubic", "bbr", "bbr1"];
+    let (mut sinks, mut senders, mut ports) = (Vec::new(), Vec::new(), Vec::new());
+    for cca in ccas {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        sinks.push(std::thread::spawn(move || sink_once(l)));
+        let mut s = connect_with(addr, cca);
+        ports.push(s.local_addr().unwrap().port());
+        senders.push(std::thread::spawn(move || {
+            blast(&mut s, Duration::from_secs(4))
+        }));
+    }
+    // Two scrapes a second apart while the flows run: the second has a
+    // throughput sample for every flow.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(http_get(port, "/metrics").is_some());
+    std::thread::sleep(Duration::from_secs(1));
+    let m = http_get(port, "/metrics").unwrap().1;
+    for s in senders {
+        assert!(s.join().unwrap() > 0);
+    }
+    for s in sinks {
+        assert!(s.join().unwrap() > 0);
+    }
+    assert!(wait_until(Duration::from_secs(10), || {
+        rttfair_loader::flows::live_sockets(&t.fs, rttfair_loader::Cca::Bbr1).unwrap() == 0
+    }));
+    assert_success(&t.run(&["unload", "bbr1"]));
+
+    // (cca, flow) of the sender with local port `p`, from rttfair_flow_info.
+    let flow_of = |p: u16| -> (String, String) {
+        let line = m
+            .lines()
+            .find(|l| {
+                l.starts_with("rttfair_flow_info{") && l.contains(&format!("local_port=\"{p}\""))
+            })
+            .unwrap_or_else(|| panic!("no rttfair_flow_info for local port {p}:\n{m}"));
+        let label = |k: &str| {
+            line.split(&format!("{k}=\""))
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+                .to_string()
+        };
+        (label("cca"), label("flow"))
+    };
+    let series = |name: &str, (cca, flow): &(String, String)| {
+        sample(&m, &format!("{name}{{cca=\"{cca}\",flow=\"{flow}\"}}"))
+    };
+    let [cubic, bbr, bbr1] = [0, 1, 2].map(|i| flow_of(ports[i]));
+    assert_eq!(
+        (cubic.0.as_str(), bbr.0.as_str(), bbr1.0.as_str()),
+        ("cubic", "bbr", "bbr1")
+    );
+    assert!(
+        cubic.1.starts_with("sk") && bbr.1.starts_with("sk"),
+        "{cubic:?} {bbr:?}"
+    );
+    assert!(
+        bbr1.1.parse::<u64>().is_ok(),
+        "project flows keep their numeric id: {bbr1:?}"
+    );
+
+    for f in [&cubic, &bbr, &bbr1] {
+        let tput = series("rttfair_flow_throughput_bytes_per_second", f);
+        assert!(tput.is_some_and(|v| v > 0.0), "{f:?} throughput {tput:?}");
+        let cwnd = series("rttfair_flow_cwnd_segments", f);
+        assert!(cwnd.is_some_and(|v| v >= 1.0), "{f:?} cwnd {cwnd:?}");
+        assert!(
+            series("rttfair_flow_min_rtt_seconds", f).is_some_and(|v| v > 0.0),
+            "{f:?} min_rtt"
+        );
+    }
+    // Native bbr's model is read from its own state; cubic has none.
+    let btlbw = series("rttfair_flow_btlbw_bytes_per_second", &bbr);
+    assert!(btlbw.is_some_and(|v| v > 0.0), "native bbr BtlBw {btlbw:?}");
+    assert!(m.lines().any(|l| l.starts_with(&format!(
+        "rttfair_flow_mode{{cca=\"bbr\",flow=\"{}\",mode=",
+        bbr.1
+    ))));
+    assert_eq!(
+        series("rttfair_flow_btlbw_bytes_per_second", &cubic),
+        None,
+        "cubic has no BtlBw"
+    );
+    assert_eq!(series("rttfair_flow_last_rtt_seconds", &cubic), None);
+    assert_eq!(sample(&m, "rttfair_native_flows_readable"), Some(1.0));
+    println!(
+        "cubic {cubic:?}, bbr {bbr:?} (BtlBw {:.2} Gbit/s), bbr1 {bbr1:?}",
+        btlbw.unwrap() * 8e-9
+    );
+}

@@ -142,4 +142,22 @@ struct adbbr_tunables {
 
 #define RTTFAIR_EXPORT_MIN_INTERVAL_US 1000
 
+/*
+ * One TCP connection that does NOT run a project CCA (cubic, native bbr,
+ * reno), as the socket iterator bpf/sockets.bpf.c writes it with
+ * bpf_seq_write, record after record; the daemon reads them at scrape time
+ * to show those flows next to rttfair's own. No map holds it, so it is
+ * versioned by flow.abi_version alone. In `flow`: cca is RTTFAIR_CCA_NONE;
+ * min_rtt_us is the kernel's windowed min RTT (tcp_sock.rtt_min), except for
+ * native bbr, whose own model (struct bbr) also fills btlbw_bps, min_rtt_us
+ * (RTprop), mode, cycle_idx, the gains and rounds; last_rtt_us, probe
+ * counts, first_ns and the variant fields stay zero; last_ns is the time of
+ * the read.
+ */
+struct rttfair_sock {
+	struct rttfair_flow flow;
+	char cca_name[16];     /* tcp_congestion_ops.name, NUL-terminated */
+	__u64 cookie;          /* socket cookie: unique per socket per boot */
+};
+
 #endif /* RTTFAIR_ABI_H */

@@ -7,6 +7,8 @@
 //! load = ["fairtt"]                # CCAs to load at start (already loaded ones are adopted)
 //! unload_on_exit = false           # leave CCAs registered when the daemon stops
 //! max_flows = 10000                # cap on exported per-flow series
+//! native_flows = true              # also export connections on kernel CCAs
+//!                                  # (cubic, native bbr) of the daemon's netns
 //! group_prefix_v4 = 24             # destination prefix that defines a "group"
 //! group_prefix_v6 = 64
 //! ```
@@ -28,6 +30,9 @@ pub struct Config {
     pub load: Vec<String>,
     pub unload_on_exit: bool,
     pub max_flows: usize,
+    /// Also export connections on kernel CCAs, read with a BPF socket
+    /// iterator, so they can be compared with rttfair's flows.
+    pub native_flows: bool,
     pub group_prefix_v4: u8,
     pub group_prefix_v6: u8,
 }
@@ -40,6 +45,7 @@ impl Default for Config {
             load: Vec::new(),
             unload_on_exit: false,
             max_flows: 10_000,
+            native_flows: true,
             group_prefix_v4: 24,
             group_prefix_v6: 64,
         }

@@ -55,6 +55,7 @@ async fn serve(config: Config) -> Result<()> {
         config.max_flows,
         config.group_prefix_v4,
         config.group_prefix_v6,
+        config.native_flows,
     ));
     let mut registry = Registry::default();
     registry.register_collector(Box::new(SharedCollector(collector.clone())));
@@ -165,16 +166,6 @@ pub fn to_prometheus_text(om: &str) -> String {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn counters_get_their_total_name_in_classic_text() {
-        let om = "# HELP x_bytes Bytes.\n# TYPE x_bytes counter\nx_bytes_total{a=\"b\"} 3\n# HELP g A gauge.\n# TYPE g gauge\ng 1\n# EOF\n";
-        let t = super::to_prometheus_text(om);
-        assert_eq!(t, "# HELP x_bytes_total Bytes.\n# TYPE x_bytes_total counter\nx_bytes_total{a=\"b\"} 3\n# HELP g A gauge.\n# TYPE g gauge\ng 1\n");
-    }
-}
-
 async fn healthz(State(app): State<Arc<App>>) -> Response {
     match tokio::task::spawn_blocking(move || app.collector.healthy()).await {
         Ok(Ok(())) => (StatusCode::OK, "ok\n").into_response(),
@@ -194,5 +185,15 @@ async fn shutdown_signal() {
     tokio::select! {
         _ = term.recv() => {}
         _ = int.recv() => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn counters_get_their_total_name_in_classic_text() {
+        let om = "# HELP x_bytes Bytes.\n# TYPE x_bytes counter\nx_bytes_total{a=\"b\"} 3\n# HELP g A gauge.\n# TYPE g gauge\ng 1\n# EOF\n";
+        let t = super::to_prometheus_text(om);
+        assert_eq!(t, "# HELP x_bytes_total Bytes.\n# TYPE x_bytes_total counter\nx_bytes_total{a=\"b\"} 3\n# HELP g A gauge.\n# TYPE g gauge\ng 1\n");
     }
 }

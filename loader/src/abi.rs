@@ -22,6 +22,8 @@ use generated::types;
 
 /// One per-flow export entry (`struct rttfair_flow`).
 pub type RawFlow = types::rttfair_flow;
+/// A connection on a kernel CCA, from the socket iterator (`struct rttfair_sock`).
+pub type RawSock = types::rttfair_sock;
 /// Per-CCA counters (`struct rttfair_counters`).
 pub type RawCounters = types::rttfair_counters;
 /// One slot of FaiRTT's host-wide minRTT registry (`struct fairtt_slot`).
@@ -68,6 +70,7 @@ const fn const_parse(s: &str) -> u32 {
 pub unsafe trait Pod: Copy + Default {}
 unsafe impl Pod for RawFlow {}
 unsafe impl Pod for RawCounters {}
+unsafe impl Pod for RawSock {}
 unsafe impl Pod for RawFairttSlot {}
 unsafe impl Pod for RawFairttTunables {}
 unsafe impl Pod for RawAdbbrTunables {}

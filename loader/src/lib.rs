@@ -28,6 +28,7 @@ pub mod lifecycle;
 pub mod math;
 pub mod migrate;
 pub mod preflight;
+pub mod sockets;
 pub mod tunables;
 
 pub use bpffs::BpfFs;

@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * sockets: the TCP connections of one network namespace that run a kernel
+ * congestion control (cubic, native bbr, reno), in the shape of rttfair's
+ * own per-flow export, so the daemon can show them side by side with bbr1,
+ * fairtt and adbbr flows (e.g. before and after `rttfairctl migrate`).
+ *
+ * A BPF iterator (iter/tcp): user space creates an iterator from the
+ * attached link and reads it; this program writes one struct rttfair_sock
+ * (bpf/include/rttfair_abi.h) per established connection with
+ * bpf_seq_write. Flows of the project's CCAs are skipped: their CCA exports
+ * richer state through rttfair_flows_v1.
+ *
+ * For native bbr the model's own estimates are read from its private state
+ * (struct bbr in icsk_ca_priv, from the kernel's BTF, as `ss -ti` would show
+ * them through get_info): BtlBw, RTprop, mode and gains. Other CCAs get the
+ * generic TCP view: windowed min RTT, srtt, cwnd, pacing rate, bytes.
+ *
+ * GPL-2.0: iterator programs that call GPL-only helpers must be GPL.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "iter_tcp.h"
+#include "rttfair_abi.h"
+
+#define AF_INET 2
+#define AF_INET6 10
+#define TCP_CA_NAME_MAX 16
+#define BW_SCALE 24 /* native bbr's bandwidth unit: packets per us << 24 */
+
+/* Project CCAs export themselves; the iterator leaves them out. */
+static __always_inline bool is_project_cca(const char *n)
+{
+	return (n[0] == 'b' && n[1] == 'b' && n[2] == 'r' && n[3] == '1' && !n[4]) ||
+	       (n[0] == 'f' && n[1] == 'a' && n[2] == 'i' && n[3] == 'r' && n[4] == 't' &&
+		n[5] == 't' && !n[6]) ||
+	       (n[0] == 'a' && n[1] == 'd' && n[2] == 'b' && n[3] == 'b' && n[4] == 'r' && !n[5]);
+}
+
+static __always_inline bool is_native_bbr(const char *n)
+{
+	return n[0] == 'b' && n[1] == 'b' && n[2] == 'r' && !n[3];
+}
+
+/* Native bbr's model, as tcp_bbr.c keeps it (and as bbr_get_info reports). */
+static __always_inline void read_native_bbr(struct tcp_sock *tp, struct rttfair_flow *f)
+{
+	struct bbr b;
+
+	if (bpf_probe_read_kernel(&b, sizeof(b), tp->inet_conn.icsk_ca_priv))
+		return;
+	f->btlbw_bps = ((__u64)b.bw.s[0].v * f->mss * 1000000ULL) >> BW_SCALE;
+	f->min_rtt_us = b.min_rtt_us;
+	f->mode = b.mode;
+	f->cycle_idx = b.cycle_idx;
+	f->pacing_gain_x256 = b.pacing_gain;
+	f->cwnd_gain_x256 = b.cwnd_gain;
+	f->rounds = b.rtt_cnt;
+}
+
+SEC("iter/tcp")
+int rttfair_sockets(struct bpf_iter__tcp *ctx)
+{
+	struct sock_common *skc = ctx->sk_common;
+	struct seq_file *seq = ctx->meta->seq;
+	struct rttfair_sock rec = {};
+	struct rttfair_flow *f = &rec.flow;
+	struct tcp_sock *tp;
+	int i;
+
+	tp = iter_tcp_connection(skc);
+	if (!tp)
+		return 0;
+	for (i = 0; i < TCP_CA_NAME_MAX - 1; i++)
+		rec.cca_name[i] = tp->inet_conn.icsk_ca_ops->name[i];
+	if (is_project_cca(rec.cca_name))
+		return 0;
+
+	f->abi_version = RTTFAIR_ABI_VERSION;
+	f->cca = RTTFAIR_CCA_NONE;
+	f->family = skc->skc_family;
+	f->netns_ino = skc->skc_net.net->ns.inum;
+	f->sport = skc->skc_num;
+	f->dport = __builtin_bswap16(skc->skc_dport);
+	if (skc->skc_family == AF_INET6) {
+		for (i = 0; i < 16; i++) {
+			f->saddr[i] = skc->skc_v6_rcv_saddr.in6_u.u6_addr8[i];
+			f->daddr[i] = skc->skc_v6_daddr.in6_u.u6_addr8[i];
+		}
+	} else {
+		__builtin_memcpy(f->saddr, &skc->skc_rcv_saddr, 4);
+		__builtin_memcpy(f->daddr, &skc->skc_daddr, 4);
+	}
+	f->pacing_rate_bps = tp->inet_conn.icsk_inet.sk.sk_pacing_rate;
+	f->min_rtt_us = tp->rtt_min.s[0].v;
+	f->srtt_us = tp->srtt_us >> 3;
+	f->cwnd = tp->snd_cwnd;
+	f->mss = tp->mss_cache;
+	f->delivered_bytes = tp->bytes_acked;
+	f->retrans_bytes = tp->bytes_retrans;
+	f->total_retrans = tp->total_retrans;
+	f->last_ns = bpf_ktime_get_ns();
+	if (is_native_bbr(rec.cca_name))
+		read_native_bbr(tp, f);
+	rec.cookie = bpf_get_socket_cookie(skc);
+	bpf_seq_write(seq, &rec, sizeof(rec));
+	return 0;
+}
+
+char _license[] SEC("license") = "GPL";
