@@ -78,12 +78,17 @@ fn cca_object_size(cca: Cca) -> usize {
     rttfair_loader::lifecycle::object_bytes(cca).len()
 }
 
-/// Native bbr vs bbr1, one flow over a veth pair with no bottleneck.
+/// Native bbr vs the project CCAs, one flow over a veth pair with no
+/// bottleneck, alternating CCAs within each repetition so drift hits all
+/// alike. Ratios are against native bbr; the per-call cost of each project
+/// CCA's cong_control comes from the kernel's BPF run-time stats.
 fn single_flow(args: &[String]) -> Result<()> {
     let secs: f64 = args.first().map(|s| s.parse()).transpose()?.unwrap_or(8.0);
     let reps: usize = args.get(1).map(|s| s.parse()).transpose()?.unwrap_or(3);
+    let ccas = ["bbr", "bbr1", "fairtt", "adbbr"];
     let fs = BpfFs::from_env();
-    let _session = CcaSession::ensure(&fs, &["bbr1".to_string()])?;
+    let project: Vec<String> = ccas[1..].iter().map(|s| s.to_string()).collect();
+    let _session = CcaSession::ensure(&fs, &project)?;
     let stats_prev =
         std::fs::read_to_string("/proc/sys/kernel/bpf_stats_enabled").unwrap_or_default();
     std::fs::write("/proc/sys/kernel/bpf_stats_enabled", "1")?;
@@ -100,9 +105,12 @@ fn single_flow(args: &[String]) -> Result<()> {
     let _srv = iperf::Server::start(&b, "10.88.0.2", 5201)?;
 
     let mut rows: Vec<(&str, f64, f64, u64)> = Vec::new();
-    let mut cc_runtime = (0u64, 0u64);
+    // (ns, calls) of cong_control per project CCA. All three programs are
+    // named rf_cong_control and only one CCA runs at a time, so the change
+    // of the sum over a run is that CCA's.
+    let mut cc_runtime: Vec<(&str, u64, u64)> = Vec::new();
     for rep in 0..reps {
-        for cca in ["bbr", "bbr1"] {
+        for cca in ccas {
             let before = prog_stats("rf_cong_control");
             let r = iperf::client(
                 &a,
@@ -115,10 +123,13 @@ fn single_flow(args: &[String]) -> Result<()> {
                     interval: 1.0,
                 },
             )?;
-            if cca == "bbr1" {
+            if cca != "bbr" {
                 let after = prog_stats("rf_cong_control");
-                cc_runtime.0 += after.0.saturating_sub(before.0);
-                cc_runtime.1 += after.1.saturating_sub(before.1);
+                cc_runtime.push((
+                    cca,
+                    after.0.saturating_sub(before.0),
+                    after.1.saturating_sub(before.1),
+                ));
             }
             if r.congestion != cca {
                 bail!("iperf3 reports congestion {} for -C {cca}", r.congestion);
@@ -126,7 +137,7 @@ fn single_flow(args: &[String]) -> Result<()> {
             let cpu_s = r.sender_cpu_percent / 100.0 * r.seconds;
             let gb = r.sent_bytes as f64 / 1e9;
             println!(
-                "rep {rep} {cca:<5} {:>8.2} Gbit/s  sender CPU {:>5.1}%  {:>6.3} CPU-s/GB  retrans {}",
+                "rep {rep} {cca:<6} {:>8.2} Gbit/s  sender CPU {:>5.1}%  {:>6.3} CPU-s/GB  retrans {}",
                 r.receiver_bits_per_second / 1e9,
                 r.sender_cpu_percent,
                 cpu_s / gb,
@@ -142,27 +153,32 @@ fn single_flow(args: &[String]) -> Result<()> {
         let v: Vec<f64> = rows.iter().filter(|r| r.0 == cca).map(f).collect();
         v.iter().sum::<f64>() / v.len().max(1) as f64
     };
-    let (tb, t1) = (mean("bbr", |r| r.1), mean("bbr1", |r| r.1));
-    let (cb, c1) = (mean("bbr", |r| r.2), mean("bbr1", |r| r.2));
+    let (tb, cb) = (mean("bbr", |r| r.1), mean("bbr", |r| r.2));
     println!();
-    println!("single-flow over veth, {reps} x {secs} s each, alternating:");
+    println!("single-flow over veth, {reps} x {secs} s each, alternating; ratios vs native bbr:");
     println!(
-        "  throughput  native bbr {:.2} Gbit/s, bbr1 {:.2} Gbit/s, ratio bbr1/bbr = {:.3}",
-        tb / 1e9,
-        t1 / 1e9,
-        t1 / tb
+        "  {:<7} {:>12} {:>10} {:>12} {:>10} {:>16}",
+        "cca", "Gbit/s", "x bbr", "CPU-s/GB", "x bbr", "ns/cong_control"
     );
-    println!(
-        "  CPU per GB  native bbr {:.3} s, bbr1 {:.3} s, ratio bbr1/bbr = {:.3}",
-        cb,
-        c1,
-        c1 / cb
-    );
-    if cc_runtime.1 > 0 {
+    for cca in ccas {
+        let (t, c) = (mean(cca, |r| r.1), mean(cca, |r| r.2));
+        let (ns, calls) = cc_runtime
+            .iter()
+            .filter(|r| r.0 == cca)
+            .fold((0u64, 0u64), |a, r| (a.0 + r.1, a.1 + r.2));
+        let per_call = if calls > 0 {
+            format!("{:.0}", ns as f64 / calls as f64)
+        } else {
+            "-".into()
+        };
         println!(
-            "  bbr1 cong_control: {} calls, mean {:.0} ns per call (BPF run-time stats)",
-            cc_runtime.1,
-            cc_runtime.0 as f64 / cc_runtime.1 as f64
+            "  {:<7} {:>12.2} {:>10.3} {:>12.3} {:>10.3} {:>16}",
+            cca,
+            t / 1e9,
+            t / tb,
+            c,
+            c / cb,
+            per_call
         );
     }
     Ok(())
@@ -425,6 +441,28 @@ fn daemon_bench() -> Result<()> {
                 object: None,
             },
         )?;
+        // Whatever happens below, the private maps and the daemon go.
+        struct Cleanup {
+            fs: BpfFs,
+            cfg: std::path::PathBuf,
+            child: Option<std::process::Child>,
+        }
+        impl Drop for Cleanup {
+            fn drop(&mut self) {
+                if let Some(c) = self.child.as_mut() {
+                    let _ = c.kill();
+                    let _ = c.wait();
+                }
+                let _ = std::fs::remove_file(&self.cfg);
+                rttfair_loader::lifecycle::remove_unused(&self.fs);
+            }
+        }
+        let cfg = std::env::temp_dir().join(format!("rttfair-bench-{n}.toml"));
+        let mut cleanup = Cleanup {
+            fs: fs.clone(),
+            cfg: cfg.clone(),
+            child: None,
+        };
         let map = libbpf_rs::MapHandle::from_pinned_path(fs.map_pin(FLOWS_MAP))?;
         for i in 0..n as u64 {
             let mut f = RawFlow::default();
@@ -449,9 +487,13 @@ fn daemon_bench() -> Result<()> {
         let port = std::net::TcpListener::bind("127.0.0.1:0")?
             .local_addr()?
             .port();
-        let cfg = std::env::temp_dir().join(format!("rttfair-bench-{n}.toml"));
-        std::fs::write(&cfg, format!("max_flows = {}\n", n + 1))?;
-        let mut child = std::process::Command::new(&ctl)
+        // Only the synthetic flows: the host's own connections on kernel
+        // CCAs would change the count from run to run.
+        std::fs::write(
+            &cfg,
+            format!("max_flows = {}\nnative_flows = false\n", n + 1),
+        )?;
+        let child = std::process::Command::new(&ctl)
             .args([
                 "daemon",
                 "--config",
@@ -462,6 +504,7 @@ fn daemon_bench() -> Result<()> {
             .env("RTTFAIR_BPFFS", fs.root())
             .stderr(std::process::Stdio::null())
             .spawn()?;
+        let child = cleanup.child.insert(child);
         let get = || -> Result<(Duration, usize)> {
             let t = std::time::Instant::now();
             let mut s = std::net::TcpStream::connect(("127.0.0.1", port))?;
@@ -469,7 +512,9 @@ fn daemon_bench() -> Result<()> {
                 s,
                 "GET /metrics HTTP/1.0\r\nAccept: application/openmetrics-text\r\n\r\n"
             )?;
-            let mut body = Vec::new();
+            // Sized for the largest body, so the client's own buffer growth
+            // is not timed as the daemon's (Prometheus streams the body).
+            let mut body = Vec::with_capacity(32 << 20);
             s.read_to_end(&mut body)?;
             Ok((t.elapsed(), body.len()))
         };
@@ -482,7 +527,6 @@ fn daemon_bench() -> Result<()> {
             std::thread::sleep(Duration::from_millis(50));
         }
         if !up {
-            let _ = child.kill();
             bail!("daemon did not start");
         }
         let rss0 = rss_kib(child.id());
@@ -509,8 +553,9 @@ fn daemon_bench() -> Result<()> {
         lat.sort_by(|a, b| a.partial_cmp(b).unwrap());
         let rss1 = rss_kib(child.id());
         println!(
-            "{n:>6} flows: scrape p50 {:.1} ms, p99 {:.1} ms, {} kB per scrape; daemon RSS {} -> {} KiB",
+            "{n:>6} flows: scrape p50 {:.1} ms, p90 {:.1} ms, p99 {:.1} ms, {} kB per scrape; daemon RSS {} -> {} KiB",
             lat[lat.len() / 2],
+            lat[lat.len() * 9 / 10],
             lat[(lat.len() * 99 / 100).min(lat.len() - 1)],
             bytes / 1000,
             rss0,
@@ -530,11 +575,8 @@ fn daemon_bench() -> Result<()> {
                 cpu / t0.elapsed().as_secs_f64() * 100.0
             );
         }
-        let _ = child.kill();
-        let _ = child.wait();
-        let _ = std::fs::remove_file(&cfg);
         drop(map);
-        rttfair_loader::lifecycle::remove_unused(&fs);
+        drop(cleanup);
     }
     Ok(())
 }
