@@ -8,6 +8,11 @@
 //! scrape time would smear a stale entry. This keeps the per-ACK path in BPF
 //! free of any EWMA. A flow seen for the first time gets its average since
 //! start. Jain's index is computed over the flows with a throughput sample.
+//!
+//! Beside the project CCAs' own exports, connections on kernel CCAs in the
+//! daemon's network namespace (cubic, native bbr) are read with a BPF socket
+//! iterator (`rttfair_loader::sockets`) and exported with what their CCA
+//! knows, so a migration or a native-vs-rttfair comparison shows in one place.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
@@ -130,6 +135,26 @@ impl FlowCollector {
         }
     }
 
+    /// Append the connections on kernel CCAs, if enabled; say why not if
+    /// they cannot be read (the iterator is loaded on first use).
+    fn read_native(&self, st: &mut State, into: &mut Vec<(Flow, Kind)>) -> Result<(), String> {
+        if !self.native_flows {
+            return Err("disabled (native_flows = false)".into());
+        }
+        let reader = st.native.get_or_insert_with(|| {
+            SocketReader::open()
+                .map(NativeBox)
+                .map_err(|e| e.to_string())
+        });
+        let NativeBox(r) = reader.as_ref().map_err(|e| e.clone())?;
+        let socks = r.read().map_err(|e| e.to_string())?;
+        into.extend(socks.into_iter().map(|s| {
+            let model = s.has_bbr_model();
+            (s.as_flow(), Kind::Native { cca: s.cca, model })
+        }));
+        Ok(())
+    }
+
     fn snapshot(&self) -> Snapshot {
         let t0 = Instant::now();
         let mut st = self.state.lock().unwrap();
@@ -154,28 +179,7 @@ impl FlowCollector {
         };
         all.sort_by_key(|f| f.id);
         let mut all: Vec<(Flow, Kind)> = all.into_iter().map(|f| (f, Kind::Project)).collect();
-        let native_readable = if self.native_flows {
-            let reader = st.native.get_or_insert_with(|| {
-                SocketReader::open()
-                    .map(NativeBox)
-                    .map_err(|e| e.to_string())
-            });
-            match reader {
-                Ok(NativeBox(r)) => match r.read() {
-                    Ok(socks) => {
-                        all.extend(socks.into_iter().map(|s| {
-                            let model = s.has_bbr_model();
-                            (s.as_flow(), Kind::Native { cca: s.cca, model })
-                        }));
-                        Ok(())
-                    }
-                    Err(e) => Err(e.to_string()),
-                },
-                Err(e) => Err(e.clone()),
-            }
-        } else {
-            Err("disabled (native_flows = false)".into())
-        };
+        let native_readable = self.read_native(&mut st, &mut all);
         // Throughput from consecutive exports.
         let mut seen = HashMap::with_capacity(all.len());
         let mut flows = Vec::with_capacity(all.len().min(self.max_flows));
