@@ -473,14 +473,15 @@ fn daemon_survives_bpffs_unmount() {
             .unwrap(),
     );
     let metric = |series: &str| http_get(port, "/metrics").and_then(|m| sample(&m.1, series));
-    let loaded = "rttfair_cca_loaded{cca=\"bbr1\"}";
-    assert_success(
-        &t.ctl()
-            .args(["load", "bbr1"])
+    let ctl = |args: &[&str]| {
+        t.ctl()
+            .args(args)
             .env("RTTFAIR_BPFFS", root)
             .output()
-            .unwrap(),
-    );
+            .unwrap()
+    };
+    let loaded = "rttfair_cca_loaded{cca=\"bbr1\"}";
+    assert_success(&ctl(&["load", "bbr1"]));
     assert!(wait_until(Duration::from_secs(10), || metric(
         "rttfair_maps_present"
     ) == Some(1.0)));
@@ -502,13 +503,7 @@ fn daemon_survives_bpffs_unmount() {
         "daemon still reports bbr1 loaded"
     );
     // The operator sees the same through the CLI.
-    let list = assert_success(
-        &t.ctl()
-            .args(["list"])
-            .env("RTTFAIR_BPFFS", root)
-            .output()
-            .unwrap(),
-    );
+    let list = assert_success(&ctl(&["list"]));
     let bbr1_row: Vec<&str> = list
         .lines()
         .find(|l| l.starts_with("bbr1 "))
@@ -519,13 +514,7 @@ fn daemon_survives_bpffs_unmount() {
 
     // Recovery: remount, load again; the same daemon adopts the new maps.
     fs.remount();
-    assert_success(
-        &t.ctl()
-            .args(["load", "bbr1"])
-            .env("RTTFAIR_BPFFS", root)
-            .output()
-            .unwrap(),
-    );
+    assert_success(&ctl(&["load", "bbr1"]));
     assert!(
         wait_until(Duration::from_secs(10), || metric("rttfair_maps_present")
             == Some(1.0)),
@@ -533,11 +522,5 @@ fn daemon_survives_bpffs_unmount() {
     );
     assert_eq!(metric(loaded), Some(1.0));
     assert!(d.0.try_wait().unwrap().is_none(), "daemon exited");
-    assert_success(
-        &t.ctl()
-            .args(["unload", "bbr1"])
-            .env("RTTFAIR_BPFFS", root)
-            .output()
-            .unwrap(),
-    );
+    assert_success(&ctl(&["unload", "bbr1"]));
 }
