@@ -311,6 +311,30 @@ fn native_flows_are_exported_beside_project_flows() {
     assert!(http_get(port, "/metrics").is_some());
     std::thread::sleep(Duration::from_secs(1));
     let m = http_get(port, "/metrics").unwrap().1;
+    // The CLI shows the same connections.
+    let cli = assert_success(&t.run(&["flows", "--native", "--json"]));
+    let for_port = |p: u16| -> serde_json::Value {
+        let v: serde_json::Value = serde_json::from_str(&cli).unwrap();
+        v["native"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["local"].as_str().unwrap().ends_with(&format!(":{p}")))
+            .cloned()
+            .unwrap_or_else(|| panic!("flows --native has no row for port {p}: {cli}"))
+    };
+    assert_eq!(for_port(ports[0])["cca"], "cubic");
+    assert!(
+        for_port(ports[0]).get("btlbw_bytes_per_second").is_none(),
+        "cubic has no BtlBw"
+    );
+    assert_eq!(for_port(ports[1])["cca"], "bbr");
+    assert!(
+        for_port(ports[1])["btlbw_bytes_per_second"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
     for s in senders {
         assert!(s.join().unwrap() > 0);
     }

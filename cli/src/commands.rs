@@ -116,7 +116,12 @@ pub fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::List { json } => list(&fs, json),
-        Command::Flows { json, watch, cca } => flows(&fs, json, watch, cca.as_deref()),
+        Command::Flows {
+            json,
+            watch,
+            cca,
+            native,
+        } => flows(&fs, json, watch, cca.as_deref(), native),
         Command::Set { name, value } => {
             let v = rttfair_loader::tunables::set(&fs, &name, &value)?;
             println!("{} = {}{}", v.name, v.value, v.unit);
@@ -292,27 +297,57 @@ fn list(fs: &BpfFs, json: bool) -> Result<()> {
     Ok(())
 }
 
-fn flows(fs: &BpfFs, json: bool, watch: Option<f64>, cca: Option<&str>) -> Result<()> {
+fn flows(
+    fs: &BpfFs,
+    json: bool,
+    watch: Option<f64>,
+    cca: Option<&str>,
+    native: bool,
+) -> Result<()> {
     let filter = cca.map(str::parse::<Cca>).transpose()?;
     if let Some(w) = watch {
         if !(w.is_finite() && w >= 0.1) {
             bail!("--watch must be a number of seconds >= 0.1, got {w}");
         }
     }
-    let reader = FlowReader::open(fs)?;
+    let sockets = native
+        .then(rttfair_loader::sockets::SocketReader::open)
+        .transpose()?;
+    // With --native, nothing of rttfair's loaded is not an error: the
+    // kernel-CCA connections are still worth showing.
+    let reader = match FlowReader::open(fs) {
+        Ok(r) => Some(r),
+        Err(rttfair_loader::Error::NothingLoaded { .. }) if native => None,
+        Err(e) => return Err(e.into()),
+    };
     loop {
-        let mut flows = reader.flows()?;
+        let mut flows = match &reader {
+            Some(r) => r.flows()?,
+            None => Vec::new(),
+        };
         if let Some(c) = filter {
             flows.retain(|f| f.cca() == Some(c));
         }
+        let natives: Option<Vec<view::NativeRow>> = match &sockets {
+            Some(r) => Some(r.read()?.iter().map(view::NativeRow::from).collect()),
+            None => None,
+        };
+        let rows: Vec<_> = flows.iter().map(view::FlowRow::from).collect();
         if json {
-            let rows: Vec<_> = flows.iter().map(view::FlowRow::from).collect();
-            println!("{}", serde_json::to_string(&rows)?);
+            match natives {
+                // With --native: {"rttfair": [...], "native": [...]}.
+                Some(n) => println!("{}", serde_json::json!({ "rttfair": rows, "native": n })),
+                None => println!("{}", serde_json::to_string(&rows)?),
+            }
         } else {
             if watch.is_some() {
                 print!("\x1b[2J\x1b[H");
             }
             print!("{}", view::flows_table(&flows));
+            if let Some(n) = natives {
+                println!();
+                print!("{}", view::native_table(&n));
+            }
         }
         match watch {
             Some(w) => std::thread::sleep(Duration::from_secs_f64(w)),

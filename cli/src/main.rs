@@ -137,6 +137,10 @@ pub enum Command {
         /// Only flows of this CCA.
         #[arg(long, value_name = "CCA")]
         cca: Option<String>,
+        /// Also list this network namespace's connections on kernel CCAs
+        /// (cubic, native bbr, reno), read with a BPF socket iterator.
+        #[arg(long, conflicts_with = "cca")]
+        native: bool,
     },
     /// Experiments on an emulated dumbbell (real kernel TCP, per-flow RTTs,
     /// drop-tail buffer in BDP units).

@@ -282,3 +282,82 @@ pub fn tunables_table(values: &[rttfair_loader::tunables::Value]) -> String {
     }
     s
 }
+
+/// One connection on a kernel CCA, for `rttfairctl flows --native`.
+#[derive(Debug, Serialize)]
+pub struct NativeRow {
+    pub cookie: u64,
+    pub cca: String,
+    pub local: String,
+    pub peer: String,
+    /// BBR state, BtlBw and gain: native bbr only (its own model).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub btlbw_bytes_per_second: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pacing_gain: Option<f64>,
+    /// RTprop for native bbr, the kernel's windowed min RTT otherwise.
+    pub min_rtt_seconds: f64,
+    pub srtt_seconds: f64,
+    pub cwnd_segments: u32,
+    pub pacing_rate_bytes_per_second: u64,
+    pub delivered_bytes: u64,
+    pub retrans_bytes: u64,
+}
+
+impl From<&rttfair_loader::sockets::NativeSocket> for NativeRow {
+    fn from(s: &rttfair_loader::sockets::NativeSocket) -> Self {
+        let (f, r, bbr) = (s.as_flow(), &s.raw, s.has_bbr_model());
+        NativeRow {
+            cookie: s.cookie,
+            cca: s.cca.clone(),
+            local: f.local().to_string(),
+            peer: f.peer().to_string(),
+            mode: bbr.then(|| f.mode()),
+            btlbw_bytes_per_second: bbr.then_some(r.btlbw_bps),
+            pacing_gain: bbr.then_some(r.pacing_gain_x256 as f64 / 256.0),
+            min_rtt_seconds: r.min_rtt_us as f64 / 1e6,
+            srtt_seconds: r.srtt_us as f64 / 1e6,
+            cwnd_segments: r.cwnd,
+            pacing_rate_bytes_per_second: r.pacing_rate_bps,
+            delivered_bytes: r.delivered_bytes,
+            retrans_bytes: r.retrans_bytes,
+        }
+    }
+}
+
+/// The `flows --native` table: connections on kernel CCAs in this netns.
+pub fn native_table(rows: &[NativeRow]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:>8} {:<6} {:<22} {:<22} {:<9} {:>11} {:>9} {:>9} {:>6} {:>11}",
+        "COOKIE", "CCA", "LOCAL", "PEER", "MODE", "BTLBW", "MINRTT", "SRTT", "CWND", "PACING"
+    );
+    for r in rows {
+        let _ = writeln!(
+            s,
+            "{:>8} {:<6} {:<22} {:<22} {:<9} {:>11} {:>9} {:>9} {:>6} {:>11}",
+            r.cookie,
+            r.cca,
+            r.local,
+            r.peer,
+            r.mode.unwrap_or("-"),
+            r.btlbw_bytes_per_second
+                .map(human_rate)
+                .unwrap_or_else(|| "-".into()),
+            format!("{:.2}ms", r.min_rtt_seconds * 1e3),
+            format!("{:.2}ms", r.srtt_seconds * 1e3),
+            r.cwnd_segments,
+            human_rate(r.pacing_rate_bytes_per_second),
+        );
+    }
+    if rows.is_empty() {
+        let _ = writeln!(
+            s,
+            "(no connections on kernel CCAs in this network namespace)"
+        );
+    }
+    s
+}
