@@ -21,6 +21,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
 #include "iter_tcp.h"
 #include "rttfair_abi.h"
 
@@ -43,20 +44,47 @@ static __always_inline bool is_native_bbr(const char *n)
 	return n[0] == 'b' && n[1] == 'b' && n[2] == 'r' && !n[3];
 }
 
-/* Native bbr's model, as tcp_bbr.c keeps it (and as bbr_get_info reports). */
+/*
+ * Native bbr's private state, as far as it is read here: a local CO-RE
+ * flavour of tcp_bbr.c's struct bbr. libbpf relocates every access against
+ * the running kernel's BTF, vmlinux's when bbr is built in or the tcp_bbr
+ * module's when it is a module (Debian and Ubuntu build it as one), and
+ * where the type is absent the guarded reads are dead code, so native bbr
+ * flows then get the generic view instead of a load failure.
+ */
+struct minmax_sample___rf {
+	__u32 t, v;
+};
+
+struct minmax___rf {
+	struct minmax_sample___rf s[3];
+};
+
+struct bbr___rf {
+	__u32 min_rtt_us;
+	struct minmax___rf bw;
+	__u32 rtt_cnt;
+	__u32 mode : 3;
+	__u32 pacing_gain : 10, cwnd_gain : 10, cycle_idx : 3;
+} __attribute__((preserve_access_index));
+
+/* Native bbr's model, as bbr_get_info would report it to `ss -ti`. */
 static __always_inline void read_native_bbr(struct tcp_sock *tp, struct rttfair_flow *f)
 {
-	struct bbr b;
+	struct bbr___rf *b = (void *)tp->inet_conn.icsk_ca_priv;
+	__u32 bw = 0, rounds = 0;
 
-	if (bpf_probe_read_kernel(&b, sizeof(b), tp->inet_conn.icsk_ca_priv))
+	if (!bpf_core_type_exists(struct bbr___rf))
 		return;
-	f->btlbw_bps = ((__u64)b.bw.s[0].v * f->mss * 1000000ULL) >> BW_SCALE;
-	f->min_rtt_us = b.min_rtt_us;
-	f->mode = b.mode;
-	f->cycle_idx = b.cycle_idx;
-	f->pacing_gain_x256 = b.pacing_gain;
-	f->cwnd_gain_x256 = b.cwnd_gain;
-	f->rounds = b.rtt_cnt;
+	bpf_core_read(&bw, sizeof(bw), &b->bw.s[0].v);
+	bpf_core_read(&f->min_rtt_us, sizeof(f->min_rtt_us), &b->min_rtt_us);
+	bpf_core_read(&rounds, sizeof(rounds), &b->rtt_cnt);
+	f->rounds = rounds;
+	f->btlbw_bps = ((__u64)bw * f->mss * 1000000ULL) >> BW_SCALE;
+	f->mode = BPF_CORE_READ_BITFIELD_PROBED(b, mode);
+	f->cycle_idx = BPF_CORE_READ_BITFIELD_PROBED(b, cycle_idx);
+	f->pacing_gain_x256 = BPF_CORE_READ_BITFIELD_PROBED(b, pacing_gain);
+	f->cwnd_gain_x256 = BPF_CORE_READ_BITFIELD_PROBED(b, cwnd_gain);
 }
 
 SEC("iter/tcp")
