@@ -56,6 +56,13 @@ fn marker(fs: &BpfFs, cca: Cca) -> PathBuf {
     lease_dir(fs).join(format!("{cca}.loaded-by-lab"))
 }
 
+/// Whether another holder has a lease on `path` right now (a probe with a
+/// second, exclusive, non-blocking flock that is released at once).
+fn leased_by_another(path: &Path) -> bool {
+    let Ok(file) = File::open(path) else { return false };
+    Flock::lock(file, FlockArg::LockExclusiveNonblock).is_err()
+}
+
 /// Take a shared lease on `cca`, waiting while another lab is unloading it.
 fn take_lease(fs: &BpfFs, cca: Cca, session: u64) -> Result<Lease> {
     let dir = lease_dir(fs);
@@ -67,6 +74,14 @@ fn take_lease(fs: &BpfFs, cca: Cca, session: u64) -> Result<Lease> {
         .write(true)
         .open(&path)
         .with_context(|| format!("open {}", path.display()))?;
+    // FaiRTT's Wfcount is host-wide by design: concurrent experiments with it
+    // see each other's flows (measured: a 120 s run overlapping another lab's
+    // for 75 s converged only when the other run's flows ended).
+    if cca == Cca::Fairtt && leased_by_another(&path) {
+        eprintln!(
+            "note: another lab is using fairtt at the same time; FaiRTT counts minRTT classes host-wide (Wfcount), so each experiment's flows change the other's results"
+        );
+    }
     let lock = Flock::lock(file, FlockArg::LockShared)
         .map_err(|(_, e)| anyhow::anyhow!("lock {}: {e}", path.display()))?;
     Ok(Lease {
