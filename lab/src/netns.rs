@@ -49,6 +49,17 @@ impl Netns {
         &self.name
     }
 
+    /// The namespace's inode number (what the CCAs export as `netns_ino`),
+    /// which tells this namespace's sockets from another lab's with the same
+    /// addresses.
+    pub fn inode(&self) -> Result<u32> {
+        use std::os::unix::fs::MetadataExt;
+        let path = format!("{NETNS_DIR}/{}", self.name);
+        Ok(std::fs::metadata(&path)
+            .with_context(|| format!("stat {path}"))?
+            .ino() as u32)
+    }
+
     /// `ip -n <ns> args...`
     pub fn ip(&self, args: &[&str]) -> Result<Output> {
         let mut full = vec!["-n", self.name.as_str()];

@@ -432,6 +432,9 @@ fn spawn_bpf_sampler(
         .any(|f| f.cca.parse::<rttfair_loader::Cca>().is_ok());
     let fs = fs.clone();
     let addrs: Vec<std::net::IpAddr> = (0..flows.len()).map(|i| net.sender(i).into()).collect();
+    // Every lab uses the same addresses inside its own namespaces, and the
+    // export map is host-wide: only this run's sender namespace counts.
+    let netns = net.snd.inode().ok();
     std::thread::spawn(move || {
         let mut out = Vec::new();
         if !project {
@@ -443,6 +446,9 @@ fn spawn_bpf_sampler(
         while !stop.load(Ordering::Relaxed) {
             let t = t0.elapsed().as_secs_f64();
             for f in reader.flows().unwrap_or_default() {
+                if netns.is_some_and(|ino| ino != f.raw.netns_ino) {
+                    continue;
+                }
                 let Some(idx) = addrs.iter().position(|a| *a == f.local().ip()) else {
                     continue;
                 };
