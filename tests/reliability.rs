@@ -325,6 +325,10 @@ fn concurrent_labs_share_a_cca_and_the_last_one_out_unloads_it() {
     let a = CcaSession::ensure(&t.fs, &bbr1).unwrap();
     assert!(registered("bbr1"));
     let b = CcaSession::ensure(&t.fs, &bbr1).unwrap();
+    assert!(
+        a.shared_with_other_labs().is_empty() && b.shared_with_other_labs().is_empty(),
+        "this process's own leases are not another lab"
+    );
     drop(a);
     assert!(
         registered("bbr1"),
@@ -349,6 +353,26 @@ fn concurrent_labs_share_a_cca_and_the_last_one_out_unloads_it() {
         "a lab unloaded bbr1 after the operator claimed it"
     );
     assert_success(&t.run(&["unload", "bbr1"]));
+
+    // Another holder of the lease (another lab; here a flock of the test's
+    // own on a separate open file, which is what another process holds):
+    // the session sees it, and leaves the CCA to that holder when it ends.
+    let lease = rttfair_lab::ccas::lease_dir(&t.fs).join("bbr1.lease");
+    let holder = nix::fcntl::Flock::lock(
+        std::fs::File::open(&lease).unwrap(),
+        nix::fcntl::FlockArg::LockSharedNonblock,
+    )
+    .unwrap();
+    let d = CcaSession::ensure(&t.fs, &bbr1).unwrap();
+    assert_eq!(d.shared_with_other_labs(), [rttfair_loader::Cca::Bbr1]);
+    drop(d);
+    assert!(
+        registered("bbr1"),
+        "unloaded while another lab holds a lease"
+    );
+    drop(holder);
+    drop(CcaSession::ensure(&t.fs, &bbr1).unwrap());
+    assert!(!registered("bbr1"), "the last lab out left bbr1 registered");
 }
 
 #[test]

@@ -40,6 +40,7 @@ pub struct CcaSession {
     fs: BpfFs,
     id: u64,
     keep: bool,
+    shared: Vec<Cca>,
 }
 
 /// The folder holding the leases of the installation at `fs`.
@@ -59,12 +60,16 @@ fn marker(fs: &BpfFs, cca: Cca) -> PathBuf {
 /// Whether another holder has a lease on `path` right now (a probe with a
 /// second, exclusive, non-blocking flock that is released at once).
 fn leased_by_another(path: &Path) -> bool {
-    let Ok(file) = File::open(path) else { return false };
+    let Ok(file) = File::open(path) else {
+        return false;
+    };
     Flock::lock(file, FlockArg::LockExclusiveNonblock).is_err()
 }
 
 /// Take a shared lease on `cca`, waiting while another lab is unloading it.
-fn take_lease(fs: &BpfFs, cca: Cca, session: u64) -> Result<Lease> {
+/// Also says whether another process held a lease on it at that moment (a
+/// first lease of this process only: its own leases hide others).
+fn take_lease(fs: &BpfFs, cca: Cca, session: u64) -> Result<(Lease, bool)> {
     let dir = lease_dir(fs);
     std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
     let path = dir.join(format!("{cca}.lease"));
@@ -74,22 +79,22 @@ fn take_lease(fs: &BpfFs, cca: Cca, session: u64) -> Result<Lease> {
         .write(true)
         .open(&path)
         .with_context(|| format!("open {}", path.display()))?;
-    // FaiRTT's Wfcount is host-wide by design: concurrent experiments with it
-    // see each other's flows (measured: a 120 s run overlapping another lab's
-    // for 75 s converged only when the other run's flows ended).
-    if cca == Cca::Fairtt && leased_by_another(&path) {
-        eprintln!(
-            "note: another lab is using fairtt at the same time; FaiRTT counts minRTT classes host-wide (Wfcount), so each experiment's flows change the other's results"
-        );
-    }
+    let held_here = LEASES
+        .lock()
+        .map(|l| l.iter().any(|x| x.cca == cca && x.fs.root() == fs.root()))
+        .unwrap_or(false);
+    let other = !held_here && leased_by_another(&path);
     let lock = Flock::lock(file, FlockArg::LockShared)
         .map_err(|(_, e)| anyhow::anyhow!("lock {}: {e}", path.display()))?;
-    Ok(Lease {
-        session,
-        fs: fs.clone(),
-        cca,
-        lock,
-    })
+    Ok((
+        Lease {
+            session,
+            fs: fs.clone(),
+            cca,
+            lock,
+        },
+        other,
+    ))
 }
 
 /// End a lease: unload the CCA if no other lab holds it and a lab loaded it.
@@ -119,10 +124,11 @@ impl CcaSession {
     /// at `fs`; CCAs already loaded there are used as they are.
     pub fn ensure(fs: &BpfFs, names: &[String]) -> Result<CcaSession> {
         crate::netns::on_signal_exit(end_all_leases);
-        let s = CcaSession {
+        let mut s = CcaSession {
             fs: fs.clone(),
             id: NEXT_SESSION.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             keep: false,
+            shared: Vec::new(),
         };
         for name in names {
             if let Ok(cca) = name.parse::<Cca>() {
@@ -134,7 +140,19 @@ impl CcaSession {
                 {
                     continue; // named twice
                 }
-                let lease = take_lease(fs, cca, s.id)?;
+                let (lease, other) = take_lease(fs, cca, s.id)?;
+                if other {
+                    s.shared.push(cca);
+                }
+                // FaiRTT's Wfcount is host-wide by design: concurrent
+                // experiments with it see each other's flows (measured: a
+                // run overlapping another lab's for 75 s converged only when
+                // the other run's flows ended).
+                if other && cca == Cca::Fairtt {
+                    eprintln!(
+                        "note: another lab is using fairtt at the same time; FaiRTT counts minRTT classes host-wide (Wfcount), so each experiment's flows change the other's results"
+                    );
+                }
                 // Registered under the lease, so no lab can unload it between
                 // this check and the experiment.
                 LEASES.lock().unwrap().push(lease);
@@ -153,6 +171,12 @@ impl CcaSession {
             }
         }
         Ok(s)
+    }
+
+    /// Project CCAs another process (another lab) was using when this
+    /// session took its lease on them.
+    pub fn shared_with_other_labs(&self) -> &[Cca] {
+        &self.shared
     }
 
     /// Keep what this session loaded registered after it ends (the operator
