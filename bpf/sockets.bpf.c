@@ -18,15 +18,9 @@
  *
  * GPL-2.0: iterator programs that call GPL-only helpers must be GPL.
  */
-#include "vmlinux.h"
-#include <bpf/bpf_helpers.h>
-#include <bpf/bpf_tracing.h>
-#include <bpf/bpf_core_read.h>
+#include "rttfair_export.h"
 #include "iter_tcp.h"
-#include "rttfair_abi.h"
 
-#define AF_INET 2
-#define AF_INET6 10
 #define TCP_CA_NAME_MAX 16
 #define BW_SCALE 24 /* native bbr's bandwidth unit: packets per us << 24 */
 
@@ -80,7 +74,7 @@ static __always_inline void read_native_bbr(struct tcp_sock *tp, struct rttfair_
 	bpf_core_read(&f->min_rtt_us, sizeof(f->min_rtt_us), &b->min_rtt_us);
 	bpf_core_read(&rounds, sizeof(rounds), &b->rtt_cnt);
 	f->rounds = rounds;
-	f->btlbw_bps = ((__u64)bw * f->mss * 1000000ULL) >> BW_SCALE;
+	f->btlbw_bps = ((__u64)bw * f->mss * USEC_PER_SEC) >> BW_SCALE;
 	f->mode = BPF_CORE_READ_BITFIELD_PROBED(b, mode);
 	f->cycle_idx = BPF_CORE_READ_BITFIELD_PROBED(b, cycle_idx);
 	f->pacing_gain_x256 = BPF_CORE_READ_BITFIELD_PROBED(b, pacing_gain);
@@ -107,28 +101,9 @@ int rttfair_sockets(struct bpf_iter__tcp *ctx)
 
 	f->abi_version = RTTFAIR_ABI_VERSION;
 	f->cca = RTTFAIR_CCA_NONE;
-	f->family = skc->skc_family;
-	f->netns_ino = skc->skc_net.net->ns.inum;
-	f->sport = skc->skc_num;
-	f->dport = __builtin_bswap16(skc->skc_dport);
-	if (skc->skc_family == AF_INET6) {
-		for (i = 0; i < 16; i++) {
-			f->saddr[i] = skc->skc_v6_rcv_saddr.in6_u.u6_addr8[i];
-			f->daddr[i] = skc->skc_v6_daddr.in6_u.u6_addr8[i];
-		}
-	} else {
-		__builtin_memcpy(f->saddr, &skc->skc_rcv_saddr, 4);
-		__builtin_memcpy(f->daddr, &skc->skc_daddr, 4);
-	}
-	f->pacing_rate_bps = tp->inet_conn.icsk_inet.sk.sk_pacing_rate;
-	f->min_rtt_us = tp->rtt_min.s[0].v;
-	f->srtt_us = tp->srtt_us >> 3;
-	f->cwnd = tp->snd_cwnd;
-	f->mss = tp->mss_cache;
-	f->delivered_bytes = tp->bytes_acked;
-	f->retrans_bytes = tp->bytes_retrans;
-	f->total_retrans = tp->total_retrans;
-	f->last_ns = bpf_ktime_get_ns();
+	rttfair_fill_identity(f, (struct sock *)tp);
+	rttfair_fill_tcp(f, (struct sock *)tp);
+	f->min_rtt_us = tcp_min_rtt(tp);
 	if (is_native_bbr(rec.cca_name))
 		read_native_bbr(tp, f);
 	rec.cookie = bpf_get_socket_cookie(skc);

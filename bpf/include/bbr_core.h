@@ -637,25 +637,16 @@ static __always_inline void bbr_update_model(struct sock *sk, struct rf_bbr *bbr
 static __always_inline void bbr_export_fill(struct sock *sk, struct rf_bbr *bbr,
 					    struct rttfair_flow *f)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
-
+	rttfair_fill_tcp(f, sk);
 	f->mode = bbr->mode;
 	f->cycle_idx = bbr->cycle_idx;
 	f->btlbw_bps = bbr_btlbw_bytes_per_sec(sk, bbr);
-	f->pacing_rate_bps = sk->sk_pacing_rate;
 	f->min_rtt_us = bbr->min_rtt_us;
 	f->last_rtt_us = bbr->last_rtt_us;
-	f->srtt_us = tp->srtt_us >> 3;
-	f->cwnd = tp->snd_cwnd;
-	f->mss = tp->mss_cache;
 	f->pacing_gain_x256 = bbr->pacing_gain;
 	f->cwnd_gain_x256 = bbr->cwnd_gain;
-	f->delivered_bytes = tp->bytes_acked;
-	f->retrans_bytes = tp->bytes_retrans;
-	f->total_retrans = tp->total_retrans;
 	f->probe_rtt_entries = bbr->probe_rtt_entries;
 	f->rounds = bbr->rtt_cnt;
-	f->last_ns = bpf_ktime_get_ns();
 	cca_export(sk, bbr, f);
 }
 

@@ -14,8 +14,7 @@
 #ifndef RTTFAIR_MAPS_H
 #define RTTFAIR_MAPS_H
 
-#include "tcp_ca.h"
-#include "rttfair_abi.h"
+#include "rttfair_export.h"
 
 #ifndef RTTFAIR_FLOWS_MAX
 #define RTTFAIR_FLOWS_MAX 65536
@@ -69,25 +68,6 @@ static __always_inline __u64 rttfair_next_flow_id(void)
 	if (!next)
 		return 0;
 	return __sync_fetch_and_add(next, 1) + 1;
-}
-
-/* Copy the socket's identity (4-tuple, family, netns) into an export entry. */
-static __always_inline void rttfair_fill_identity(struct rttfair_flow *f,
-						  const struct sock *sk)
-{
-	const struct sock_common *skc = &sk->__sk_common;
-
-	f->family = skc->skc_family;
-	f->sport = skc->skc_num;
-	f->dport = __builtin_bswap16(skc->skc_dport);
-	f->netns_ino = skc->skc_net.net->ns.inum;
-	if (f->family == AF_INET6) {
-		__builtin_memcpy(f->saddr, &skc->skc_v6_rcv_saddr, 16);
-		__builtin_memcpy(f->daddr, &skc->skc_v6_daddr, 16);
-	} else {
-		__builtin_memcpy(f->saddr, &skc->skc_rcv_saddr, 4);
-		__builtin_memcpy(f->daddr, &skc->skc_daddr, 4);
-	}
 }
 
 #endif /* RTTFAIR_MAPS_H */
