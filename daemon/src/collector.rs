@@ -328,15 +328,29 @@ impl FlowLabels {
         let _ = write!(s, "cca=\"{cca}\",flow=\"{flow}\"");
         FlowLabels(s)
     }
+
+    /// These labels plus more, given as `,key="value"...` (label-safe).
+    fn with(&self, more: std::fmt::Arguments) -> Self {
+        use std::fmt::Write;
+        let mut s = self.0.clone();
+        let _ = s.write_fmt(more);
+        FlowLabels(s)
+    }
 }
 
-impl EncodeLabelSet for &FlowLabels {
+impl EncodeLabelSet for FlowLabels {
     fn encode(&self, mut encoder: LabelSetEncoder) -> Result<(), std::fmt::Error> {
         use std::fmt::Write;
         encoder
             .encode_label()
             .encode_label_key()?
             .write_str(&self.0)
+    }
+}
+
+impl EncodeLabelSet for &FlowLabels {
+    fn encode(&self, encoder: LabelSetEncoder) -> Result<(), std::fmt::Error> {
+        (*self).encode(encoder)
     }
 }
 
@@ -360,42 +374,50 @@ impl Collector for FlowCollector {
         //   rttfair_flow_min_rtt_seconds * on(flow) group_left(peer_addr)
         //     rttfair_flow_info
         // Putting the tuple on every sample made a 10k-flow scrape 25 MB.
-        let labels: Vec<Labels> = snap
+        let ccas: Vec<String> = snap
             .flows
             .iter()
             .zip(&snap.kinds)
             .map(|((f, _), k)| match k {
-                Kind::Project => vec![("cca", cca_name(f)), ("flow", f.id.to_string())],
-                // Cookies and rttfair ids are separate counters: a prefix
-                // keeps the flow label unique across both.
-                Kind::Native { cca, .. } => {
-                    vec![("cca", cca.clone()), ("flow", format!("sk{}", f.id))]
-                }
+                Kind::Project => cca_name(f),
+                Kind::Native { cca, .. } => cca.clone(),
             })
             .collect();
-        let rendered: Vec<FlowLabels> = labels
-            .iter()
-            .map(|l| FlowLabels::new(&l[0].1, format_args!("{}", l[1].1)))
-            .collect();
-        let info: Vec<(Labels, f64)> = snap
+        let groups: Vec<String> = snap
             .flows
             .iter()
-            .zip(&labels)
-            .map(|((f, _), id)| {
-                let (l, p) = (f.local(), f.peer());
-                let mut v = id.clone();
-                v.extend([
-                    ("local_addr", l.ip().to_string()),
-                    ("local_port", l.port().to_string()),
-                    ("peer_addr", p.ip().to_string()),
-                    ("peer_port", p.port().to_string()),
-                    ("group", self.group_of(p.ip())),
-                    ("netns", f.raw.netns_ino.to_string()),
-                ]);
-                (v, 1.0)
+            .map(|(f, _)| self.group_of(f.peer().ip()))
+            .collect();
+        let rendered: Vec<FlowLabels> = snap
+            .flows
+            .iter()
+            .zip(&snap.kinds)
+            .zip(&ccas)
+            .map(|(((f, _), k), cca)| match k {
+                Kind::Project => FlowLabels::new(cca, format_args!("{}", f.id)),
+                // Cookies and rttfair ids are separate counters: a prefix
+                // keeps the flow label unique across both.
+                Kind::Native { .. } => FlowLabels::new(cca, format_args!("sk{}", f.id)),
             })
             .collect();
-        let labels_of = |i: usize| labels[i].clone();
+        let info: Vec<(FlowLabels, f64)> = snap
+            .flows
+            .iter()
+            .zip(&rendered)
+            .zip(&groups)
+            .map(|(((f, _), id), group)| {
+                let (l, p) = (f.local(), f.peer());
+                let more = format_args!(
+                    ",local_addr=\"{}\",local_port=\"{}\",peer_addr=\"{}\",peer_port=\"{}\",group=\"{group}\",netns=\"{}\"",
+                    l.ip(),
+                    l.port(),
+                    p.ip(),
+                    p.port(),
+                    f.raw.netns_ino
+                );
+                (id.with(more), 1.0)
+            })
+            .collect();
         // Which flows a family covers: every flow, those with a BBR model
         // (project CCAs and native bbr), or the project CCAs' own only.
         let has_model = |k: &Kind| matches!(k, Kind::Project | Kind::Native { model: true, .. });
@@ -492,9 +514,10 @@ impl Collector for FlowCollector {
                 .enumerate()
                 .filter(|(i, _)| has_model(&snap.kinds[*i]))
                 .map(|(i, (f, _))| {
-                    let mut l = labels_of(i);
-                    l.push(("mode", f.mode().to_string()));
-                    (l, 1.0)
+                    (
+                        rendered[i].with(format_args!(",mode=\"{}\"", f.mode())),
+                        1.0,
+                    )
                 })
                 .collect::<Vec<_>>(),
         )?;
@@ -588,9 +611,8 @@ impl Collector for FlowCollector {
                 .enumerate()
                 .filter(|(_, (f, _))| is(f, Cca::Adbbr))
                 .map(|(i, (f, _))| {
-                    let mut l = labels_of(i);
-                    l.push(("regime", flows::regime_name(f.raw.adbbr_regime).to_string()));
-                    (l, 1.0)
+                    let regime = flows::regime_name(f.raw.adbbr_regime);
+                    (rendered[i].with(format_args!(",regime=\"{regime}\"")), 1.0)
                 })
                 .collect::<Vec<_>>(),
         )?;
@@ -689,12 +711,11 @@ impl Collector for FlowCollector {
         // Fairness: Jain's index of per-flow throughput, per CCA and per group.
         let mut per_cca: BTreeMap<String, Vec<f64>> = BTreeMap::new();
         let mut per_group: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
-        for (((f, rate), l), _) in snap.flows.iter().zip(&labels).zip(&snap.kinds) {
+        for (((_, rate), cca), group) in snap.flows.iter().zip(&ccas).zip(&groups) {
             if *rate > 0.0 {
-                let cca = l[0].1.clone();
                 per_cca.entry(cca.clone()).or_default().push(*rate);
                 per_group
-                    .entry((cca, self.group_of(f.peer().ip())))
+                    .entry((cca.clone(), group.clone()))
                     .or_default()
                     .push(*rate);
             }
