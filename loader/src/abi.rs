@@ -7,16 +7,7 @@
 //! header change that the objects and this crate disagree on fails the build's
 //! tests rather than corrupting reads at run time.
 
-mod generated {
-    #![allow(
-        dead_code,
-        non_camel_case_types,
-        non_snake_case,
-        unused_imports,
-        clippy::all
-    )]
-    include!(concat!(env!("OUT_DIR"), "/abi.skel.rs"));
-}
+skeleton!(generated, "abi.skel.rs");
 
 use generated::types;
 

@@ -15,16 +15,7 @@ use crate::bpffs::BpfFs;
 use crate::error::{Error, Result};
 use crate::kernel;
 
-mod skel {
-    #![allow(
-        dead_code,
-        non_camel_case_types,
-        non_snake_case,
-        unused_imports,
-        clippy::all
-    )]
-    include!(concat!(env!("OUT_DIR"), "/cgroup_cca.skel.rs"));
-}
+skeleton!(skel, "cgroup_cca.skel.rs");
 
 /// One attachment.
 #[derive(Debug, Clone, serde::Serialize)]

@@ -17,6 +17,23 @@
 //! export, and [`abi`] holds the Rust mirror of `bpf/include/rttfair_abi.h`,
 //! generated from BTF.
 
+/// A libbpf-cargo skeleton that build.rs generated, as a private module
+/// (generated code, so exempt from the crate's lints).
+macro_rules! skeleton {
+    ($module:ident, $file:literal) => {
+        mod $module {
+            #![allow(
+                dead_code,
+                non_camel_case_types,
+                non_snake_case,
+                unused_imports,
+                clippy::all
+            )]
+            include!(concat!(env!("OUT_DIR"), "/", $file));
+        }
+    };
+}
+
 pub mod abi;
 pub mod bpffs;
 pub mod cca;

@@ -15,16 +15,7 @@ use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use crate::error::{Error, Result};
 use crate::kernel;
 
-mod skel {
-    #![allow(
-        dead_code,
-        non_camel_case_types,
-        non_snake_case,
-        unused_imports,
-        clippy::all
-    )]
-    include!(concat!(env!("OUT_DIR"), "/migrate.skel.rs"));
-}
+skeleton!(skel, "migrate.skel.rs");
 
 /// Which sockets to move.
 #[derive(Debug, Clone, Default)]
