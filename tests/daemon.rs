@@ -285,9 +285,17 @@ fn native_flows_are_exported_beside_project_flows() {
     let t = KernelTest::new();
     assert_success(&t.run(&["load", "bbr1"]));
     let port = free_port();
+    let cfg = std::env::temp_dir().join(format!("rttfair-native-{}.toml", std::process::id()));
+    std::fs::write(&cfg, "native_flows = true\n").unwrap();
     let _daemon = Proc(
         t.ctl()
-            .args(["daemon", "--listen", &format!("127.0.0.1:{port}")])
+            .args([
+                "daemon",
+                "--config",
+                cfg.to_str().unwrap(),
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+            ])
             .stderr(Stdio::null())
             .spawn()
             .unwrap(),
@@ -345,6 +353,7 @@ fn native_flows_are_exported_beside_project_flows() {
         rttfair_loader::flows::live_sockets(&t.fs, rttfair_loader::Cca::Bbr1).unwrap() == 0
     }));
     assert_success(&t.run(&["unload", "bbr1"]));
+    let _ = std::fs::remove_file(&cfg);
 
     // (cca, flow) of the sender with local port `p`, from rttfair_flow_info.
     let flow_of = |p: u16| -> (String, String) {

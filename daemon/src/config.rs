@@ -7,8 +7,10 @@
 //! load = ["fairtt"]                # CCAs to load at start (already loaded ones are adopted)
 //! unload_on_exit = false           # leave CCAs registered when the daemon stops
 //! max_flows = 10000                # cap on exported per-flow series
-//! native_flows = true              # also export connections on kernel CCAs
-//!                                  # (cubic, native bbr) of the daemon's netns
+//! native_flows = false             # also export connections on kernel CCAs
+//!                                  # (cubic, native bbr) of the daemon's netns;
+//!                                  # off by default: on a busy server that is
+//!                                  # every connection, up to max_flows series
 //! group_prefix_v4 = 24             # destination prefix that defines a "group"
 //! group_prefix_v6 = 64
 //! ```
@@ -45,7 +47,7 @@ impl Default for Config {
             load: Vec::new(),
             unload_on_exit: false,
             max_flows: 10_000,
-            native_flows: true,
+            native_flows: false,
             group_prefix_v4: 24,
             group_prefix_v6: 64,
         }
