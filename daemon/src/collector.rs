@@ -9,10 +9,11 @@
 //! free of any EWMA. A flow seen for the first time gets its average since
 //! start. Jain's index is computed over the flows with a throughput sample.
 //!
-//! Beside the project CCAs' own exports, and if `native_flows` is set, connections on kernel CCAs in the
-//! daemon's network namespace (cubic, native bbr) are read with a BPF socket
-//! iterator (`rttfair_loader::sockets`) and exported with what their CCA
-//! knows, so a migration or a native-vs-rttfair comparison shows in one place.
+//! Beside the project CCAs' own exports, and if `native_flows` is set,
+//! connections on kernel CCAs in the daemon's network namespace (cubic,
+//! native bbr) are read with a BPF socket iterator (`rttfair_loader::sockets`)
+//! and exported with what their CCA knows, so a migration or a
+//! native-vs-rttfair comparison shows in one place.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
