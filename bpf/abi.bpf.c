@@ -16,6 +16,7 @@ struct rttfair_abi_anchor {
 	struct fairtt_slot fairtt_slot;
 	struct fairtt_tunables fairtt_tunables;
 	struct adbbr_tunables adbbr_tunables;
+	struct qfair_tunables qfair_tunables;
 	enum rttfair_cca_id cca;
 	enum rttfair_mode mode;
 	enum rttfair_adbbr_regime regime;

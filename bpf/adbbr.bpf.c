@@ -39,6 +39,8 @@
 #include "bbr_core.h"
 #include "adbbr_math.h"
 
+#define ADBBR_TUNABLES_MAP RTTFAIR_VERSIONED(adbbr_tunables)
+
 #define ADBBR_HIST 16
 #define ADBBR_DEF_ALPHA_PPM 1250000
 #define ADBBR_DEF_HOLD_MS 300
@@ -54,7 +56,7 @@ struct {
 	__type(key, __u32);
 	__type(value, struct adbbr_tunables);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} adbbr_tunables_v1 SEC(".maps");
+} ADBBR_TUNABLES_MAP SEC(".maps");
 
 struct adbbr_flow {
 	__u32 hist[ADBBR_HIST];   /* rt_history: one RTT sample per round trip */
@@ -88,7 +90,7 @@ static __always_inline struct adbbr_tunables adbbr_params(void)
 		.gamma_ref_us = ADBBR_DEF_GAMMA_REF_US,
 	};
 	__u32 zero = 0;
-	struct adbbr_tunables *t = bpf_map_lookup_elem(&adbbr_tunables_v1, &zero);
+	struct adbbr_tunables *t = bpf_map_lookup_elem(&ADBBR_TUNABLES_MAP, &zero);
 
 	if (t) {
 		if (t->alpha_ppm)

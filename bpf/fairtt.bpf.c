@@ -28,11 +28,11 @@
  *   cwnd, through cca_inflight_bdp()).
  * - Per-flow FaiRTT state (minRTT history, the WminRTT window): the
  *   fairtt_sk sk_storage map, since icsk_ca_priv is taken by the core.
- * - Wfcount: fairtt_registry_v1, a pinned array shared by every socket on the
+ * - Wfcount: FAIRTT_REGISTRY_MAP, a pinned array shared by every socket on the
  *   host in every network namespace (and by the daemon): slots of minRTT
  *   classes refreshed by their flows once per round trip. FaiRTT needs no
  *   daemon to work.
- * - Tunables: fairtt_tunables_v1 (rttfairctl set fairtt.<name>).
+ * - Tunables: FAIRTT_TUNABLES_MAP (rttfairctl set fairtt.<name>).
  *
  * The paper's choices left open, and what this file does (docs/algorithms.md
  * has the full table): "window t" is the last W_t packet-timed round trips,
@@ -48,6 +48,9 @@
 #include "bbr_core.h"
 #include "fairtt_math.h"
 
+#define FAIRTT_REGISTRY_MAP RTTFAIR_VERSIONED(fairtt_registry)
+#define FAIRTT_TUNABLES_MAP RTTFAIR_VERSIONED(fairtt_tunables)
+
 #define FAIRTT_RING 16
 #define FAIRTT_NO_SLOT 0xff
 #define FAIRTT_DEF_BETA_PPM 800000
@@ -62,7 +65,7 @@ struct {
 	__type(key, __u32);
 	__type(value, struct fairtt_slot);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} fairtt_registry_v1 SEC(".maps");
+} FAIRTT_REGISTRY_MAP SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -70,7 +73,7 @@ struct {
 	__type(key, __u32);
 	__type(value, struct fairtt_tunables);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} fairtt_tunables_v1 SEC(".maps");
+} FAIRTT_TUNABLES_MAP SEC(".maps");
 
 /* Per-flow FaiRTT state, beyond the core's icsk_ca_priv. */
 struct fairtt_flow {
@@ -107,7 +110,7 @@ static __always_inline struct fairtt_params fairtt_params(void)
 		FAIRTT_DEF_WINDOW_MS * NSEC_PER_MSEC,
 	};
 	__u32 zero = 0;
-	struct fairtt_tunables *t = bpf_map_lookup_elem(&fairtt_tunables_v1, &zero);
+	struct fairtt_tunables *t = bpf_map_lookup_elem(&FAIRTT_TUNABLES_MAP, &zero);
 
 	if (t) {
 		if (t->beta_ppm)
@@ -143,7 +146,7 @@ static __always_inline bool fairtt_leave(struct fairtt_flow *ff)
 
 	if (ff->slot == FAIRTT_NO_SLOT)
 		return false;
-	s = bpf_map_lookup_elem(&fairtt_registry_v1, &key);
+	s = bpf_map_lookup_elem(&FAIRTT_REGISTRY_MAP, &key);
 	if (s && __sync_fetch_and_add(&s->flows, -1) == 1) {
 		s->last_seen_ns = 0;
 		emptied = true;
@@ -179,7 +182,7 @@ static long fairtt_scan_slot(__u64 i, void *ctx)
 {
 	struct fairtt_scan *sc = ctx;
 	__u32 key = (__u32)i;
-	struct fairtt_slot *s = bpf_map_lookup_elem(&fairtt_registry_v1, &key);
+	struct fairtt_slot *s = bpf_map_lookup_elem(&FAIRTT_REGISTRY_MAP, &key);
 
 	if (!s)
 		return 0;
@@ -220,7 +223,7 @@ static __always_inline __u32 fairtt_wfcount(struct fairtt_flow *ff, __u32 min_rt
 	count = fairtt_popcount(sc.active);
 	if (sc.mine >= 0) {
 		key = sc.mine;
-		s = bpf_map_lookup_elem(&fairtt_registry_v1, &key);
+		s = bpf_map_lookup_elem(&FAIRTT_REGISTRY_MAP, &key);
 		if (s) {
 			s->last_seen_ns = sc.now;
 			if (ff->slot != (__u8)key) {
@@ -234,7 +237,7 @@ static __always_inline __u32 fairtt_wfcount(struct fairtt_flow *ff, __u32 min_rt
 		}
 	} else if (sc.free >= 0) {
 		key = sc.free;
-		s = bpf_map_lookup_elem(&fairtt_registry_v1, &key);
+		s = bpf_map_lookup_elem(&FAIRTT_REGISTRY_MAP, &key);
 		/* Claim the slot by moving its last_seen_ns from the value the scan
 		 * saw to now: of flows on other CPUs racing for it, one wins. A
 		 * loser's class is active all the same (the winner shares it or

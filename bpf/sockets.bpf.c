@@ -9,7 +9,7 @@
  * attached link and reads it; this program writes one struct rttfair_sock
  * (bpf/include/rttfair_abi.h) per established connection with
  * bpf_seq_write. Flows of the project's CCAs are skipped: their CCA exports
- * richer state through rttfair_flows_v1.
+ * richer state through RTTFAIR_FLOWS_MAP.
  *
  * For native bbr the model's own estimates are read from its private state
  * (struct bbr in icsk_ca_priv, from the kernel's BTF, as `ss -ti` would show

@@ -25,6 +25,7 @@ const OBJECTS: &[&str] = &[
     "bbr1",
     "fairtt",
     "adbbr",
+    "qfair",
     "migrate",
     "sockets",
     "cgroup_cca",

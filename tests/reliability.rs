@@ -415,12 +415,12 @@ fn a_foreign_pin_is_refused_and_left_alone() {
     let t = KernelTest::new();
     t.fs.ensure().unwrap();
     // A map of the wrong shape where rttfair expects its flow map.
-    let _bogus = pin_foreign_map(&t.fs.map_pin("rttfair_flows_v1"));
+    let _bogus = pin_foreign_map(&t.fs.map_pin(rttfair_loader::lifecycle::FLOWS_MAP));
     let line = assert_one_line_error(&t.run(&["load", "bbr1"]), "does not match this build");
-    assert!(line.contains("rttfair_flows_v1"), "{line}");
+    assert!(line.contains(rttfair_loader::lifecycle::FLOWS_MAP), "{line}");
     assert!(!registered("bbr1"));
     assert!(
-        t.fs.map_pin("rttfair_flows_v1").exists(),
+        t.fs.map_pin(rttfair_loader::lifecycle::FLOWS_MAP).exists(),
         "a foreign pin was removed"
     );
 }

@@ -96,11 +96,15 @@ struct rf_win_sample {
 	__u32 v;
 };
 
-/* Per-flow BBR state: must fit icsk_ca_priv (13 x u64). */
+/*
+ * Per-flow BBR state: must fit icsk_ca_priv (13 x u64). The core uses 88
+ * bytes; the last 16 (cca_hot) belong to the variant, for the few values it
+ * needs on every ACK, so that no per-ACK map lookup is needed for them.
+ */
 struct rf_bbr {
-	__u64 flow_id;              /* key in rttfair_flows_v1 */
-	__u64 cycle_mstamp;         /* start of the current gain-cycle phase, us */
+	__u64 flow_id;              /* key in RTTFAIR_FLOWS_MAP */
 	struct rf_win_sample bw[3]; /* windowed max of delivery rate (best, 2nd, 3rd) */
+	__u32 cycle_mstamp;         /* start of the current gain-cycle phase, us (low 32 bits) */
 	__u32 min_rtt_us;           /* RTprop estimate */
 	__u32 min_rtt_stamp_ms;     /* when min_rtt_us was last refreshed */
 	__u32 probe_rtt_done_ms;    /* end of the ProbeRTT dwell, 0 = not set */
@@ -118,16 +122,18 @@ struct rf_bbr {
 	__u8 ca_state;              /* TCP_CA_* as last told by set_state */
 	__u8 cycle_idx;
 	__u8 full_bw_cnt;
-	__u8 full_bw_reached;
-	__u8 packet_conservation;
-	__u8 round_start;
-	__u8 idle_restart;
-	__u8 probe_rtt_round_done;
-	__u8 has_seen_rtt;
-	__u8 exported;              /* the flow has an entry in rttfair_flows_v1 */
+	__u8 exported;              /* 1: has an entry in RTTFAIR_FLOWS_MAP; 2: insert failed */
+	__u8 full_bw_reached : 1,
+	     packet_conservation : 1,
+	     round_start : 1,
+	     idle_restart : 1,
+	     probe_rtt_round_done : 1,
+	     has_seen_rtt : 1;
+	__u32 cca_hot[4];           /* the variant's per-ACK state (see above) */
 };
 
 _Static_assert(sizeof(struct rf_bbr) <= 104, "rf_bbr must fit icsk_ca_priv");
+_Static_assert(__builtin_offsetof(struct rf_bbr, cca_hot) == 88, "core state is 88 bytes");
 
 /*
  * ProbeBW pacing gain of cycle phase idx: 1.25, 0.75, then six phases of 1.0.
@@ -164,6 +170,21 @@ static __always_inline bool cca_probe_rtt_due(struct sock *sk, struct rf_bbr *bb
 /* Fill the variant's fields of the export entry. */
 static __always_inline void cca_export(struct sock *sk, struct rf_bbr *bbr,
 				       struct rttfair_flow *f);
+
+/*
+ * Optional hooks: a variant that defines RTTFAIR_HOOK_CWND_BUDGET or
+ * RTTFAIR_HOOK_PROBE_RTT_CWND before including this header supplies its own;
+ * otherwise the core's BBR v1 behaviour (defined further down) applies.
+ *
+ *   cca_cwnd_budget(sk, bbr, target)  the cwnd target plus its TSO budget
+ *                                     (BBR v1: bbr_quantization_budget)
+ *   cca_probe_rtt_cwnd(sk, bbr)       the cwnd ProbeRTT drains to, and the
+ *                                     inflight at which its dwell starts
+ *                                     (BBR v1: 4 packets)
+ */
+static __always_inline __u32 cca_cwnd_budget(struct sock *sk, struct rf_bbr *bbr,
+					     __u32 target);
+static __always_inline __u32 cca_probe_rtt_cwnd(struct sock *sk, struct rf_bbr *bbr);
 
 /* ---- The windowed max filter of BtlBw ------------------------------------- */
 
@@ -303,6 +324,21 @@ static __always_inline __u32 bbr_quantization_budget(const struct sock *sk,
 	return cwnd;
 }
 
+#ifndef RTTFAIR_HOOK_CWND_BUDGET
+static __always_inline __u32 cca_cwnd_budget(struct sock *sk, struct rf_bbr *bbr,
+					     __u32 target)
+{
+	return bbr_quantization_budget(sk, bbr, target);
+}
+#endif
+
+#ifndef RTTFAIR_HOOK_PROBE_RTT_CWND
+static __always_inline __u32 cca_probe_rtt_cwnd(struct sock *sk, struct rf_bbr *bbr)
+{
+	return BBR_CWND_MIN_TARGET;
+}
+#endif
+
 /* The inflight the model allows at this gain (used for phase decisions). */
 static __always_inline __u32 bbr_inflight(const struct sock *sk, const struct rf_bbr *bbr,
 					  __u64 bw, __u32 gain)
@@ -405,7 +441,7 @@ static __always_inline void bbr_set_cwnd(struct sock *sk, struct rf_bbr *bbr,
 		goto done;
 
 	target = (__u32)cca_inflight_bdp(sk, bbr, bbr_bdp(bbr, bw, gain));
-	target = bbr_quantization_budget(sk, bbr, target);
+	target = cca_cwnd_budget(sk, bbr, target);
 	if (bbr->full_bw_reached)
 		cwnd = rf_min(cwnd + acked, target);
 	else if (cwnd < target || tp->delivered < TCP_INIT_CWND)
@@ -414,7 +450,7 @@ static __always_inline void bbr_set_cwnd(struct sock *sk, struct rf_bbr *bbr,
 done:
 	cwnd = rf_min(cwnd, tp->snd_cwnd_clamp);
 	if (bbr->mode == RTTFAIR_MODE_PROBE_RTT)
-		cwnd = rf_min(cwnd, (__u32)BBR_CWND_MIN_TARGET);
+		cwnd = rf_min(cwnd, cca_probe_rtt_cwnd(sk, bbr));
 	tp->snd_cwnd = cwnd;
 }
 
@@ -428,7 +464,7 @@ static __always_inline void bbr_reset_startup_mode(struct rf_bbr *bbr)
 static __always_inline void bbr_advance_cycle_phase(struct sock *sk, struct rf_bbr *bbr)
 {
 	bbr->cycle_idx = (bbr->cycle_idx + 1) & (BBR_CYCLE_LEN - 1);
-	bbr->cycle_mstamp = tcp_sk(sk)->tcp_mstamp;
+	bbr->cycle_mstamp = (__u32)tcp_sk(sk)->tcp_mstamp;
 }
 
 static __always_inline void bbr_reset_probe_bw_mode(struct sock *sk, struct rf_bbr *bbr)
@@ -482,7 +518,7 @@ static __always_inline bool bbr_is_next_cycle_phase(struct sock *sk, struct rf_b
 						    const struct rate_sample *rs)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
-	bool is_full_length = tp->tcp_mstamp - bbr->cycle_mstamp > bbr->min_rtt_us;
+	bool is_full_length = (__u32)tp->tcp_mstamp - bbr->cycle_mstamp > bbr->min_rtt_us;
 	__u32 gain = bbr_pacing_gain_cycle(bbr->cycle_idx);
 	__u32 inflight = rs->prior_in_flight;
 	__u64 bw = bbr_btlbw(bbr);
@@ -583,7 +619,7 @@ static __always_inline void bbr_update_min_rtt(struct sock *sk, struct rf_bbr *b
 
 		/* Don't let the app-limited logic mistake the dwell for demand. */
 		tp->app_limited = (tp->delivered + inflight) ?: 1;
-		if (!bbr->probe_rtt_done_ms && inflight <= BBR_CWND_MIN_TARGET) {
+		if (!bbr->probe_rtt_done_ms && inflight <= cca_probe_rtt_cwnd(sk, bbr)) {
 			bbr->probe_rtt_done_ms = (now + BBR_PROBE_RTT_MODE_MS) ?: 1;
 			bbr->probe_rtt_round_done = 0;
 			bbr->next_rtt_delivered = tp->delivered;
@@ -632,7 +668,7 @@ static __always_inline void bbr_update_model(struct sock *sk, struct rf_bbr *bbr
 	bbr_update_gains(bbr);
 }
 
-/* ---- Export to rttfair_flows_v1 ------------------------------------------- */
+/* ---- Export to RTTFAIR_FLOWS_MAP ---------------------------------------- */
 
 static __always_inline void bbr_export_fill(struct sock *sk, struct rf_bbr *bbr,
 					    struct rttfair_flow *f)
@@ -662,7 +698,7 @@ static __always_inline void bbr_export_create(struct sock *sk, struct rf_bbr *bb
 	rttfair_fill_identity(&f, sk);
 	f.first_ns = bpf_ktime_get_ns();
 	bbr_export_fill(sk, bbr, &f);
-	err = bpf_map_update_elem(&rttfair_flows_v1, &id, &f, BPF_NOEXIST);
+	err = bpf_map_update_elem(&RTTFAIR_FLOWS_MAP, &id, &f, BPF_NOEXIST);
 	if (!err) {
 		bbr->exported = 1;
 	} else if (bbr->exported != 2) {
@@ -686,7 +722,7 @@ static __always_inline void bbr_export_if_due(struct sock *sk, struct rf_bbr *bb
 		bbr_export_create(sk, bbr);
 		return;
 	}
-	f = bpf_map_lookup_elem(&rttfair_flows_v1, &id);
+	f = bpf_map_lookup_elem(&RTTFAIR_FLOWS_MAP, &id);
 	if (f)
 		bbr_export_fill(sk, bbr, f);
 	else
@@ -731,7 +767,7 @@ static __always_inline void bbr_core_release(struct sock *sk)
 		return;
 	cca_release(sk, bbr);
 	rttfair_count(RTTFAIR_CCA, flows_released, 1);
-	if (!bpf_map_delete_elem(&rttfair_flows_v1, &id))
+	if (!bpf_map_delete_elem(&RTTFAIR_FLOWS_MAP, &id))
 		rttfair_count(RTTFAIR_CCA, export_deleted, 1);
 	bbr->flow_id = 0;
 	bbr->exported = 0;
@@ -780,9 +816,9 @@ static __always_inline void bbr_core_set_state(struct sock *sk, __u8 new_state)
 }
 
 /*
- * The struct_ops programs. Each CCA's .bpf.c defines RTTFAIR_OPS_NAME (the
- * kernel name, e.g. "bbr1") and RTTFAIR_OPS_VAR (the map name the loader
- * attaches), then invokes RTTFAIR_DEFINE_STRUCT_OPS().
+ * The struct_ops programs. Each CCA's .bpf.c ends with
+ * RTTFAIR_DEFINE_STRUCT_OPS(<cca>_ops, "<cca>"): the map the loader attaches
+ * and the name the kernel registers.
  */
 #define RTTFAIR_DEFINE_STRUCT_OPS(ops_var, ops_name)                             \
 	SEC("struct_ops")                                                       \

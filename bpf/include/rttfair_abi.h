@@ -19,7 +19,17 @@
 #ifndef RTTFAIR_ABI_H
 #define RTTFAIR_ABI_H
 
-#define RTTFAIR_ABI_VERSION 1
+#define RTTFAIR_ABI_VERSION 2
+
+/*
+ * A pinned map's name: its base name, "_v", the ABI version. BPF code names
+ * a map only through the RTTFAIR_*_MAP / FAIRTT_*_MAP / ... macros built with
+ * this, and the loader derives the same strings from the same version
+ * (loader/src/abi.rs, map_name), so the version is written once, above.
+ */
+#define RTTFAIR_CAT3_(a, b, c) a##b##c
+#define RTTFAIR_VERSIONED_(name, v) RTTFAIR_CAT3_(name, _v, v)
+#define RTTFAIR_VERSIONED(name) RTTFAIR_VERSIONED_(name, RTTFAIR_ABI_VERSION)
 
 /* Which of the project's congestion controls a flow or counter belongs to. */
 enum rttfair_cca_id {
@@ -27,7 +37,8 @@ enum rttfair_cca_id {
 	RTTFAIR_CCA_BBR1 = 1,
 	RTTFAIR_CCA_FAIRTT = 2,
 	RTTFAIR_CCA_ADBBR = 3,
-	RTTFAIR_CCA_MAX = 4,
+	RTTFAIR_CCA_QFAIR = 4,
+	RTTFAIR_CCA_MAX = 5,
 };
 
 /* The BBR state machine, as exported (matches enum bbr_mode in bbr_core.h). */
@@ -93,6 +104,19 @@ struct rttfair_flow {
 	__u32 adbbr_factor_x1024;   /* pacing factor applied (1024 = none) */
 	__u8 adbbr_regime;          /* enum rttfair_adbbr_regime */
 	__u8 _pad1[3];
+
+	/* qfair internals (zero for other CCAs); docs/algorithms.md, "qfair". */
+	__u64 qfair_rate_bps;       /* x^: smoothed per-round delivery rate, bytes/s */
+	__u32 qfair_alpha_x1024;    /* alpha: the flow's backlog target, packets x1024 */
+	__u32 qfair_backlog_x1024;  /* a^ = x^ q^: its own backlog estimate, packets x1024 */
+	__u32 qfair_qdelay_us;      /* q^ = D - R^: queueing delay estimate */
+	__u32 qfair_standing_rtt_us;/* D: mean of 8 ms bucket minima of the RTT */
+	__u32 qfair_target_cwnd;    /* w = g x^ R^ + alpha, packets */
+	__u32 qfair_drains_ok;      /* synchronised drains that emptied the queue */
+	__u32 qfair_drains_failed;  /* drains that did not (a non-qfair queue) */
+	__u16 qfair_gain_x256;      /* g, the rate correction of the last round */
+	__u8 qfair_competitive;     /* 1 while in competitive mode */
+	__u8 qfair_pacing_floor;    /* 1 when w < 6: pacing, not cwnd, limits */
 };
 
 /* Per-CCA host-wide counters (ARRAY indexed by enum rttfair_cca_id). */
@@ -128,6 +152,17 @@ struct fairtt_tunables {
 	__u32 gamma_ppm;         /* Alg. 1 discount factor, default 990000 (0.99) */
 	__u32 window_ms;         /* activity window for Wfcount, default 1000 */
 	__u32 tolerance_pct;     /* distinct-minRTT tolerance, default 10 % */
+};
+
+/* qfair (docs/algorithms.md, "qfair"): 0 in a field = the built-in default. */
+struct qfair_tunables {
+	__u32 alpha0_x1024;      /* alpha_0, packets x1024, default 3072 (3 packets) */
+	__u32 k_alpha_x1024;     /* k in alpha_d = alpha_0 + k sqrt(x * 1 ms), x1024, default 1024 */
+	__u32 tau_g_ms;          /* rate-correction time scale, default 1000 */
+	__u32 g_cap_x256;        /* bound on |g - 1| per round, x256, default 32 (1/8) */
+	__u32 drain_period_ms;   /* T_d between drains, default 10000 */
+	__u32 drain_clock;       /* 1 wall clock (TAI multiples of T_d), 2 local timer; default 1 */
+	__u32 competitive;       /* 1 competitive mode allowed, 2 never; default 1 */
 };
 
 struct adbbr_tunables {

@@ -9,12 +9,17 @@
  * any network namespace, under any of the project's CCAs, lands in the same
  * maps.
  *
- * Layouts: rttfair_abi.h. Map names carry the ABI version.
+ * Layouts: rttfair_abi.h. Map names carry the ABI version: code names each
+ * map through its macro below (RTTFAIR_FLOWS_MAP is rttfair_flows_v<N>).
  */
 #ifndef RTTFAIR_MAPS_H
 #define RTTFAIR_MAPS_H
 
 #include "rttfair_export.h"
+
+#define RTTFAIR_FLOWS_MAP RTTFAIR_VERSIONED(rttfair_flows)
+#define RTTFAIR_COUNTERS_MAP RTTFAIR_VERSIONED(rttfair_counters)
+#define RTTFAIR_IDS_MAP RTTFAIR_VERSIONED(rttfair_ids)
 
 #ifndef RTTFAIR_FLOWS_MAX
 #define RTTFAIR_FLOWS_MAX 65536
@@ -27,7 +32,7 @@ struct {
 	__type(key, __u64);
 	__type(value, struct rttfair_flow);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} rttfair_flows_v1 SEC(".maps");
+} RTTFAIR_FLOWS_MAP SEC(".maps");
 
 /* Host-wide counters, indexed by enum rttfair_cca_id. */
 struct {
@@ -36,7 +41,7 @@ struct {
 	__type(key, __u32);
 	__type(value, struct rttfair_counters);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} rttfair_counters_v1 SEC(".maps");
+} RTTFAIR_COUNTERS_MAP SEC(".maps");
 
 /* Slot 0: the next flow id. Shared so ids are unique across all CCAs. */
 struct {
@@ -45,11 +50,11 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} rttfair_ids_v1 SEC(".maps");
+} RTTFAIR_IDS_MAP SEC(".maps");
 
 static __always_inline struct rttfair_counters *rttfair_counters_of(__u32 cca)
 {
-	return bpf_map_lookup_elem(&rttfair_counters_v1, &cca);
+	return bpf_map_lookup_elem(&RTTFAIR_COUNTERS_MAP, &cca);
 }
 
 #define rttfair_count(cca, field, n)                                          \
@@ -63,7 +68,7 @@ static __always_inline struct rttfair_counters *rttfair_counters_of(__u32 cca)
 static __always_inline __u64 rttfair_next_flow_id(void)
 {
 	__u32 zero = 0;
-	__u64 *next = bpf_map_lookup_elem(&rttfair_ids_v1, &zero);
+	__u64 *next = bpf_map_lookup_elem(&RTTFAIR_IDS_MAP, &zero);
 
 	if (!next)
 		return 0;

@@ -23,6 +23,18 @@ pub type RawFairttSlot = types::fairtt_slot;
 pub type RawFairttTunables = types::fairtt_tunables;
 /// Ad-BBR's runtime tunables (`struct adbbr_tunables`).
 pub type RawAdbbrTunables = types::adbbr_tunables;
+/// qfair's runtime tunables (`struct qfair_tunables`).
+pub type RawQfairTunables = types::qfair_tunables;
+
+/// A pinned map's name from its base name: `map_name!("rttfair_flows")` is
+/// `"rttfair_flows_v<RTTFAIR_ABI_VERSION>"`, the same string the BPF side's
+/// `RTTFAIR_VERSIONED()` builds, from the same version (rttfair_abi.h).
+macro_rules! map_name {
+    ($base:literal) => {
+        concat!($base, "_v", env!("RTTFAIR_ABI_VERSION"))
+    };
+}
+pub(crate) use map_name;
 
 /// `RTTFAIR_ABI_VERSION` from the header.
 pub const ABI_VERSION: u32 = const_parse(env!("RTTFAIR_ABI_VERSION"));
@@ -30,6 +42,7 @@ pub const ABI_VERSION: u32 = const_parse(env!("RTTFAIR_ABI_VERSION"));
 pub const CCA_BBR1: u32 = types::rttfair_cca_id::RTTFAIR_CCA_BBR1.0;
 pub const CCA_FAIRTT: u32 = types::rttfair_cca_id::RTTFAIR_CCA_FAIRTT.0;
 pub const CCA_ADBBR: u32 = types::rttfair_cca_id::RTTFAIR_CCA_ADBBR.0;
+pub const CCA_QFAIR: u32 = types::rttfair_cca_id::RTTFAIR_CCA_QFAIR.0;
 /// Number of slots in the counters array (`RTTFAIR_CCA_MAX`).
 pub const CCA_MAX: u32 = types::rttfair_cca_id::RTTFAIR_CCA_MAX.0;
 
@@ -65,6 +78,7 @@ unsafe impl Pod for RawSock {}
 unsafe impl Pod for RawFairttSlot {}
 unsafe impl Pod for RawFairttTunables {}
 unsafe impl Pod for RawAdbbrTunables {}
+unsafe impl Pod for RawQfairTunables {}
 unsafe impl Pod for u64 {}
 
 /// Decode a map value; `None` if the size is not the struct's.
@@ -95,15 +109,13 @@ mod tests {
     #[test]
     fn objects_agree_with_generated_layouts() {
         let expect = [
-            ("rttfair_flows_v1", std::mem::size_of::<RawFlow>()),
-            ("rttfair_counters_v1", std::mem::size_of::<RawCounters>()),
-            ("rttfair_ids_v1", std::mem::size_of::<u64>()),
-            ("fairtt_registry_v1", std::mem::size_of::<RawFairttSlot>()),
-            (
-                "fairtt_tunables_v1",
-                std::mem::size_of::<RawFairttTunables>(),
-            ),
-            ("adbbr_tunables_v1", std::mem::size_of::<RawAdbbrTunables>()),
+            (map_name!("rttfair_flows"), std::mem::size_of::<RawFlow>()),
+            (map_name!("rttfair_counters"), std::mem::size_of::<RawCounters>()),
+            (map_name!("rttfair_ids"), std::mem::size_of::<u64>()),
+            (map_name!("fairtt_registry"), std::mem::size_of::<RawFairttSlot>()),
+            (map_name!("fairtt_tunables"), std::mem::size_of::<RawFairttTunables>()),
+            (map_name!("adbbr_tunables"), std::mem::size_of::<RawAdbbrTunables>()),
+            (map_name!("qfair_tunables"), std::mem::size_of::<RawQfairTunables>()),
         ];
         for cca in Cca::ALL {
             let obj = ObjectBuilder::default()

@@ -17,11 +17,14 @@ pub enum Cca {
     Fairtt,
     /// Ad-BBR (seed 003): nRTT, RTT-ratio pacing regulation, adaptive ProbeRTT.
     Adbbr,
+    /// qfair, the project's own: a fixed backlog per flow, so equal rates
+    /// whatever the RTT (docs/algorithms.md, "qfair").
+    Qfair,
 }
 
 impl Cca {
     /// Every CCA of this build, in a stable order.
-    pub const ALL: [Cca; 3] = [Cca::Bbr1, Cca::Fairtt, Cca::Adbbr];
+    pub const ALL: [Cca; 4] = [Cca::Bbr1, Cca::Fairtt, Cca::Adbbr, Cca::Qfair];
 
     /// The name registered with the kernel.
     pub fn name(self) -> &'static str {
@@ -29,6 +32,7 @@ impl Cca {
             Cca::Bbr1 => "bbr1",
             Cca::Fairtt => "fairtt",
             Cca::Adbbr => "adbbr",
+            Cca::Qfair => "qfair",
         }
     }
 
@@ -38,6 +42,7 @@ impl Cca {
             Cca::Bbr1 => abi::CCA_BBR1,
             Cca::Fairtt => abi::CCA_FAIRTT,
             Cca::Adbbr => abi::CCA_ADBBR,
+            Cca::Qfair => abi::CCA_QFAIR,
         }
     }
 
@@ -57,10 +62,11 @@ impl Cca {
             Cca::Bbr1 => crate::lifecycle::objects::BBR1,
             Cca::Fairtt => crate::lifecycle::objects::FAIRTT,
             Cca::Adbbr => crate::lifecycle::objects::ADBBR,
+            Cca::Qfair => crate::lifecycle::objects::QFAIR,
         }
     }
 
-    /// "bbr1, fairtt, adbbr", for error messages.
+    /// "bbr1, fairtt, adbbr, qfair", for error messages.
     pub fn valid_names() -> String {
         Cca::ALL.map(Cca::name).join(", ")
     }

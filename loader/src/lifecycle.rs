@@ -23,6 +23,7 @@ pub(crate) mod objects {
     pub static BBR1: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/bbr1.bpf.o"));
     pub static FAIRTT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/fairtt.bpf.o"));
     pub static ADBBR: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/adbbr.bpf.o"));
+    pub static QFAIR: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/qfair.bpf.o"));
 }
 
 /// BPF objects the lab uses (not congestion controls).
@@ -40,9 +41,9 @@ pub mod testdata {
 }
 
 /// Name of the shared per-flow map (versioned with the ABI).
-pub const FLOWS_MAP: &str = "rttfair_flows_v1";
+pub const FLOWS_MAP: &str = crate::abi::map_name!("rttfair_flows");
 /// Name of the shared per-CCA counters map.
-pub const COUNTERS_MAP: &str = "rttfair_counters_v1";
+pub const COUNTERS_MAP: &str = crate::abi::map_name!("rttfair_counters");
 
 /// Knobs of a load that matter only when the shared maps are first created.
 #[derive(Debug, Clone, Default)]

@@ -7,7 +7,7 @@
 
 use libbpf_rs::{MapCore, MapFlags};
 
-use crate::abi::{self, RawAdbbrTunables, RawFairttTunables};
+use crate::abi::{RawAdbbrTunables, RawFairttTunables, RawQfairTunables};
 use crate::bpffs::BpfFs;
 use crate::cca::Cca;
 use crate::error::{Error, Result};
@@ -26,25 +26,54 @@ pub struct Tunable {
     pub default: f64,
     /// Stored value = value x scale (1e6 for ppm fields, 1 for integers).
     scale: f64,
+    /// Which u32 of the CCA's tunables struct holds it (every field of those
+    /// structs is a u32; the index comes from the generated type's layout).
+    field: usize,
     integer: bool,
 }
 
-const FAIRTT_MAP: &str = "fairtt_tunables_v1";
-const ADBBR_MAP: &str = "adbbr_tunables_v1";
+/// The u32 index of `$field` in the generated tunables struct `$ty`.
+macro_rules! field {
+    ($ty:ty, $field:ident) => {
+        std::mem::offset_of!($ty, $field) / 4
+    };
+}
+
+/// The pinned map and the struct size of a CCA's tunables, if it has any.
+fn tunables_map(cca: Cca) -> Option<(&'static str, usize)> {
+    use std::mem::size_of;
+    match cca {
+        Cca::Fairtt => Some((FAIRTT_MAP, size_of::<RawFairttTunables>())),
+        Cca::Adbbr => Some((ADBBR_MAP, size_of::<RawAdbbrTunables>())),
+        Cca::Qfair => Some((QFAIR_MAP, size_of::<RawQfairTunables>())),
+        Cca::Bbr1 => None,
+    }
+}
+
+const FAIRTT_MAP: &str = crate::abi::map_name!("fairtt_tunables");
+const ADBBR_MAP: &str = crate::abi::map_name!("adbbr_tunables");
+const QFAIR_MAP: &str = crate::abi::map_name!("qfair_tunables");
 
 /// Every tunable of every CCA.
 pub const ALL: &[Tunable] = &[
-    Tunable { cca: Cca::Fairtt, name: "beta", help: "Eq. 6 balance factor between past and current minRTT", unit: "", min: 0.0, max: 1.0, default: 0.8, scale: 1e6, integer: false },
-    Tunable { cca: Cca::Fairtt, name: "gamma", help: "Alg. 1 discount factor of the BDP coefficient", unit: "", min: 0.5, max: 1.0, default: 0.99, scale: 1e6, integer: false },
-    Tunable { cca: Cca::Fairtt, name: "window_ms", help: "a minRTT class counts in Wfcount while refreshed within this window", unit: "ms", min: 10.0, max: 60_000.0, default: 1000.0, scale: 1.0, integer: true },
-    Tunable { cca: Cca::Fairtt, name: "tolerance_pct", help: "minRTTs within this % of each other are one class", unit: "%", min: 1.0, max: 100.0, default: 10.0, scale: 1.0, integer: true },
-    Tunable { cca: Cca::Adbbr, name: "alpha", help: "Alg. 1 threshold: nRTT holds while rRTT > alpha x RTprop", unit: "", min: 1.0, max: 4.0, default: 1.25, scale: 1e6, integer: false },
-    Tunable { cca: Cca::Adbbr, name: "hold_ms", help: "Alg. 1 over-threshold duration before nRTT is re-read", unit: "ms", min: 1.0, max: 60_000.0, default: 300.0, scale: 1.0, integer: true },
-    Tunable { cca: Cca::Adbbr, name: "x", help: "Eq. 13 noise sensitivity X", unit: "", min: 0.01, max: 10.0, default: 0.5, scale: 1e6, integer: false },
-    Tunable { cca: Cca::Adbbr, name: "zmin_us", help: "Eq. 13 protection threshold Z_min", unit: "us", min: 1.0, max: 1_000_000.0, default: 5000.0, scale: 1.0, integer: true },
-    Tunable { cca: Cca::Adbbr, name: "probe_hold_ms", help: "Alg. 3: queue condition duration before ProbeRTT", unit: "ms", min: 100.0, max: 600_000.0, default: 10_000.0, scale: 1.0, integer: true },
-    Tunable { cca: Cca::Adbbr, name: "gamma_mode", help: "Eq. 12 interpretation: 1 ratio nRTT/rRTT, 2 normalized nRTT/(3 eta), 3 reference ref/eta", unit: "", min: 1.0, max: 3.0, default: 1.0, scale: 1.0, integer: true },
-    Tunable { cca: Cca::Adbbr, name: "gamma_ref_us", help: "reference delay of gamma_mode 3", unit: "us", min: 1.0, max: 1_000_000.0, default: 1000.0, scale: 1.0, integer: true },
+    Tunable { cca: Cca::Fairtt, name: "beta", help: "Eq. 6 balance factor between past and current minRTT", unit: "", min: 0.0, max: 1.0, default: 0.8, scale: 1e6, field: field!(RawFairttTunables, beta_ppm), integer: false },
+    Tunable { cca: Cca::Fairtt, name: "gamma", help: "Alg. 1 discount factor of the BDP coefficient", unit: "", min: 0.5, max: 1.0, default: 0.99, scale: 1e6, field: field!(RawFairttTunables, gamma_ppm), integer: false },
+    Tunable { cca: Cca::Fairtt, name: "window_ms", help: "a minRTT class counts in Wfcount while refreshed within this window", unit: "ms", min: 10.0, max: 60_000.0, default: 1000.0, scale: 1.0, field: field!(RawFairttTunables, window_ms), integer: true },
+    Tunable { cca: Cca::Fairtt, name: "tolerance_pct", help: "minRTTs within this % of each other are one class", unit: "%", min: 1.0, max: 100.0, default: 10.0, scale: 1.0, field: field!(RawFairttTunables, tolerance_pct), integer: true },
+    Tunable { cca: Cca::Adbbr, name: "alpha", help: "Alg. 1 threshold: nRTT holds while rRTT > alpha x RTprop", unit: "", min: 1.0, max: 4.0, default: 1.25, scale: 1e6, field: field!(RawAdbbrTunables, alpha_ppm), integer: false },
+    Tunable { cca: Cca::Adbbr, name: "hold_ms", help: "Alg. 1 over-threshold duration before nRTT is re-read", unit: "ms", min: 1.0, max: 60_000.0, default: 300.0, scale: 1.0, field: field!(RawAdbbrTunables, hold_ms), integer: true },
+    Tunable { cca: Cca::Adbbr, name: "x", help: "Eq. 13 noise sensitivity X", unit: "", min: 0.01, max: 10.0, default: 0.5, scale: 1e6, field: field!(RawAdbbrTunables, x_ppm), integer: false },
+    Tunable { cca: Cca::Adbbr, name: "zmin_us", help: "Eq. 13 protection threshold Z_min", unit: "us", min: 1.0, max: 1_000_000.0, default: 5000.0, scale: 1.0, field: field!(RawAdbbrTunables, zmin_us), integer: true },
+    Tunable { cca: Cca::Adbbr, name: "probe_hold_ms", help: "Alg. 3: queue condition duration before ProbeRTT", unit: "ms", min: 100.0, max: 600_000.0, default: 10_000.0, scale: 1.0, field: field!(RawAdbbrTunables, probe_hold_ms), integer: true },
+    Tunable { cca: Cca::Adbbr, name: "gamma_mode", help: "Eq. 12 interpretation: 1 ratio nRTT/rRTT, 2 normalized nRTT/(3 eta), 3 reference ref/eta", unit: "", min: 1.0, max: 3.0, default: 1.0, scale: 1.0, field: field!(RawAdbbrTunables, gamma_mode), integer: true },
+    Tunable { cca: Cca::Qfair, name: "alpha0", help: "alpha_0: the backlog every flow keeps queued at low rates", unit: "packets", min: 1.0, max: 64.0, default: 3.0, scale: 1024.0, field: field!(RawQfairTunables, alpha0_x1024), integer: false },
+    Tunable { cca: Cca::Qfair, name: "k_alpha", help: "k in alpha_d = alpha_0 + k sqrt(rate x 1 ms)", unit: "", min: 0.0009765625, max: 16.0, default: 1.0, scale: 1024.0, field: field!(RawQfairTunables, k_alpha_x1024), integer: false },
+    Tunable { cca: Cca::Qfair, name: "tau_g_ms", help: "time scale of the rate correction g", unit: "ms", min: 50.0, max: 60_000.0, default: 1000.0, scale: 1.0, field: field!(RawQfairTunables, tau_g_ms), integer: true },
+    Tunable { cca: Cca::Qfair, name: "g_cap", help: "bound on |g - 1| per round", unit: "", min: 0.00390625, max: 0.5, default: 0.125, scale: 256.0, field: field!(RawQfairTunables, g_cap_x256), integer: false },
+    Tunable { cca: Cca::Qfair, name: "drain_period_ms", help: "time between drains (queue emptied to see the true minimum RTT)", unit: "ms", min: 1000.0, max: 600_000.0, default: 10_000.0, scale: 1.0, field: field!(RawQfairTunables, drain_period_ms), integer: true },
+    Tunable { cca: Cca::Qfair, name: "drain_clock", help: "1 wall clock (drains at TAI multiples of the period, every sender at once), 2 local timer", unit: "", min: 1.0, max: 2.0, default: 1.0, scale: 1.0, field: field!(RawQfairTunables, drain_clock), integer: true },
+    Tunable { cca: Cca::Qfair, name: "competitive", help: "1 competitive mode allowed when a drain finds a queue it does not own (cubic), 2 never", unit: "", min: 1.0, max: 2.0, default: 1.0, scale: 1.0, field: field!(RawQfairTunables, competitive), integer: true },
+    Tunable { cca: Cca::Adbbr, name: "gamma_ref_us", help: "reference delay of gamma_mode 3", unit: "us", min: 1.0, max: 1_000_000.0, default: 1000.0, scale: 1.0, field: field!(RawAdbbrTunables, gamma_ref_us), integer: true },
 ];
 
 impl Tunable {
@@ -106,30 +135,7 @@ impl Tunable {
     }
 
     fn map_name(&self) -> &'static str {
-        match self.cca {
-            Cca::Fairtt => FAIRTT_MAP,
-            _ => ADBBR_MAP,
-        }
-    }
-
-    fn field<'a>(
-        &self,
-        fair: &'a mut RawFairttTunables,
-        ad: &'a mut RawAdbbrTunables,
-    ) -> &'a mut u32 {
-        match (self.cca, self.name) {
-            (Cca::Fairtt, "beta") => &mut fair.beta_ppm,
-            (Cca::Fairtt, "gamma") => &mut fair.gamma_ppm,
-            (Cca::Fairtt, "window_ms") => &mut fair.window_ms,
-            (Cca::Fairtt, "tolerance_pct") => &mut fair.tolerance_pct,
-            (_, "alpha") => &mut ad.alpha_ppm,
-            (_, "hold_ms") => &mut ad.hold_ms,
-            (_, "x") => &mut ad.x_ppm,
-            (_, "zmin_us") => &mut ad.zmin_us,
-            (_, "probe_hold_ms") => &mut ad.probe_hold_ms,
-            (_, "gamma_mode") => &mut ad.gamma_mode,
-            _ => &mut ad.gamma_ref_us,
-        }
+        tunables_map(self.cca).expect("a tunable's CCA has a tunables map").0
     }
 
     /// The stored u32 as the user's number.
@@ -152,22 +158,19 @@ pub struct Value {
     pub help: &'static str,
 }
 
-fn read_raw(fs: &BpfFs, t: &Tunable) -> Result<(RawFairttTunables, RawAdbbrTunables)> {
+/// The CCA's whole tunables entry as its u32 fields.
+fn read_raw(fs: &BpfFs, t: &Tunable) -> Result<Vec<u32>> {
     let map = open_map(fs, t)?;
+    let size = tunables_map(t.cca).map_or(0, |(_, size)| size);
     let bytes = map
         .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)
         .map_err(|e| Error::bpf("read tunables", e))?
-        .unwrap_or_default();
-    Ok(match t.cca {
-        Cca::Fairtt => (
-            abi::from_bytes(&bytes).unwrap_or_default(),
-            Default::default(),
-        ),
-        _ => (
-            Default::default(),
-            abi::from_bytes(&bytes).unwrap_or_default(),
-        ),
-    })
+        .filter(|b| b.len() == size)
+        .unwrap_or_else(|| vec![0; size]);
+    Ok(bytes
+        .chunks_exact(4)
+        .map(|c| u32::from_ne_bytes(c.try_into().unwrap()))
+        .collect())
 }
 
 fn open_map(fs: &BpfFs, t: &Tunable) -> Result<libbpf_rs::MapHandle> {
@@ -195,8 +198,7 @@ pub fn get(fs: &BpfFs, filter: Option<&str>) -> Result<Vec<Value>> {
     };
     let mut out = Vec::new();
     for t in selected {
-        let (mut fair, mut ad) = read_raw(fs, t)?;
-        let stored = *t.field(&mut fair, &mut ad);
+        let stored = read_raw(fs, t)?[t.field];
         out.push(Value {
             name: t.full_name(),
             value: t.display(stored),
@@ -214,12 +216,9 @@ pub fn set(fs: &BpfFs, full: &str, text: &str) -> Result<Value> {
     let t = Tunable::find(full)?;
     let stored = t.parse(text)?;
     let map = open_map(fs, t)?;
-    let (mut fair, mut ad) = read_raw(fs, t)?;
-    *t.field(&mut fair, &mut ad) = stored;
-    let bytes = match t.cca {
-        Cca::Fairtt => abi::to_bytes(&fair),
-        _ => abi::to_bytes(&ad),
-    };
+    let mut fields = read_raw(fs, t)?;
+    fields[t.field] = stored;
+    let bytes: Vec<u8> = fields.iter().flat_map(|v| v.to_ne_bytes()).collect();
     map.update(&0u32.to_ne_bytes(), &bytes, MapFlags::ANY)
         .map_err(|e| Error::bpf("write tunables", e))?;
     Ok(Value {
@@ -262,6 +261,7 @@ mod tests {
     fn defaults_match_the_bpf_defaults() {
         let fairtt = include_str!("../../bpf/fairtt.bpf.c");
         let adbbr = include_str!("../../bpf/adbbr.bpf.c");
+        let qfair = include_str!("../../bpf/qfair.bpf.c");
         let math = include_str!("../../bpf/include/adbbr_math.h");
         let define = |src: &str, name: &str| -> f64 {
             let line = src
@@ -275,6 +275,7 @@ mod tests {
             // A define naming another define (ADBBR_GAMMA_NORMALIZED).
             math.lines()
                 .chain(src.lines())
+                .chain(qfair.lines())
                 .find(|l| l.starts_with(&format!("#define {v} ")))
                 .and_then(|l| l.split_whitespace().nth(2))
                 .and_then(|x| x.parse().ok())
@@ -298,6 +299,13 @@ mod tests {
                 "adbbr.gamma_ref_us",
                 define(adbbr, "ADBBR_DEF_GAMMA_REF_US"),
             ),
+            ("qfair.alpha0", define(qfair, "QFAIR_DEF_ALPHA0_X1024")),
+            ("qfair.k_alpha", define(qfair, "QFAIR_DEF_K_ALPHA_X1024")),
+            ("qfair.tau_g_ms", define(qfair, "QFAIR_DEF_TAU_G_MS")),
+            ("qfair.g_cap", define(qfair, "QFAIR_DEF_G_CAP_X256")),
+            ("qfair.drain_period_ms", define(qfair, "QFAIR_DEF_DRAIN_PERIOD_MS")),
+            ("qfair.drain_clock", define(qfair, "QFAIR_DEF_DRAIN_CLOCK")),
+            ("qfair.competitive", define(qfair, "QFAIR_DEF_COMPETITIVE")),
         ];
         assert_eq!(expect.len(), ALL.len());
         for (name, stored) in expect {

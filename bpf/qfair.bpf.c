@@ -1,0 +1,554 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * qfair: an RTT-fair congestion control of rttfair's own, on the BBR core.
+ *
+ * The model
+ * ---------
+ * At a FIFO bottleneck, a window-limited flow's rate is its own backlog in
+ * the queue divided by the queueing delay everyone shares (Little's law:
+ * x_i = a_i / q). BBR v1 keeps cwnd = 2 BtlBw RTprop, so its backlog is about
+ * one BDP -- proportional to its own RTT -- and the long-RTT flow takes the
+ * link. qfair instead keeps a fixed number alpha of its own packets queued
+ * (the equilibrium of Vegas, FAST and Copa, here on BBR's machinery):
+ *
+ *     w = g x^ R^ + alpha                                 (qfair Eq. 1)
+ *
+ * w the cwnd target, x^ the flow's delivery rate, R^ its minimum RTT, g a
+ * rate correction. With g = 1 the excess of w over the flow's own pipe x R is
+ * alpha, so every flow holds x_i q = alpha(x_i), and since alpha(x)/x
+ * strictly decreases the shared q fixes one rate for all: x_i = mu / N,
+ * whatever R_i (Eq. 2, derivation in docs/algorithms.md). The queue is
+ * N alpha packets whatever the buffer size.
+ *
+ * What makes the estimates RTT-neutral (each alternative favoured one RTT
+ * over another in the design's fluid model; the lab re-checks):
+ *
+ *   x^      EWMA (gain 1/4) of the per-round delivery rate, rounds at least
+ *           1 ms long; not BBR's 10-round max filter, whose upward bias
+ *           times R would hand long flows extra backlog              (Eq. 3)
+ *   D       the standing RTT: the mean of the RTT minima of consecutive
+ *           8.192 ms buckets of wall clock seen in the round; a minimum over
+ *           the flow's own round would see deeper troughs the longer the
+ *           round, a plain mean would absorb jitter                  (Eq. 4)
+ *   q^, a^  q^ = D - R^, a^ = x^ q^ the flow's own backlog           (Eq. 5)
+ *   alpha_d alpha_0 + k sqrt(x^ * 1 ms): 3 packets + sqrt(packets per
+ *           ms), well above the 1-2 packets of delayed-ACK noise     (Eq. 6)
+ *   alpha   additive increase 4 pkt/s of wall clock up to alpha_d, minus
+ *           alpha/2 per lost packet (at most alpha/2 per 100 ms): AIMD in
+ *           time and per packet, not per round, so RTT drops out of the
+ *           shallow-buffer (loss) regime too                          (Eq. 7)
+ *   g       1 + clamp((D / tau_g)(alpha - a^)/alpha, +-1/8): the rate moves
+ *           by the same fraction per second whatever the RTT, tau_g = 1 s
+ *                                                                     (Eq. 8)
+ *   pacing  1.1 w / D (the window binds); w / D below 6 packets, where
+ *           cwnd's floor of 4 would otherwise queue more than alpha   (Eq. 9)
+ *
+ * R^ is a running minimum: the core's 10 s expiry (which adopts a queue-
+ * inflated sample) is disarmed in steady state. Instead every qfair flow
+ * drains together: it enters the core's ProbeRTT at wall-clock (TAI)
+ * multiples of 10 s, at half its rate and window, for 200 ms and a round, so
+ * the queue qfair flows hold empties and each sees the true minimum -- the
+ * fix for the Vegas/FAST late-joiner problem (a flow that never saw an empty
+ * queue over-estimates R^ and takes more than its share). That is a shared
+ * convention (clocks agree to well under 200 ms), not shared state; a local
+ * 10 s timer refreshed by near-minimum samples is the alternative
+ * (qfair.drain_clock = 2).
+ *
+ * A drain that does not bring the RTT back near R^ means a queue someone else
+ * holds: a loss-based flow (cubic) or a longer path. Then qfair turns
+ * competitive: alpha may grow at 20 pkt/s up to max(alpha_d, x^ 100 ms);
+ * the next successful drain ends it. Three failed drains in a row whose
+ * minima agree within 10% mean the path got longer: R^ takes that minimum.
+ *
+ * Startup and Drain are BBR's, with one more exit from Startup: a round with
+ * at least 6 losses and more than 2% loss (BBRv3's full-loss rule), so a
+ * shallow buffer does not make Startup overflow it for many rounds.
+ *
+ * State: w, the current 8 ms bucket, the next drain time and flags live in
+ * the core's cca_hot (icsk_ca_priv), which is all an ACK touches; the rest
+ * (x^, alpha, round snapshots, drain bookkeeping) in the qfair_sk
+ * sk_storage, looked up once per bucket, per round and during drains.
+ * No map is shared between flows: a flow behaves the same as the only
+ * rttfair socket on its host.
+ *
+ * GPL-2.0: struct_ops programs must be GPL-compatible.
+ */
+#define RTTFAIR_CCA RTTFAIR_CCA_QFAIR
+#define RTTFAIR_HOOK_CWND_BUDGET
+#define RTTFAIR_HOOK_PROBE_RTT_CWND
+#include "bbr_core.h"
+#include "qfair_math.h"
+
+#define QFAIR_TUNABLES_MAP RTTFAIR_VERSIONED(qfair_tunables)
+
+/* Defaults of the tunables (qfair_tunables in rttfair_abi.h). */
+#define QFAIR_DEF_ALPHA0_X1024 3072
+#define QFAIR_DEF_K_ALPHA_X1024 1024
+#define QFAIR_DEF_TAU_G_MS 1000
+#define QFAIR_DEF_G_CAP_X256 32
+#define QFAIR_DEF_DRAIN_PERIOD_MS 10000
+#define QFAIR_DEF_DRAIN_CLOCK QFAIR_CLOCK_WALL
+#define QFAIR_DEF_COMPETITIVE QFAIR_COMPETITIVE_ON
+
+#define QFAIR_CLOCK_WALL 1
+#define QFAIR_CLOCK_LOCAL 2
+#define QFAIR_COMPETITIVE_ON 1
+#define QFAIR_COMPETITIVE_OFF 2
+
+/* Constants of the law (docs/algorithms.md, "qfair", has the why of each). */
+#define QFAIR_AI_X1024 (4 * 1024)              /* alpha increase, pkt/s x1024 */
+#define QFAIR_AI_COMPETITIVE_X1024 (20 * 1024)
+#define QFAIR_COMPETITIVE_CAP_US 100000        /* alpha_hi = x^ x 100 ms */
+#define QFAIR_MIN_ROUND_US 1000                /* per-round work at most 1/ms */
+#define QFAIR_BUCKET_SHIFT 13                  /* 8.192 ms buckets */
+#define QFAIR_PACING_FLOOR_PKTS 6
+#define QFAIR_FULL_LOSS_CNT 6                  /* Startup exit on loss */
+#define QFAIR_FULL_LOSS_PCT 2
+#define QFAIR_FIRST_DRAIN_MS 2000              /* local clock: first drain */
+#define QFAIR_NEAR_MIN_US 500                  /* local clock: near-min sample */
+#define QFAIR_PATH_CHANGE_FAILS 3
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct qfair_tunables);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} QFAIR_TUNABLES_MAP SEC(".maps");
+
+/* What every ACK reads or writes: the core's cca_hot, 16 bytes. */
+struct qfair_hot {
+	__u32 w;               /* cwnd target of Eq. 1, packets; valid in cruise */
+	__u32 bkt_min_us;      /* lowest RTT sample in the current bucket */
+	__u32 next_drain_ms;   /* tcp ms clock of the next drain, 0 = none */
+	__u16 bkt_idx;         /* tcp_mstamp >> 13 of the current bucket */
+	__u8 flags;            /* QF_* below */
+	__u8 _pad;
+};
+
+_Static_assert(sizeof(struct qfair_hot) <= sizeof(((struct rf_bbr *)0)->cca_hot),
+	       "qfair_hot must fit the core's cca_hot");
+
+#define QF_CRUISE 0x01     /* past Startup/Drain: the law of Eq. 1 is in force */
+#define QF_IN_DRAIN 0x02   /* in a drain (the core's ProbeRTT) */
+#define QF_SKIP_ROUND 0x04 /* the round after a drain: not a rate sample */
+
+/* Everything else, per flow. */
+struct qfair_flow {
+	__u64 xhat;                /* Eq. 3, core rate unit */
+	__u64 round_mstamp;        /* tcp_mstamp at the round snapshot */
+	__u64 bkt_sum_us;          /* sum of bucket minima since the snapshot */
+	__u64 pacing_before_drain; /* sk_pacing_rate to restore after a drain */
+	__u32 round_delivered;     /* tp->delivered at the snapshot */
+	__u32 round_lost;          /* tp->lost at the snapshot */
+	__u32 bkt_cnt;
+	__u32 last_bkt_min_us;     /* the last completed bucket's minimum */
+	__u32 alpha_x1024;         /* Eq. 7 */
+	__u32 alpha_d_x1024;       /* Eq. 6 */
+	__u32 backlog_x1024;       /* Eq. 5 */
+	__u32 d_us;                /* Eq. 4 */
+	__u32 q_us;                /* Eq. 5 */
+	__u32 drain_min_us;        /* lowest RTT during the current drain */
+	__u32 drain_q_before_us;   /* q^ when the drain began */
+	__u32 drains_ok;
+	__u32 drains_failed;
+	__u32 fail_streak;         /* failed drains in a row with similar minima */
+	__u32 fail_min_us;
+	__u16 gain_x256;           /* Eq. 8 */
+	__u8 competitive;
+	__u8 _pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct qfair_flow);
+} qfair_sk SEC(".maps");
+
+static __always_inline struct qfair_hot *qfair_hot_of(struct rf_bbr *bbr)
+{
+	return (struct qfair_hot *)bbr->cca_hot;
+}
+
+static __always_inline struct qfair_flow *qfair_flow_of(struct sock *sk, bool create)
+{
+	return bpf_sk_storage_get(&qfair_sk, sk, 0, create ? BPF_SK_STORAGE_GET_F_CREATE : 0);
+}
+
+static __always_inline struct qfair_tunables qfair_params(void)
+{
+	struct qfair_tunables p = {
+		.alpha0_x1024 = QFAIR_DEF_ALPHA0_X1024,
+		.k_alpha_x1024 = QFAIR_DEF_K_ALPHA_X1024,
+		.tau_g_ms = QFAIR_DEF_TAU_G_MS,
+		.g_cap_x256 = QFAIR_DEF_G_CAP_X256,
+		.drain_period_ms = QFAIR_DEF_DRAIN_PERIOD_MS,
+		.drain_clock = QFAIR_DEF_DRAIN_CLOCK,
+		.competitive = QFAIR_DEF_COMPETITIVE,
+	};
+	__u32 zero = 0;
+	struct qfair_tunables *t = bpf_map_lookup_elem(&QFAIR_TUNABLES_MAP, &zero);
+
+	if (t) {
+		if (t->alpha0_x1024)
+			p.alpha0_x1024 = t->alpha0_x1024;
+		if (t->k_alpha_x1024)
+			p.k_alpha_x1024 = t->k_alpha_x1024;
+		if (t->tau_g_ms)
+			p.tau_g_ms = t->tau_g_ms;
+		if (t->g_cap_x256)
+			p.g_cap_x256 = t->g_cap_x256;
+		if (t->drain_period_ms)
+			p.drain_period_ms = t->drain_period_ms;
+		if (t->drain_clock)
+			p.drain_clock = t->drain_clock;
+		if (t->competitive)
+			p.competitive = t->competitive;
+	}
+	return p;
+}
+
+static __always_inline bool qfair_cruising(const struct rf_bbr *bbr)
+{
+	return (qfair_hot_of((struct rf_bbr *)bbr)->flags & QF_CRUISE) &&
+	       bbr->mode == RTTFAIR_MODE_PROBE_BW;
+}
+
+/* The tcp ms clock of the next drain. Wall clock: the next TAI multiple of
+ * the period, the same instant for every qfair sender whose clock agrees. */
+static __always_inline __u32 qfair_next_drain_ms(__u32 now_ms, const struct qfair_tunables *p,
+						 __u32 local_delay_ms)
+{
+	__u64 period_ns, tai, to_next_ms;
+
+	if (p->drain_clock == QFAIR_CLOCK_LOCAL)
+		return (now_ms + local_delay_ms) ?: 1;
+	period_ns = (__u64)p->drain_period_ms * NSEC_PER_MSEC;
+	tai = bpf_ktime_get_tai_ns();
+	to_next_ms = (period_ns - tai % period_ns) / NSEC_PER_MSEC;
+	return (now_ms + (__u32)to_next_ms) ?: 1;
+}
+
+/* Start a new rate-measurement interval. */
+static __always_inline void qfair_snapshot(struct tcp_sock *tp, struct qfair_flow *qf)
+{
+	qf->round_mstamp = tp->tcp_mstamp;
+	qf->round_delivered = tp->delivered;
+	qf->round_lost = tp->lost;
+	qf->bkt_sum_us = 0;
+	qf->bkt_cnt = 0;
+}
+
+/* Startup, per round: BBRv3's full-loss exit (>= 6 losses and > 2% lost). */
+static __always_inline void qfair_startup_round(struct tcp_sock *tp, struct rf_bbr *bbr,
+						struct qfair_flow *qf)
+{
+	__u32 lost = tp->lost - qf->round_lost;
+	__u32 delivered = tp->delivered - qf->round_delivered;
+
+	if (lost >= QFAIR_FULL_LOSS_CNT &&
+	    (__u64)lost * 100 > (__u64)(lost + delivered) * QFAIR_FULL_LOSS_PCT)
+		bbr->full_bw_reached = 1;
+	qfair_snapshot(tp, qf);
+}
+
+/* Leaving Drain for ProbeBW: the law takes over from BBR's gains. */
+static __always_inline void qfair_enter_cruise(struct sock *sk, struct rf_bbr *bbr,
+					       struct qfair_hot *hot, struct qfair_flow *qf,
+					       const struct qfair_tunables *p)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+
+	qf->xhat = bbr_btlbw(bbr);
+	qf->alpha_d_x1024 = qf_alpha_d_x1024(qf->xhat, p->alpha0_x1024, p->k_alpha_x1024);
+	qf->alpha_x1024 = qf->alpha_d_x1024;
+	qf->gain_x256 = QF_GAIN_UNIT;
+	hot->w = qf_target_cwnd(qf->xhat, bbr->min_rtt_us, QF_GAIN_UNIT, qf->alpha_x1024);
+	hot->flags |= QF_CRUISE;
+	hot->next_drain_ms = qfair_next_drain_ms(tcp_now_ms(tp), p, QFAIR_FIRST_DRAIN_MS);
+	qfair_snapshot(tp, qf);
+}
+
+/*
+ * Once per round trip (and at most once per millisecond): Eq. 3-9. A BPF
+ * subprogram of its own, so its arithmetic is verified once, not per path of
+ * the per-ACK code.
+ */
+static __noinline void qfair_update_round(struct sock *sk, struct rf_bbr *bbr,
+					  struct qfair_flow *qf, bool app_limited)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct qfair_hot *hot = qfair_hot_of(bbr);
+	struct qfair_tunables p;
+	__u64 dt_us, sample, alpha_hi, pace;
+	__u32 delivered, lost, rtprop = bbr->min_rtt_us, d_us, ai;
+
+	if (!(hot->flags & QF_CRUISE)) {
+		if (bbr->mode == RTTFAIR_MODE_STARTUP) {
+			qfair_startup_round(tp, bbr, qf);
+		} else if (bbr->mode == RTTFAIR_MODE_PROBE_BW && bbr->full_bw_reached &&
+			   rtprop != ~0U) {
+			p = qfair_params();
+			qfair_enter_cruise(sk, bbr, hot, qf, &p);
+		}
+		return;
+	}
+	if (bbr->mode != RTTFAIR_MODE_PROBE_BW)
+		return; /* a drain: measured when it ends */
+	if (hot->flags & QF_SKIP_ROUND) {
+		hot->flags &= ~QF_SKIP_ROUND;
+		qfair_snapshot(tp, qf);
+		return;
+	}
+	dt_us = tp->tcp_mstamp - qf->round_mstamp;
+	if (dt_us < QFAIR_MIN_ROUND_US)
+		return; /* let the interval grow past 1 ms */
+	delivered = tp->delivered - qf->round_delivered;
+	lost = tp->lost - qf->round_lost;
+	if (app_limited || rtprop == ~0U || !rtprop) {
+		qfair_snapshot(tp, qf);
+		return;
+	}
+	p = qfair_params();
+
+	/* Eq. 3: the delivery rate over the interval, smoothed. */
+	sample = ((__u64)delivered << BW_SCALE) / dt_us;
+	qf->xhat = qf_rate_ewma(qf->xhat, sample);
+
+	/* Eq. 4-5: standing RTT, queueing delay, own backlog. */
+	if (qf->bkt_cnt)
+		d_us = (__u32)(qf->bkt_sum_us / qf->bkt_cnt);
+	else
+		d_us = qf->last_bkt_min_us ?: hot->bkt_min_us;
+	if (d_us == ~0U || !d_us)
+		d_us = rtprop;
+	qf->d_us = d_us;
+	qf->q_us = d_us > rtprop ? d_us - rtprop : 0;
+	qf->backlog_x1024 = (__u32)rf_min(qf_pkts_x1024(qf->xhat, qf->q_us), 0xffffffffULL);
+
+	/* Eq. 6-7: the backlog target. */
+	qf->alpha_d_x1024 = qf_alpha_d_x1024(qf->xhat, p.alpha0_x1024, p.k_alpha_x1024);
+	alpha_hi = qf->alpha_d_x1024;
+	ai = QFAIR_AI_X1024;
+	if (qf->competitive) {
+		alpha_hi = rf_max(alpha_hi, qf_pkts_x1024(qf->xhat, QFAIR_COMPETITIVE_CAP_US));
+		ai = QFAIR_AI_COMPETITIVE_X1024;
+	}
+	qf->alpha_x1024 = qf_alpha_step_x1024(qf->alpha_x1024, dt_us, lost, ai,
+					      (__u32)rf_min(alpha_hi, 0xffffffffULL));
+
+	/* Eq. 8-9: correction, window, pacing. */
+	qf->gain_x256 = (__u16)qf_gain_x256(d_us, p.tau_g_ms * 1000, qf->alpha_x1024,
+					    qf->backlog_x1024, p.g_cap_x256);
+	hot->w = qf_target_cwnd(qf->xhat, rtprop, qf->gain_x256, qf->alpha_x1024);
+	pace = qf_pacing_rate(hot->w, d_us, tp->mss_cache);
+	if (pace)
+		sk->sk_pacing_rate = rf_min(pace, (__u64)sk->sk_max_pacing_rate);
+
+	/* Local drain clock: a near-minimum RTT in this bucket postpones it. */
+	if (p.drain_clock == QFAIR_CLOCK_LOCAL &&
+	    hot->bkt_min_us <= rtprop + rf_max((__u32)QFAIR_NEAR_MIN_US, rtprop / 16))
+		hot->next_drain_ms = qfair_next_drain_ms(tcp_now_ms(tp), &p, p.drain_period_ms);
+	qfair_snapshot(tp, qf);
+}
+
+/* Entering a drain: half the rate; the core halves the window (below). */
+static __always_inline void qfair_begin_drain(struct sock *sk, struct qfair_hot *hot,
+					      struct qfair_flow *qf)
+{
+	hot->flags |= QF_IN_DRAIN;
+	qf->drain_min_us = ~0U;
+	qf->drain_q_before_us = qf->q_us;
+	qf->pacing_before_drain = sk->sk_pacing_rate;
+	sk->sk_pacing_rate = sk->sk_pacing_rate / 2;
+}
+
+/* A drain ended: did the queue empty? Then schedule the next one. */
+static __always_inline void qfair_end_drain(struct sock *sk, struct rf_bbr *bbr,
+					    struct qfair_hot *hot, struct qfair_flow *qf)
+{
+	struct qfair_tunables p = qfair_params();
+	__u32 m = qf->drain_min_us, now = tcp_now_ms(tcp_sk(sk));
+
+	hot->flags &= ~QF_IN_DRAIN;
+	hot->flags |= QF_SKIP_ROUND;
+	if (qf->pacing_before_drain)
+		sk->sk_pacing_rate = qf->pacing_before_drain;
+	hot->next_drain_ms = qfair_next_drain_ms(now, &p, p.drain_period_ms);
+	if (m == ~0U)
+		return; /* no RTT sample in the drain: no verdict */
+
+	if (qf_drain_emptied_queue(m, bbr->min_rtt_us, qf->drain_q_before_us)) {
+		qf->drains_ok++;
+		qf->fail_streak = 0;
+		if (qf->competitive) {
+			qf->competitive = 0;
+			qf->alpha_x1024 = rf_min(qf->alpha_x1024, qf->alpha_d_x1024);
+		}
+		return;
+	}
+	qf->drains_failed++;
+	if (p.competitive == QFAIR_COMPETITIVE_ON)
+		qf->competitive = 1;
+	/* A longer path: failed drains whose minima agree within 10%. */
+	if (qf->fail_streak && m <= qf->fail_min_us + qf->fail_min_us / 10 &&
+	    m + qf->fail_min_us / 10 >= qf->fail_min_us)
+		qf->fail_streak++;
+	else
+		qf->fail_streak = 1;
+	qf->fail_min_us = m;
+	if (qf->fail_streak >= QFAIR_PATH_CHANGE_FAILS) {
+		bbr->min_rtt_us = m;
+		qf->fail_streak = 0;
+		qf->competitive = 0;
+	}
+}
+
+/* Fold the finished bucket's minimum into the round's sum (Eq. 4). */
+static __always_inline void qfair_close_bucket(struct sock *sk, struct qfair_hot *hot)
+{
+	struct qfair_flow *qf;
+
+	if (hot->bkt_min_us == ~0U || !hot->bkt_min_us)
+		return;
+	qf = qfair_flow_of(sk, false);
+	if (!qf)
+		return;
+	qf->bkt_sum_us += hot->bkt_min_us;
+	qf->bkt_cnt++;
+	qf->last_bkt_min_us = hot->bkt_min_us;
+}
+
+static __always_inline void cca_init(struct sock *sk, struct rf_bbr *bbr)
+{
+	struct qfair_flow *qf = qfair_flow_of(sk, true);
+	struct qfair_hot *hot = qfair_hot_of(bbr);
+
+	hot->bkt_min_us = ~0U;
+	hot->bkt_idx = (__u16)(tcp_sk(sk)->tcp_mstamp >> QFAIR_BUCKET_SHIFT);
+	if (qf) {
+		__builtin_memset(qf, 0, sizeof(*qf));
+		qf->gain_x256 = QF_GAIN_UNIT;
+		qfair_snapshot(tcp_sk(sk), qf);
+	}
+}
+
+static __always_inline void cca_release(struct sock *sk, struct rf_bbr *bbr)
+{
+	bpf_sk_storage_delete(&qfair_sk, sk);
+}
+
+static __always_inline void cca_on_rate_sample(struct sock *sk, struct rf_bbr *bbr,
+					       const struct rate_sample *rs)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct qfair_hot *hot = qfair_hot_of(bbr);
+	struct qfair_flow *qf;
+	__u16 bkt;
+
+	/* Eq. 4, per ACK: the minimum RTT of the current 8 ms bucket. */
+	if (rs->rtt_us > 0) {
+		bkt = (__u16)(tp->tcp_mstamp >> QFAIR_BUCKET_SHIFT);
+		if (bkt != hot->bkt_idx) {
+			qfair_close_bucket(sk, hot);
+			hot->bkt_idx = bkt;
+			hot->bkt_min_us = (__u32)rs->rtt_us;
+		} else if ((__u32)rs->rtt_us < hot->bkt_min_us) {
+			hot->bkt_min_us = (__u32)rs->rtt_us;
+		}
+	}
+
+	if (hot->flags & QF_CRUISE) {
+		/* R^ is a running minimum; drains, not the 10 s expiry, refresh it. */
+		bbr->min_rtt_stamp_ms = tcp_now_ms(tp);
+		if (bbr->mode == RTTFAIR_MODE_PROBE_RTT || (hot->flags & QF_IN_DRAIN)) {
+			qf = qfair_flow_of(sk, false);
+			if (!qf)
+				return;
+			if (bbr->mode == RTTFAIR_MODE_PROBE_RTT) {
+				if (!(hot->flags & QF_IN_DRAIN))
+					qfair_begin_drain(sk, hot, qf);
+				if (rs->rtt_us > 0 && (__u32)rs->rtt_us < qf->drain_min_us)
+					qf->drain_min_us = (__u32)rs->rtt_us;
+				return;
+			}
+			qfair_end_drain(sk, bbr, hot, qf);
+			return;
+		}
+	}
+
+	/* The core decides round boundaries after this hook: the per-round work
+	 * keys off the previous ACK's round_start. */
+	if (bbr->round_start) {
+		qf = qfair_flow_of(sk, false);
+		if (qf)
+			qfair_update_round(sk, bbr, qf, rs->is_app_limited);
+	}
+}
+
+/* Eq. 1: in cruise the cwnd target is w, not cwnd_gain x BDP. */
+static __always_inline __u64 cca_inflight_bdp(struct sock *sk, struct rf_bbr *bbr, __u64 bdp)
+{
+	return qfair_cruising(bbr) ? qfair_hot_of(bbr)->w : bdp;
+}
+
+/* In cruise: w (at least the core's 4) plus one TSO burst, not three. */
+static __always_inline __u32 cca_cwnd_budget(struct sock *sk, struct rf_bbr *bbr, __u32 target)
+{
+	if (!qfair_cruising(bbr))
+		return bbr_quantization_budget(sk, bbr, target);
+	return rf_max(target, (__u32)BBR_CWND_MIN_TARGET) + bbr_tso_segs_goal(sk);
+}
+
+/* Eq. 9: the per-round update sets the pacing rate; during a drain, half. */
+static __always_inline __u64 cca_pacing_rate(struct sock *sk, struct rf_bbr *bbr, __u64 rate)
+{
+	if (qfair_hot_of(bbr)->flags & QF_CRUISE)
+		return sk->sk_pacing_rate;
+	return rate;
+}
+
+/* Drains at the scheduled instant; before cruise, BBR's 10 s rule. */
+static __always_inline bool cca_probe_rtt_due(struct sock *sk, struct rf_bbr *bbr,
+					      bool min_rtt_expired)
+{
+	struct qfair_hot *hot = qfair_hot_of(bbr);
+
+	if (!(hot->flags & QF_CRUISE))
+		return min_rtt_expired;
+	return hot->next_drain_ms && !rf_before(tcp_now_ms(tcp_sk(sk)), hot->next_drain_ms);
+}
+
+/* A drain holds half the window (BBRv3's ProbeRTT depth), at least 4. */
+static __always_inline __u32 cca_probe_rtt_cwnd(struct sock *sk, struct rf_bbr *bbr)
+{
+	struct qfair_hot *hot = qfair_hot_of(bbr);
+
+	if (!(hot->flags & QF_CRUISE))
+		return BBR_CWND_MIN_TARGET;
+	return rf_max(hot->w / 2, (__u32)BBR_CWND_MIN_TARGET);
+}
+
+static __always_inline void cca_export(struct sock *sk, struct rf_bbr *bbr,
+				       struct rttfair_flow *f)
+{
+	struct qfair_flow *qf = qfair_flow_of(sk, false);
+	struct qfair_hot *hot = qfair_hot_of(bbr);
+
+	if (!qf)
+		return;
+	f->qfair_rate_bps = (((qf->xhat * tcp_sk(sk)->mss_cache) >> 12) * USEC_PER_SEC) >> (BW_SCALE - 12);
+	f->qfair_alpha_x1024 = qf->alpha_x1024;
+	f->qfair_backlog_x1024 = qf->backlog_x1024;
+	f->qfair_qdelay_us = qf->q_us;
+	f->qfair_standing_rtt_us = qf->d_us;
+	f->qfair_target_cwnd = hot->w;
+	f->qfair_drains_ok = qf->drains_ok;
+	f->qfair_drains_failed = qf->drains_failed;
+	f->qfair_gain_x256 = qf->gain_x256;
+	f->qfair_competitive = qf->competitive;
+	f->qfair_pacing_floor = (hot->flags & QF_CRUISE) && hot->w < QFAIR_PACING_FLOOR_PKTS;
+}
+
+RTTFAIR_DEFINE_STRUCT_OPS(qfair_ops, "qfair");
