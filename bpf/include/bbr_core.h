@@ -172,8 +172,9 @@ static __always_inline void cca_export(struct sock *sk, struct rf_bbr *bbr,
 				       struct rttfair_flow *f);
 
 /*
- * Optional hooks: a variant that defines RTTFAIR_HOOK_CWND_BUDGET or
- * RTTFAIR_HOOK_PROBE_RTT_CWND before including this header supplies its own;
+ * Optional hooks: a variant that defines RTTFAIR_HOOK_CWND_BUDGET,
+ * RTTFAIR_HOOK_PROBE_RTT_CWND or RTTFAIR_HOOK_LOSS_RECOVERY_CWND before
+ * including this header supplies its own;
  * otherwise the core's BBR v1 behaviour (defined further down) applies.
  *
  *   cca_cwnd_budget(sk, bbr, target)  the cwnd target plus its TSO budget
@@ -181,7 +182,12 @@ static __always_inline void cca_export(struct sock *sk, struct rf_bbr *bbr,
  *   cca_probe_rtt_cwnd(sk, bbr)       the cwnd ProbeRTT drains to, and the
  *                                     inflight at which its dwell starts
  *                                     (BBR v1: 4 packets)
+ *   cca_loss_recovery_cwnd(sk, bbr)   whether losses and fast recovery shape
+ *                                     cwnd (packet conservation, restore);
+ *                                     the bookkeeping runs either way
+ *                                     (BBR v1: true)
  */
+static __always_inline bool cca_loss_recovery_cwnd(struct sock *sk, struct rf_bbr *bbr);
 static __always_inline __u32 cca_cwnd_budget(struct sock *sk, struct rf_bbr *bbr,
 					     __u32 target);
 static __always_inline __u32 cca_probe_rtt_cwnd(struct sock *sk, struct rf_bbr *bbr);
@@ -332,6 +338,13 @@ static __always_inline __u32 cca_cwnd_budget(struct sock *sk, struct rf_bbr *bbr
 }
 #endif
 
+#ifndef RTTFAIR_HOOK_LOSS_RECOVERY_CWND
+static __always_inline bool cca_loss_recovery_cwnd(struct sock *sk, struct rf_bbr *bbr)
+{
+	return true;
+}
+#endif
+
 #ifndef RTTFAIR_HOOK_PROBE_RTT_CWND
 static __always_inline __u32 cca_probe_rtt_cwnd(struct sock *sk, struct rf_bbr *bbr)
 {
@@ -437,8 +450,11 @@ static __always_inline void bbr_set_cwnd(struct sock *sk, struct rf_bbr *bbr,
 
 	if (!acked)
 		goto done;
-	if (bbr_set_cwnd_to_recover_or_restore(sk, bbr, rs, acked, &cwnd))
+	if (bbr_set_cwnd_to_recover_or_restore(sk, bbr, rs, acked, &cwnd) &&
+	    cca_loss_recovery_cwnd(sk, bbr))
 		goto done;
+	if (!cca_loss_recovery_cwnd(sk, bbr))
+		cwnd = tp->snd_cwnd; /* the variant handles loss in its own law */
 
 	target = (__u32)cca_inflight_bdp(sk, bbr, bbr_bdp(bbr, bw, gain));
 	target = cca_cwnd_budget(sk, bbr, target);
