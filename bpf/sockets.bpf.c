@@ -30,7 +30,8 @@ static __always_inline bool is_project_cca(const char *n)
 	return (n[0] == 'b' && n[1] == 'b' && n[2] == 'r' && n[3] == '1' && !n[4]) ||
 	       (n[0] == 'f' && n[1] == 'a' && n[2] == 'i' && n[3] == 'r' && n[4] == 't' &&
 		n[5] == 't' && !n[6]) ||
-	       (n[0] == 'a' && n[1] == 'd' && n[2] == 'b' && n[3] == 'b' && n[4] == 'r' && !n[5]);
+	       (n[0] == 'a' && n[1] == 'd' && n[2] == 'b' && n[3] == 'b' && n[4] == 'r' && !n[5]) ||
+	       (n[0] == 'q' && n[1] == 'f' && n[2] == 'a' && n[3] == 'i' && n[4] == 'r' && !n[5]);
 }
 
 static __always_inline bool is_native_bbr(const char *n)

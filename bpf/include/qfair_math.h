@@ -131,7 +131,7 @@ RF_INLINE __u32 qf_gain_x256(__u32 d_us, __u32 tau_us, __u32 alpha_x1024,
 
 	if (!alpha_x1024 || !tau_us)
 		return QF_GAIN_UNIT;
-	if (backlog_x1024 >= alpha_x1024 / 2 && backlog_x1024 <= 2ULL * alpha_x1024)
+	if (backlog_x1024 >= alpha_x1024 && backlog_x1024 <= 2ULL * alpha_x1024)
 		return QF_GAIN_UNIT;
 	mag = up ? alpha_x1024 - backlog_x1024 : backlog_x1024 - alpha_x1024;
 	ratio_x256 = mag * QF_GAIN_UNIT / alpha_x1024;  /* |alpha - a^| / alpha */
