@@ -20,9 +20,9 @@
  */
 #include "rttfair_export.h"
 #include "iter_tcp.h"
+#include "native_bbr.h"
 
 #define TCP_CA_NAME_MAX 16
-#define BW_SCALE 24 /* native bbr's bandwidth unit: packets per us << 24 */
 
 /* Project CCAs export themselves; the iterator leaves them out. */
 static __always_inline bool is_project_cca(const char *n)
@@ -31,55 +31,13 @@ static __always_inline bool is_project_cca(const char *n)
 	       (n[0] == 'f' && n[1] == 'a' && n[2] == 'i' && n[3] == 'r' && n[4] == 't' &&
 		n[5] == 't' && !n[6]) ||
 	       (n[0] == 'a' && n[1] == 'd' && n[2] == 'b' && n[3] == 'b' && n[4] == 'r' && !n[5]) ||
-	       (n[0] == 'q' && n[1] == 'f' && n[2] == 'a' && n[3] == 'i' && n[4] == 'r' && !n[5]);
+	       (n[0] == 'q' && n[1] == 'f' && n[2] == 'a' && n[3] == 'i' && n[4] == 'r' && !n[5]) ||
+	       (n[0] == 'b' && n[1] == 'b' && n[2] == 'r' && n[3] == '_' && n[4] == 'n');
 }
 
 static __always_inline bool is_native_bbr(const char *n)
 {
 	return n[0] == 'b' && n[1] == 'b' && n[2] == 'r' && !n[3];
-}
-
-/*
- * Native bbr's private state, as far as it is read here: a local CO-RE
- * flavour of tcp_bbr.c's struct bbr. libbpf relocates every access against
- * the running kernel's BTF, vmlinux's when bbr is built in or the tcp_bbr
- * module's when it is a module (Debian and Ubuntu build it as one), and
- * where the type is absent the guarded reads are dead code, so native bbr
- * flows then get the generic view instead of a load failure.
- */
-struct minmax_sample___rf {
-	__u32 t, v;
-};
-
-struct minmax___rf {
-	struct minmax_sample___rf s[3];
-};
-
-struct bbr___rf {
-	__u32 min_rtt_us;
-	struct minmax___rf bw;
-	__u32 rtt_cnt;
-	__u32 mode : 3;
-	__u32 pacing_gain : 10, cwnd_gain : 10, cycle_idx : 3;
-} __attribute__((preserve_access_index));
-
-/* Native bbr's model, as bbr_get_info would report it to `ss -ti`. */
-static __always_inline void read_native_bbr(struct tcp_sock *tp, struct rttfair_flow *f)
-{
-	struct bbr___rf *b = (void *)tp->inet_conn.icsk_ca_priv;
-	__u32 bw = 0, rounds = 0;
-
-	if (!bpf_core_type_exists(struct bbr___rf))
-		return;
-	bpf_core_read(&bw, sizeof(bw), &b->bw.s[0].v);
-	bpf_core_read(&f->min_rtt_us, sizeof(f->min_rtt_us), &b->min_rtt_us);
-	bpf_core_read(&rounds, sizeof(rounds), &b->rtt_cnt);
-	f->rounds = rounds;
-	f->btlbw_bps = ((__u64)bw * f->mss * USEC_PER_SEC) >> BW_SCALE;
-	f->mode = BPF_CORE_READ_BITFIELD_PROBED(b, mode);
-	f->cycle_idx = BPF_CORE_READ_BITFIELD_PROBED(b, cycle_idx);
-	f->pacing_gain_x256 = BPF_CORE_READ_BITFIELD_PROBED(b, pacing_gain);
-	f->cwnd_gain_x256 = BPF_CORE_READ_BITFIELD_PROBED(b, cwnd_gain);
 }
 
 SEC("iter/tcp")
@@ -106,7 +64,7 @@ int rttfair_sockets(struct bpf_iter__tcp *ctx)
 	rttfair_fill_tcp(f, (struct sock *)tp);
 	f->min_rtt_us = tcp_min_rtt(tp);
 	if (is_native_bbr(rec.cca_name))
-		read_native_bbr(tp, f);
+		native_bbr_read_model(tp, f);
 	rec.cookie = bpf_get_socket_cookie(skc);
 	bpf_seq_write(seq, &rec, sizeof(rec));
 	return 0;

@@ -26,6 +26,7 @@ const OBJECTS: &[&str] = &[
     "fairtt",
     "adbbr",
     "qfair",
+    "bbr_native",
     "migrate",
     "sockets",
     "cgroup_cca",

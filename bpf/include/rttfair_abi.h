@@ -38,7 +38,8 @@ enum rttfair_cca_id {
 	RTTFAIR_CCA_FAIRTT = 2,
 	RTTFAIR_CCA_ADBBR = 3,
 	RTTFAIR_CCA_QFAIR = 4,
-	RTTFAIR_CCA_MAX = 5,
+	RTTFAIR_CCA_BBR_NATIVE = 5, /* the kernel's bbr through kfuncs, exported */
+	RTTFAIR_CCA_MAX = 6,
 };
 
 /* The BBR state machine, as exported (matches enum bbr_mode in bbr_core.h). */

@@ -43,6 +43,7 @@ pub const CCA_BBR1: u32 = types::rttfair_cca_id::RTTFAIR_CCA_BBR1.0;
 pub const CCA_FAIRTT: u32 = types::rttfair_cca_id::RTTFAIR_CCA_FAIRTT.0;
 pub const CCA_ADBBR: u32 = types::rttfair_cca_id::RTTFAIR_CCA_ADBBR.0;
 pub const CCA_QFAIR: u32 = types::rttfair_cca_id::RTTFAIR_CCA_QFAIR.0;
+pub const CCA_BBR_NATIVE: u32 = types::rttfair_cca_id::RTTFAIR_CCA_BBR_NATIVE.0;
 /// Number of slots in the counters array (`RTTFAIR_CCA_MAX`).
 pub const CCA_MAX: u32 = types::rttfair_cca_id::RTTFAIR_CCA_MAX.0;
 

@@ -20,11 +20,15 @@ pub enum Cca {
     /// qfair, the project's own: a fixed backlog per flow, so equal rates
     /// whatever the RTT (docs/algorithms.md, "qfair").
     Qfair,
+    /// The kernel's own bbr, called through kfuncs and exported like the
+    /// others: the native reference in every table.
+    #[serde(rename = "bbr_native")]
+    BbrNative,
 }
 
 impl Cca {
     /// Every CCA of this build, in a stable order.
-    pub const ALL: [Cca; 4] = [Cca::Bbr1, Cca::Fairtt, Cca::Adbbr, Cca::Qfair];
+    pub const ALL: [Cca; 5] = [Cca::Bbr1, Cca::Fairtt, Cca::Adbbr, Cca::Qfair, Cca::BbrNative];
 
     /// The name registered with the kernel.
     pub fn name(self) -> &'static str {
@@ -33,6 +37,7 @@ impl Cca {
             Cca::Fairtt => "fairtt",
             Cca::Adbbr => "adbbr",
             Cca::Qfair => "qfair",
+            Cca::BbrNative => "bbr_native",
         }
     }
 
@@ -43,6 +48,7 @@ impl Cca {
             Cca::Fairtt => abi::CCA_FAIRTT,
             Cca::Adbbr => abi::CCA_ADBBR,
             Cca::Qfair => abi::CCA_QFAIR,
+            Cca::BbrNative => abi::CCA_BBR_NATIVE,
         }
     }
 
@@ -63,10 +69,11 @@ impl Cca {
             Cca::Fairtt => crate::lifecycle::objects::FAIRTT,
             Cca::Adbbr => crate::lifecycle::objects::ADBBR,
             Cca::Qfair => crate::lifecycle::objects::QFAIR,
+            Cca::BbrNative => crate::lifecycle::objects::BBR_NATIVE,
         }
     }
 
-    /// "bbr1, fairtt, adbbr, qfair", for error messages.
+    /// "bbr1, fairtt, adbbr, qfair, bbr_native", for error messages.
     pub fn valid_names() -> String {
         Cca::ALL.map(Cca::name).join(", ")
     }

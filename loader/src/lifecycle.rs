@@ -24,6 +24,7 @@ pub(crate) mod objects {
     pub static FAIRTT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/fairtt.bpf.o"));
     pub static ADBBR: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/adbbr.bpf.o"));
     pub static QFAIR: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/qfair.bpf.o"));
+    pub static BBR_NATIVE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/bbr_native.bpf.o"));
 }
 
 /// BPF objects the lab uses (not congestion controls).

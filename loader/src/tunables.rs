@@ -46,7 +46,7 @@ fn tunables_map(cca: Cca) -> Option<(&'static str, usize)> {
         Cca::Fairtt => Some((FAIRTT_MAP, size_of::<RawFairttTunables>())),
         Cca::Adbbr => Some((ADBBR_MAP, size_of::<RawAdbbrTunables>())),
         Cca::Qfair => Some((QFAIR_MAP, size_of::<RawQfairTunables>())),
-        Cca::Bbr1 => None,
+        Cca::Bbr1 | Cca::BbrNative => None,
     }
 }
 
