@@ -1,10 +1,12 @@
 //! `rttfairctl demo`: the main job a newcomer runs first.
 //!
-//! Loads bbr1, fairtt and adbbr, starts the metrics daemon, and runs the
+//! Loads the project's CCAs, starts the metrics daemon, and runs the
 //! embedded two-flow scenario (10 ms vs 50 ms RTT through a deep drop-tail
-//! buffer) once per congestion control: native bbr and cubic, then the
-//! project's three. Prints the side-by-side table, where the plots are, and
-//! leaves the host as it found it unless asked to keep the CCAs loaded.
+//! buffer) once per congestion control: qfair (the project's RTT-fair CCA)
+//! first, then what it is measured against: native bbr and cubic, bbr1, and
+//! the published fixes FaiRTT and Ad-BBR. Prints the side-by-side table,
+//! where the plots are, and leaves the host as it found it unless asked to
+//! keep the CCAs loaded.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -23,7 +25,10 @@ pub struct DemoOptions {
 }
 
 /// The CCAs the demo compares, in the order shown.
-pub const CCAS: [&str; 5] = ["bbr", "cubic", "bbr1", "fairtt", "adbbr"];
+pub const CCAS: [&str; 6] = ["qfair", "bbr", "cubic", "bbr1", "fairtt", "adbbr"];
+
+/// The project CCAs among them, loaded for the demo.
+const PROJECT: [&str; 4] = ["qfair", "bbr1", "fairtt", "adbbr"];
 
 struct Daemon(Child);
 
@@ -46,14 +51,14 @@ pub fn run(fs: &BpfFs, opts: &DemoOptions) -> Result<()> {
     scenario
         .validate()
         .map_err(|e| anyhow::anyhow!("--seconds: {e}"))?;
-    println!("rttfair demo: RTT fairness of BBR and what FaiRTT and Ad-BBR do about it");
+    println!("rttfair demo: qfair, RTT-fair congestion control, against BBR, cubic, FaiRTT and Ad-BBR");
     println!(
         "scenario: {} ({} s per CCA; buffer {} kB)",
         scenario.description,
         scenario.duration_s,
         scenario.buffer_bytes() / 1000
     );
-    let names: Vec<String> = ["bbr1", "fairtt", "adbbr"].map(String::from).to_vec();
+    let names: Vec<String> = PROJECT.map(String::from).to_vec();
     let mut session = CcaSession::ensure(fs, &names)?;
     if opts.keep_loaded {
         session.keep();
@@ -86,7 +91,11 @@ pub fn run(fs: &BpfFs, opts: &DemoOptions) -> Result<()> {
     );
     println!("Plots (goodput per flow, queue over time): <results>/rep0/throughput.png, queue.png");
     if opts.keep_loaded {
-        println!("bbr1, fairtt and adbbr stay loaded (--keep-loaded); `rttfairctl unload bbr1 fairtt adbbr` removes them.");
+        println!(
+            "{} stay loaded (--keep-loaded); `rttfairctl unload {}` removes them.",
+            PROJECT.join(", "),
+            PROJECT.join(" ")
+        );
     }
     Ok(())
 }
