@@ -327,8 +327,11 @@ static __noinline void qfair_update_round(struct sock *sk, struct rf_bbr *bbr,
 	}
 	p = qfair_params();
 
-	/* Eq. 3: the delivery rate over the interval, smoothed. */
-	sample = ((__u64)delivered << BW_SCALE) / dt_us;
+	/* Eq. 3: the rate the flow sends at over the interval (delivered plus
+	 * lost), smoothed. With the delivery rate alone, a loss rate p leaves
+	 * the fixed point at x (q + p R) = alpha: random loss would take p R
+	 * from the long flow's share (10 vs 50 ms at 1% loss: 11.9 vs 7.1). */
+	sample = ((__u64)(delivered + lost) << BW_SCALE) / dt_us;
 	qf->xhat = qf_rate_ewma(qf->xhat, sample);
 
 	/* Eq. 4-5: standing RTT, queueing delay, own backlog. */

@@ -107,7 +107,7 @@ struct rttfair_flow {
 	__u8 _pad1[3];
 
 	/* qfair internals (zero for other CCAs); docs/algorithms.md, "qfair". */
-	__u64 qfair_rate_bps;       /* x^: smoothed per-round delivery rate, bytes/s */
+	__u64 qfair_rate_bps;       /* x^: smoothed per-round sending rate (delivered + lost), bytes/s */
 	__u32 qfair_alpha_x1024;    /* alpha: the flow's backlog target, packets x1024 */
 	__u32 qfair_backlog_x1024;  /* a^ = x^ q^: its own backlog estimate, packets x1024 */
 	__u32 qfair_qdelay_us;      /* q^ = D - R^: queueing delay estimate */
