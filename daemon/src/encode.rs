@@ -133,3 +133,93 @@ fn value(e: &mut MetricEncoder, ty: MetricType, v: f64) -> Result<(), std::fmt::
         _ => e.encode_gauge(&v),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use prometheus_client::collector::Collector;
+    use rttfair_loader::export::{CcaState, Qfair};
+    use rttfair_loader::{Cca, Flow};
+
+    use super::*;
+    use crate::snapshot::{FlowSample, Kind};
+
+    struct One(Snapshot);
+
+    impl std::fmt::Debug for One {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("One")
+        }
+    }
+
+    impl Collector for One {
+        fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+            snapshot(&mut enc, &self.0)
+        }
+    }
+
+    /// A qfair flow gets the core families and qfair's own, and none of
+    /// another CCA's; counters end in `_total`.
+    #[test]
+    fn a_qfair_flow_is_encoded_through_the_table() {
+        let flow = Flow {
+            id: 9,
+            cca: Some(Cca::Qfair),
+            min_rtt: Duration::from_millis(20),
+            state: CcaState::Qfair(Qfair {
+                alpha_pkts: 3.0,
+                qdelay: Duration::from_millis(2),
+                drains_ok: 4,
+                ..Qfair::default()
+            }),
+            ..Flow::default()
+        };
+        let snap = Snapshot {
+            flows: vec![FlowSample {
+                flow,
+                rate: 1e6,
+                kind: Kind::Project,
+                cca: "qfair".into(),
+                group: "10.20.0.0/24".into(),
+                labels: FlowLabels::new("qfair", format_args!("9")),
+            }],
+            native_readable: Err("disabled".into()),
+            omitted: 0,
+            omitted_total: 0,
+            counters: vec![],
+            loaded: vec![(Cca::Qfair, true)],
+            capacity: 1024,
+            maps_present: true,
+            previous_scrape_seconds: 0.0,
+        };
+        let mut registry = prometheus_client::registry::Registry::default();
+        registry.register_collector(Box::new(One(snap)));
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        let has = |l: &str| text.lines().any(|x| x == l);
+        assert!(
+            has("rttfair_qfair_alpha_packets{cca=\"qfair\",flow=\"9\"} 3.0"),
+            "{text}"
+        );
+        assert!(
+            has("rttfair_qfair_qdelay_seconds{cca=\"qfair\",flow=\"9\"} 0.002"),
+            "{text}"
+        );
+        assert!(
+            has("rttfair_qfair_drains_ok_total{cca=\"qfair\",flow=\"9\"} 4.0"),
+            "{text}"
+        );
+        assert!(
+            has("rttfair_flow_min_rtt_seconds{cca=\"qfair\",flow=\"9\"} 0.02"),
+            "{text}"
+        );
+        assert!(
+            has("rttfair_flow_mode{cca=\"qfair\",flow=\"9\",mode=\"startup\"} 1.0"),
+            "{text}"
+        );
+        assert!(has("rttfair_jain_index_ratio{cca=\"qfair\"} 1.0"), "{text}");
+        assert!(!text.contains("rttfair_fairtt_alpha_seconds{"), "{text}");
+        assert!(!text.contains("rttfair_adbbr_regime{"), "{text}");
+    }
+}
