@@ -1,11 +1,13 @@
-//! Compiles the BPF congestion controls in `../bpf` and generates their
-//! libbpf-cargo skeletons.
+//! Compiles the BPF programs in `../bpf` and generates the libbpf-cargo
+//! skeletons the crate uses.
 //!
-//! The skeletons are used for one thing: the Rust mirror of the map layouts in
-//! `bpf/include/rttfair_abi.h`. libbpf-cargo derives those Rust types from the
-//! objects' BTF, so the layout is typed once, in C (see `src/abi.rs`). The
-//! objects themselves are embedded and opened through libbpf-rs' generic
-//! `ObjectBuilder`, so one lifecycle serves every CCA.
+//! Every object is embedded (`src/objects.rs`, `src/sockets.rs`); the CCAs
+//! are opened through libbpf-rs' generic `ObjectBuilder`, so one lifecycle
+//! serves every CCA and needs no skeleton. Skeletons are generated only where
+//! code uses them (`SKELETONS`): `abi` for the Rust mirror of the map
+//! layouts in `bpf/include/rttfair_abi.h` (libbpf-cargo derives those types
+//! from BTF, so the layout is typed once, in C; see `src/abi.rs`), and the
+//! migrate iterator and cgroup program, which are driven through theirs.
 //!
 //! `vmlinux.h` is generated here from the build host's kernel BTF
 //! (`bpftool btf dump file /sys/kernel/btf/vmlinux format c`) unless
@@ -34,6 +36,9 @@ const OBJECTS: &[&str] = &[
     "testdata/reject",
 ];
 
+/// The objects whose generated skeleton some module includes (`skeleton!`).
+const SKELETONS: &[&str] = &["abi", "migrate", "cgroup_cca"];
+
 fn main() {
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR"));
     let bpf_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bpf");
@@ -50,7 +55,8 @@ fn main() {
     for stem in OBJECTS {
         let src = bpf_dir.join(format!("{stem}.bpf.c"));
         println!("cargo:rerun-if-changed={}", src.display());
-        SkeletonBuilder::new()
+        let mut builder = SkeletonBuilder::new();
+        builder
             .source(&src)
             .obj(out.join(format!("{}.bpf.o", stem.replace('/', "_"))))
             .clang_args([
@@ -62,9 +68,13 @@ fn main() {
                 include.clone().into_os_string(),
                 "-I".into(),
                 vmlinux_dir.clone().into_os_string(),
-            ])
-            .build_and_generate(out.join(format!("{}.skel.rs", stem.replace('/', "_"))))
-            .unwrap_or_else(|e| panic!("building bpf/{stem}.bpf.c failed: {e:#}"));
+            ]);
+        let built = if SKELETONS.contains(stem) {
+            builder.build_and_generate(out.join(format!("{stem}.skel.rs")))
+        } else {
+            builder.build()
+        };
+        built.unwrap_or_else(|e| panic!("building bpf/{stem}.bpf.c failed: {e:#}"));
     }
 }
 
@@ -105,7 +115,8 @@ fn export_abi_version(header: &Path) {
 }
 
 /// The fixed-point math headers compiled for the host, for the unit tests in
-/// src/math.rs (the same source the BPF programs include).
+/// src/math.rs (the same source the BPF programs include). Linked into every
+/// build of the crate, but only the tests reference it.
 fn compile_host_math(bpf_dir: &Path, include: &Path) {
     let src = bpf_dir.join("host/math_host.c");
     println!("cargo:rerun-if-changed={}", src.display());

@@ -11,8 +11,9 @@ use std::time::{Duration, Instant};
 use common::*;
 use rttfair_lab::link::Bottleneck;
 use rttfair_lab::topology::{Dumbbell, FlowPath, RECEIVER};
-use rttfair_loader::flows::{Flow, FlowReader};
-use rttfair_loader::BpfFs;
+use rttfair_loader::export::Mode;
+use rttfair_loader::flows::FlowReader;
+use rttfair_loader::{BpfFs, Flow};
 
 /// Start `n` sinks on the receiver, ports 6000.., each reading to EOF.
 fn sinks(net: &Dumbbell, n: usize) -> Vec<std::thread::JoinHandle<anyhow::Result<u64>>> {
@@ -61,7 +62,7 @@ fn sample(
         let mut out = Vec::new();
         while !stop.load(Ordering::Relaxed) {
             for f in reader.flows().unwrap() {
-                if let Some(i) = addrs.iter().position(|a| *a == f.local().ip()) {
+                if let Some(i) = addrs.iter().position(|a| *a == f.local.ip()) {
                     out.push((t0.elapsed().as_secs_f64(), i, f));
                 }
             }
@@ -117,9 +118,10 @@ fn fairtt_shares_wfcount_host_wide_and_reduces_bdp_when_rtt_exceeds_alpha() {
     assert!(!both.is_empty());
     for (t, i, f) in &both {
         assert_eq!(
-            f.raw.fairtt_wfcount, 2,
+            wfcount(f),
+            2,
             "flow {i} at {t:.1}s saw Wfcount {}",
-            f.raw.fairtt_wfcount
+            wfcount(f)
         );
     }
     // After flow 1's socket is released (its class leaves at once): Wfcount =
@@ -140,29 +142,26 @@ fn fairtt_shares_wfcount_host_wide_and_reduces_bdp_when_rtt_exceeds_alpha() {
         "flow 1 was still exported at {b_gone:.1}s; no sample of flow 0 alone"
     );
     for (t, _, f) in &after {
-        assert_eq!(
-            f.raw.fairtt_wfcount, 1,
-            "at {t:.1}s after the other flow ended"
-        );
+        assert_eq!(wfcount(f), 1, "at {t:.1}s after the other flow ended");
     }
     // The adjustment is active exactly when lastRTT > alpha (in ProbeBW), and
     // then the coefficient is minRTT * gamma / lastRTT < 1.
     let mut active = 0;
     for (_, i, f) in &samples {
-        let r = &f.raw;
-        if r.fairtt_active != 0 {
+        let Some(ft) = f.fairtt() else { continue };
+        if ft.active {
             active += 1;
             assert!(
-                r.last_rtt_us > r.fairtt_alpha_us,
+                f.last_rtt > ft.alpha,
                 "flow {i} active with lastRTT <= alpha"
             );
-            assert_eq!(f.mode(), "probe_bw");
-            let want = (r.min_rtt_us as f64 * 0.99 / r.last_rtt_us as f64).min(1.0);
-            let got = r.fairtt_coef_x1024 as f64 / 1024.0;
+            assert_eq!(f.mode, Mode::ProbeBw);
+            let want = (f.min_rtt.as_secs_f64() * 0.99 / f.last_rtt.as_secs_f64()).min(1.0);
+            let got = ft.coefficient;
             assert!((got - want).abs() < 0.02, "coef {got} vs {want}");
-        } else if f.mode() == "probe_bw" && r.fairtt_alpha_us > 0 {
+        } else if f.mode == Mode::ProbeBw && !ft.alpha.is_zero() {
             // Exported at round starts: the snapshot's lastRTT and flag agree.
-            assert!(r.last_rtt_us <= r.fairtt_alpha_us || r.fairtt_coef_x1024 == 1024);
+            assert!(f.last_rtt <= ft.alpha || ft.coefficient == 1.0);
         }
     }
     println!(
@@ -214,8 +213,8 @@ fn adbbr_skips_probe_rtt_on_a_stable_path_where_bbr1_probes_every_10s() {
         // keep this CCA's.
         let last = samples
             .iter()
-            .filter(|(_, _, f)| f.cca().map(|c| c.name()) == Some(cca))
-            .map(|(_, _, f)| f.raw.probe_rtt_entries)
+            .filter(|(_, _, f)| f.cca.map(|c| c.name()) == Some(cca))
+            .map(|(_, _, f)| f.probe_rtt_entries)
             .max()
             .unwrap_or(0);
         println!("{cca}: {last} ProbeRTT entries in 31 s");
@@ -240,4 +239,9 @@ fn adbbr_skips_probe_rtt_on_a_stable_path_where_bbr1_probes_every_10s() {
     }
     drop(nets);
     assert_success(&t.run(&["unload", "bbr1", "adbbr"]));
+}
+
+/// FaiRTT's Wfcount as the flow exported it (0 for another CCA's flow).
+fn wfcount(f: &Flow) -> u16 {
+    f.fairtt().map_or(0, |ft| ft.wfcount)
 }

@@ -62,7 +62,7 @@ fn bbr1_controls_and_exports_a_real_transfer() {
                 .flows()
                 .unwrap()
                 .into_iter()
-                .find(|f| f.peer().port() == 5001)
+                .find(|f| f.peer.port() == 5001)
                 .expect("no export entry for the flow");
             sent += blast(&mut s, Duration::from_millis(200));
             drop(s);
@@ -73,24 +73,24 @@ fn bbr1_controls_and_exports_a_real_transfer() {
     assert_eq!(received, sent, "bytes lost");
 
     assert_eq!(cca_seen, "bbr1", "TCP_CONGESTION of the socket");
-    assert_eq!(entry.cca(), Some(rttfair_loader::Cca::Bbr1));
-    let btlbw_bit = entry.raw.btlbw_bps as f64 * 8.0;
+    assert_eq!(entry.cca, Some(rttfair_loader::Cca::Bbr1));
+    let btlbw_bit = entry.btlbw_bps as f64 * 8.0;
     let err = (btlbw_bit - RATE_BIT as f64) / RATE_BIT as f64;
     println!(
         "btlbw {:.2} Mbit/s vs bottleneck {:.2} Mbit/s ({:+.1}%), min_rtt {} us, mode {}",
         btlbw_bit / 1e6,
         RATE_BIT as f64 / 1e6,
         err * 100.0,
-        entry.raw.min_rtt_us,
-        entry.mode()
+        entry.min_rtt.as_micros(),
+        entry.mode.name()
     );
     assert!(
         err.abs() <= 0.15,
         "btlbw off the bottleneck rate by {:.1}%",
         err * 100.0
     );
-    assert!(entry.raw.min_rtt_us > 0 && entry.raw.min_rtt_us < 100_000);
-    assert_eq!(entry.raw.abi_version, rttfair_loader::abi::ABI_VERSION);
+    assert!(!entry.min_rtt.is_zero() && entry.min_rtt < Duration::from_millis(100));
+    assert_eq!(entry.abi_version, rttfair_loader::abi::ABI_VERSION);
 
     // Closed: release deleted the entry (the server side is closed by now too).
     let reader = FlowReader::open(&t.fs).unwrap();
@@ -221,7 +221,7 @@ fn verifier_rejection_prints_the_verifier_and_registers_nothing() {
     let obj = std::env::temp_dir().join(format!("rttfair-reject-{}.o", std::process::id()));
     std::fs::write(
         &obj,
-        rttfair_loader::lifecycle::testdata::REJECTED_BY_VERIFIER,
+        rttfair_loader::objects::testdata::REJECTED_BY_VERIFIER,
     )
     .unwrap();
     let out = t.run(&["load", "bbr1", "--object", obj.to_str().unwrap()]);

@@ -98,7 +98,7 @@ fn churn_with_every_cca_leaks_nothing() {
             .flows()
             .unwrap()
             .into_iter()
-            .filter(|f| f.cca() == Some(cca))
+            .filter(|f| f.cca == Some(cca))
             .count();
         assert_eq!(left, 0, "{cca}: {left} export entries leaked");
     }
@@ -415,12 +415,12 @@ fn a_foreign_pin_is_refused_and_left_alone() {
     let t = KernelTest::new();
     t.fs.ensure().unwrap();
     // A map of the wrong shape where rttfair expects its flow map.
-    let _bogus = pin_foreign_map(&t.fs.map_pin(rttfair_loader::lifecycle::FLOWS_MAP));
+    let _bogus = pin_foreign_map(&t.fs.map_pin(rttfair_loader::abi::maps::FLOWS));
     let line = assert_one_line_error(&t.run(&["load", "bbr1"]), "does not match this build");
-    assert!(line.contains(rttfair_loader::lifecycle::FLOWS_MAP), "{line}");
+    assert!(line.contains(rttfair_loader::abi::maps::FLOWS), "{line}");
     assert!(!registered("bbr1"));
     assert!(
-        t.fs.map_pin(rttfair_loader::lifecycle::FLOWS_MAP).exists(),
+        t.fs.map_pin(rttfair_loader::abi::maps::FLOWS).exists(),
         "a foreign pin was removed"
     );
 }

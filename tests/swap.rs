@@ -133,7 +133,7 @@ fn live_connection_survives_migrate_swap_unload_and_cgroup_default() {
     let obj = std::env::temp_dir().join(format!("rttfair-fairtt-rebuilt-{}.o", std::process::id()));
     std::fs::write(
         &obj,
-        rttfair_loader::lifecycle::object_bytes(rttfair_loader::Cca::Fairtt),
+        rttfair_loader::objects::cca(rttfair_loader::Cca::Fairtt),
     )
     .unwrap();
     step(
@@ -235,7 +235,7 @@ fn failed_swap_leaves_the_old_implementation() {
     let obj = std::env::temp_dir().join(format!("rttfair-reject-swap-{}.o", std::process::id()));
     std::fs::write(
         &obj,
-        rttfair_loader::lifecycle::testdata::REJECTED_BY_VERIFIER,
+        rttfair_loader::objects::testdata::REJECTED_BY_VERIFIER,
     )
     .unwrap();
     let out = t.run(&["swap", "bbr1", "--object", obj.to_str().unwrap()]);

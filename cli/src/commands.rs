@@ -326,7 +326,7 @@ fn flows(
             None => Vec::new(),
         };
         if let Some(c) = filter {
-            flows.retain(|f| f.cca() == Some(c));
+            flows.retain(|f| f.cca == Some(c));
         }
         let natives: Option<Vec<view::NativeRow>> = match &sockets {
             Some(r) => Some(r.read()?.iter().map(view::NativeRow::from).collect()),

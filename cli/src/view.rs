@@ -3,8 +3,9 @@
 use std::fmt::Write;
 
 use anyhow::Result;
-use rttfair_loader::flows::{self, Flow, FlowReader};
-use rttfair_loader::{kernel, lifecycle, BpfFs, Cca};
+use rttfair_loader::export::{Adbbr, Fairtt, Qfair};
+use rttfair_loader::flows::FlowReader;
+use rttfair_loader::{kernel, lifecycle, BpfFs, Cca, Flow};
 use serde::Serialize;
 
 /// What `rttfairctl list` reports.
@@ -60,10 +61,8 @@ impl Status {
                 } else {
                     lifecycle::is_loaded(cca, fs)
                 },
-                sockets: counters
-                    .flows_started
-                    .saturating_sub(counters.flows_released),
-                exported_flows: all_flows.iter().filter(|f| f.cca() == Some(cca)).count(),
+                sockets: counters.sockets(),
+                exported_flows: all_flows.iter().filter(|f| f.cca == Some(cca)).count(),
                 export_failed_total: counters.export_failed,
                 probe_rtt_entries_total: counters.probe_rtt_entries,
             });
@@ -145,8 +144,11 @@ pub struct FlowRow {
     pub fairtt: Option<FairttRow>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub adbbr: Option<AdbbrRow>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub qfair: Option<QfairRow>,
 }
 
+/// FaiRTT's internals, as `rttfairctl flows --json` shows them.
 #[derive(Debug, Serialize)]
 pub struct FairttRow {
     pub alpha_seconds: f64,
@@ -156,6 +158,19 @@ pub struct FairttRow {
     pub active: bool,
 }
 
+impl From<&Fairtt> for FairttRow {
+    fn from(f: &Fairtt) -> Self {
+        FairttRow {
+            alpha_seconds: f.alpha.as_secs_f64(),
+            wminrtt_seconds: f.wminrtt.as_secs_f64(),
+            coefficient: f.coefficient,
+            wfcount: f.wfcount,
+            active: f.active,
+        }
+    }
+}
+
+/// Ad-BBR's internals, as `rttfairctl flows --json` shows them.
 #[derive(Debug, Serialize)]
 pub struct AdbbrRow {
     pub nrtt_seconds: f64,
@@ -164,45 +179,121 @@ pub struct AdbbrRow {
     pub factor: f64,
 }
 
+impl From<&Adbbr> for AdbbrRow {
+    fn from(a: &Adbbr) -> Self {
+        AdbbrRow {
+            nrtt_seconds: a.nrtt.as_secs_f64(),
+            rtt_std_seconds: a.rtt_std.as_secs_f64(),
+            regime: a.regime.name(),
+            factor: a.factor,
+        }
+    }
+}
+
+/// qfair's internals, as `rttfairctl flows --json` shows them.
+#[derive(Debug, Serialize)]
+pub struct QfairRow {
+    /// x^, the smoothed per-round delivery rate.
+    pub rate_bytes_per_second: u64,
+    /// alpha, the backlog target.
+    pub alpha_packets: f64,
+    /// a^, the flow's own backlog estimate.
+    pub backlog_packets: f64,
+    pub qdelay_seconds: f64,
+    pub standing_rtt_seconds: f64,
+    pub target_cwnd_segments: u32,
+    /// g, the rate correction of the last round.
+    pub gain: f64,
+    pub competitive: bool,
+    pub pacing_floor: bool,
+    pub drains_ok: u32,
+    pub drains_failed: u32,
+}
+
+impl From<&Qfair> for QfairRow {
+    fn from(q: &Qfair) -> Self {
+        QfairRow {
+            rate_bytes_per_second: q.rate_bps,
+            alpha_packets: q.alpha_pkts,
+            backlog_packets: q.backlog_pkts,
+            qdelay_seconds: q.qdelay.as_secs_f64(),
+            standing_rtt_seconds: q.standing_rtt.as_secs_f64(),
+            target_cwnd_segments: q.target_cwnd,
+            gain: q.gain,
+            competitive: q.competitive,
+            pacing_floor: q.pacing_floor,
+            drains_ok: q.drains_ok,
+            drains_failed: q.drains_failed,
+        }
+    }
+}
+
 impl From<&Flow> for FlowRow {
     fn from(f: &Flow) -> Self {
-        let r = &f.raw;
-        let cca = f.cca();
         FlowRow {
             id: f.id,
-            cca: cca
-                .map(|c| c.name().to_string())
-                .unwrap_or_else(|| format!("id{}", r.cca)),
-            local: f.local().to_string(),
-            peer: f.peer().to_string(),
-            netns: r.netns_ino,
-            mode: f.mode(),
-            btlbw_bytes_per_second: r.btlbw_bps,
-            pacing_rate_bytes_per_second: r.pacing_rate_bps,
-            min_rtt_seconds: r.min_rtt_us as f64 / 1e6,
-            last_rtt_seconds: r.last_rtt_us as f64 / 1e6,
-            srtt_seconds: r.srtt_us as f64 / 1e6,
-            cwnd_segments: r.cwnd,
-            pacing_gain: r.pacing_gain_x256 as f64 / 256.0,
-            cwnd_gain: r.cwnd_gain_x256 as f64 / 256.0,
-            delivered_bytes: r.delivered_bytes,
-            retrans_bytes: r.retrans_bytes,
-            probe_rtt_entries: r.probe_rtt_entries,
-            age_seconds: r.last_ns.saturating_sub(r.first_ns) as f64 / 1e9,
-            fairtt: (r.cca as u32 == rttfair_loader::abi::CCA_FAIRTT).then(|| FairttRow {
-                alpha_seconds: r.fairtt_alpha_us as f64 / 1e6,
-                wminrtt_seconds: r.fairtt_wminrtt_us as f64 / 1e6,
-                coefficient: r.fairtt_coef_x1024 as f64 / 1024.0,
-                wfcount: r.fairtt_wfcount,
-                active: r.fairtt_active != 0,
-            }),
-            adbbr: (r.cca as u32 == rttfair_loader::abi::CCA_ADBBR).then(|| AdbbrRow {
-                nrtt_seconds: r.adbbr_nrtt_us as f64 / 1e6,
-                rtt_std_seconds: r.adbbr_rtt_std_us as f64 / 1e6,
-                regime: flows::regime_name(r.adbbr_regime),
-                factor: r.adbbr_factor_x1024 as f64 / 1024.0,
-            }),
+            cca: f.cca_name().to_string(),
+            local: f.local.to_string(),
+            peer: f.peer.to_string(),
+            netns: f.netns,
+            mode: f.mode.name(),
+            btlbw_bytes_per_second: f.btlbw_bps,
+            pacing_rate_bytes_per_second: f.pacing_rate_bps,
+            min_rtt_seconds: f.min_rtt.as_secs_f64(),
+            last_rtt_seconds: f.last_rtt.as_secs_f64(),
+            srtt_seconds: f.srtt.as_secs_f64(),
+            cwnd_segments: f.cwnd,
+            pacing_gain: f.pacing_gain,
+            cwnd_gain: f.cwnd_gain,
+            delivered_bytes: f.delivered_bytes,
+            retrans_bytes: f.retrans_bytes,
+            probe_rtt_entries: f.probe_rtt_entries,
+            age_seconds: f.age().as_secs_f64(),
+            fairtt: f.fairtt().map(FairttRow::from),
+            adbbr: f.adbbr().map(AdbbrRow::from),
+            qfair: f.qfair().map(QfairRow::from),
         }
+    }
+}
+
+impl FlowRow {
+    /// The EXTRA column of the table: the CCA's own internals.
+    fn extra(&self) -> String {
+        if let Some(ft) = &self.fairtt {
+            return format!(
+                "alpha={:.1}ms coef={:.3} wf={} {}",
+                ft.alpha_seconds * 1e3,
+                ft.coefficient,
+                ft.wfcount,
+                if ft.active { "active" } else { "idle" }
+            );
+        }
+        if let Some(ab) = &self.adbbr {
+            return format!(
+                "nrtt={:.1}ms std={:.2}ms {} x{:.3}",
+                ab.nrtt_seconds * 1e3,
+                ab.rtt_std_seconds * 1e3,
+                ab.regime,
+                ab.factor
+            );
+        }
+        if let Some(q) = &self.qfair {
+            return format!(
+                "x={} alpha={:.1} backlog={:.1} q={:.2}ms D={:.2}ms g={:.3} w={} drains={}/{}{}{}",
+                human_rate(q.rate_bytes_per_second),
+                q.alpha_packets,
+                q.backlog_packets,
+                q.qdelay_seconds * 1e3,
+                q.standing_rtt_seconds * 1e3,
+                q.gain,
+                q.target_cwnd_segments,
+                q.drains_ok,
+                q.drains_failed,
+                if q.competitive { " competitive" } else { "" },
+                if q.pacing_floor { " floor" } else { "" }
+            );
+        }
+        String::new()
     }
 }
 
@@ -216,23 +307,7 @@ pub fn flows_table(flows: &[Flow]) -> String {
     );
     for f in flows {
         let row = FlowRow::from(f);
-        let extra = match (&row.fairtt, &row.adbbr) {
-            (Some(ft), _) => format!(
-                "alpha={:.1}ms coef={:.3} wf={} {}",
-                ft.alpha_seconds * 1e3,
-                ft.coefficient,
-                ft.wfcount,
-                if ft.active { "active" } else { "idle" }
-            ),
-            (_, Some(ab)) => format!(
-                "nrtt={:.1}ms std={:.2}ms {} x{:.3}",
-                ab.nrtt_seconds * 1e3,
-                ab.rtt_std_seconds * 1e3,
-                ab.regime,
-                ab.factor
-            ),
-            _ => String::new(),
-        };
+        let extra = row.extra();
         let _ = writeln!(
             s,
             "{:>6} {:<6} {:<22} {:<22} {:<9} {:>11} {:>9} {:>9} {:>6} {:>6.2}  {}",
@@ -308,21 +383,21 @@ pub struct NativeRow {
 
 impl From<&rttfair_loader::sockets::NativeSocket> for NativeRow {
     fn from(s: &rttfair_loader::sockets::NativeSocket) -> Self {
-        let (f, r, bbr) = (s.as_flow(), &s.raw, s.has_bbr_model());
+        let (f, bbr) = (&s.flow, s.has_bbr_model());
         NativeRow {
             cookie: s.cookie,
             cca: s.cca.clone(),
-            local: f.local().to_string(),
-            peer: f.peer().to_string(),
-            mode: bbr.then(|| f.mode()),
-            btlbw_bytes_per_second: bbr.then_some(r.btlbw_bps),
-            pacing_gain: bbr.then_some(r.pacing_gain_x256 as f64 / 256.0),
-            min_rtt_seconds: r.min_rtt_us as f64 / 1e6,
-            srtt_seconds: r.srtt_us as f64 / 1e6,
-            cwnd_segments: r.cwnd,
-            pacing_rate_bytes_per_second: r.pacing_rate_bps,
-            delivered_bytes: r.delivered_bytes,
-            retrans_bytes: r.retrans_bytes,
+            local: f.local.to_string(),
+            peer: f.peer.to_string(),
+            mode: bbr.then(|| f.mode.name()),
+            btlbw_bytes_per_second: bbr.then_some(f.btlbw_bps),
+            pacing_gain: bbr.then_some(f.pacing_gain),
+            min_rtt_seconds: f.min_rtt.as_secs_f64(),
+            srtt_seconds: f.srtt.as_secs_f64(),
+            cwnd_segments: f.cwnd,
+            pacing_rate_bytes_per_second: f.pacing_rate_bps,
+            delivered_bytes: f.delivered_bytes,
+            retrans_bytes: f.retrans_bytes,
         }
     }
 }

@@ -11,7 +11,6 @@ pub mod churn;
 pub mod delay;
 pub mod iperf;
 pub mod link;
-pub mod metrics;
 pub mod netns;
 pub mod plot;
 pub mod qstats;

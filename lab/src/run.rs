@@ -8,14 +8,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use rttfair_loader::fairness as metrics;
 use rttfair_loader::flows::FlowReader;
 use rttfair_loader::BpfFs;
+use rttfair_loader::Flow;
 use serde::Serialize;
 
 use crate::ccas::CcaSession;
 use crate::iperf::{self, ClientSpec};
 use crate::link::Bottleneck;
-use crate::metrics;
 use crate::qstats::{QueueSample, QueueSampler};
 use crate::scenario::{FlowSpec, Scenario, MSS, WIRE_PACKET};
 use crate::selfcheck::{self, RttCheck};
@@ -34,7 +35,10 @@ pub struct RunOptions {
     pub verbose: bool,
 }
 
-/// One BPF export sample of a flow.
+/// One BPF export sample of a flow: a row of `bpf.csv`, whose columns are
+/// these fields, in this order. A projection of the loader's typed
+/// [`Flow`] (units in the names); the fields of a CCA other than the flow's
+/// are zero.
 #[derive(Debug, Clone, Serialize)]
 pub struct BpfSample {
     pub t: f64,
@@ -49,11 +53,78 @@ pub struct BpfSample {
     pub fairtt_alpha_ms: f64,
     pub fairtt_coef: f64,
     pub fairtt_wfcount: u16,
+    #[serde(serialize_with = "zero_one")]
     pub fairtt_active: bool,
     pub adbbr_nrtt_ms: f64,
     pub adbbr_regime: &'static str,
     pub adbbr_factor: f64,
     pub adbbr_rtt_std_ms: f64,
+    pub qfair_alpha_pkts: f64,
+    pub qfair_backlog_pkts: f64,
+    pub qfair_qdelay_ms: f64,
+    pub qfair_standing_rtt_ms: f64,
+    /// x^, the smoothed per-round delivery rate.
+    pub qfair_xhat_mbit: f64,
+    pub qfair_gain: f64,
+    pub qfair_target_cwnd: u32,
+    #[serde(serialize_with = "zero_one")]
+    pub qfair_competitive: bool,
+    pub qfair_drains_ok: u32,
+    pub qfair_drains_failed: u32,
+    #[serde(serialize_with = "zero_one")]
+    pub qfair_pacing_floor: bool,
+}
+
+impl BpfSample {
+    /// The sample of `f` taken `t` seconds into the run, as lab flow `flow`.
+    fn project(t: f64, flow: usize, f: &Flow) -> BpfSample {
+        let ft = f.fairtt().copied().unwrap_or_default();
+        let ab = f.adbbr().copied().unwrap_or_default();
+        let q = f.qfair().copied().unwrap_or_default();
+        let ms = |d: Duration| round(d.as_secs_f64() * 1e3, 3);
+        let mbit = |bps: u64| round(bps as f64 * 8.0 / 1e6, 3);
+        BpfSample {
+            t: round(t, 2),
+            flow,
+            mode: f.mode.name(),
+            btlbw_mbit: mbit(f.btlbw_bps),
+            min_rtt_ms: ms(f.min_rtt),
+            last_rtt_ms: ms(f.last_rtt),
+            cwnd: f.cwnd,
+            pacing_mbit: mbit(f.pacing_rate_bps),
+            probe_rtt_entries: f.probe_rtt_entries,
+            fairtt_alpha_ms: ms(ft.alpha),
+            fairtt_coef: round(ft.coefficient, 4),
+            fairtt_wfcount: ft.wfcount,
+            fairtt_active: ft.active,
+            adbbr_nrtt_ms: ms(ab.nrtt),
+            adbbr_regime: ab.regime.name(),
+            adbbr_factor: round(ab.factor, 4),
+            adbbr_rtt_std_ms: ms(ab.rtt_std),
+            qfair_alpha_pkts: round(q.alpha_pkts, 3),
+            qfair_backlog_pkts: round(q.backlog_pkts, 3),
+            qfair_qdelay_ms: ms(q.qdelay),
+            qfair_standing_rtt_ms: ms(q.standing_rtt),
+            qfair_xhat_mbit: mbit(q.rate_bps),
+            qfair_gain: round(q.gain, 4),
+            qfair_target_cwnd: q.target_cwnd,
+            qfair_competitive: q.competitive,
+            qfair_drains_ok: q.drains_ok,
+            qfair_drains_failed: q.drains_failed,
+            qfair_pacing_floor: q.pacing_floor,
+        }
+    }
+}
+
+/// `v` to `decimals` places, so the CSV holds what the sample resolves.
+fn round(v: f64, decimals: i32) -> f64 {
+    let scale = 10f64.powi(decimals);
+    (v * scale).round() / scale
+}
+
+/// Flags as 1/0 in the CSV.
+fn zero_one<S: serde::Serializer>(v: &bool, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_u8(*v as u8)
 }
 
 /// One flow's measurements in one repetition.
@@ -446,32 +517,12 @@ fn spawn_bpf_sampler(
         while !stop.load(Ordering::Relaxed) {
             let t = t0.elapsed().as_secs_f64();
             for f in reader.flows().unwrap_or_default() {
-                if netns.is_some_and(|ino| ino != f.raw.netns_ino) {
+                if netns.is_some_and(|ino| ino != f.netns) {
                     continue;
                 }
-                let Some(idx) = addrs.iter().position(|a| *a == f.local().ip()) else {
-                    continue;
-                };
-                let r = &f.raw;
-                out.push(BpfSample {
-                    t,
-                    flow: idx,
-                    mode: f.mode(),
-                    btlbw_mbit: r.btlbw_bps as f64 * 8.0 / 1e6,
-                    min_rtt_ms: r.min_rtt_us as f64 / 1e3,
-                    last_rtt_ms: r.last_rtt_us as f64 / 1e3,
-                    cwnd: r.cwnd,
-                    pacing_mbit: r.pacing_rate_bps as f64 * 8.0 / 1e6,
-                    probe_rtt_entries: r.probe_rtt_entries,
-                    fairtt_alpha_ms: r.fairtt_alpha_us as f64 / 1e3,
-                    fairtt_coef: r.fairtt_coef_x1024 as f64 / 1024.0,
-                    fairtt_wfcount: r.fairtt_wfcount,
-                    fairtt_active: r.fairtt_active != 0,
-                    adbbr_nrtt_ms: r.adbbr_nrtt_us as f64 / 1e3,
-                    adbbr_regime: rttfair_loader::flows::regime_name(r.adbbr_regime),
-                    adbbr_factor: r.adbbr_factor_x1024 as f64 / 1024.0,
-                    adbbr_rtt_std_ms: r.adbbr_rtt_std_us as f64 / 1e3,
-                });
+                if let Some(idx) = addrs.iter().position(|a| *a == f.local.ip()) {
+                    out.push(BpfSample::project(t, idx, &f));
+                }
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -671,33 +722,11 @@ fn write_rep(dir: &Path, r: &RepResult) -> Result<()> {
     }
     std::fs::write(dir.join("queue.csv"), csv)?;
     if !r.bpf.is_empty() {
-        let mut csv = String::from(
-            "t,flow,mode,btlbw_mbit,min_rtt_ms,last_rtt_ms,cwnd,pacing_mbit,probe_rtt_entries,fairtt_alpha_ms,fairtt_coef,fairtt_wfcount,fairtt_active,adbbr_nrtt_ms,adbbr_regime,adbbr_factor,adbbr_rtt_std_ms\n",
-        );
+        let mut csv = csv::Writer::from_path(dir.join("bpf.csv"))?;
         for b in &r.bpf {
-            let _ = writeln!(
-                csv,
-                "{:.2},{},{},{:.3},{:.3},{:.3},{},{:.3},{},{:.3},{:.4},{},{},{:.3},{},{:.4},{:.3}",
-                b.t,
-                b.flow,
-                b.mode,
-                b.btlbw_mbit,
-                b.min_rtt_ms,
-                b.last_rtt_ms,
-                b.cwnd,
-                b.pacing_mbit,
-                b.probe_rtt_entries,
-                b.fairtt_alpha_ms,
-                b.fairtt_coef,
-                b.fairtt_wfcount,
-                b.fairtt_active as u8,
-                b.adbbr_nrtt_ms,
-                b.adbbr_regime,
-                b.adbbr_factor,
-                b.adbbr_rtt_std_ms
-            );
+            csv.serialize(b)?;
         }
-        std::fs::write(dir.join("bpf.csv"), csv)?;
+        csv.flush()?;
     }
     std::fs::write(dir.join("summary.json"), serde_json::to_string_pretty(r)?)?;
     Ok(())

@@ -140,7 +140,7 @@ fn attach_loss(
     flows: &[FlowPath],
 ) -> Result<libbpf_rs::Object> {
     let obj = ObjectBuilder::default()
-        .open_memory(rttfair_loader::lifecycle::lab_objects::RANDOM_LOSS)
+        .open_memory(rttfair_loader::objects::lab::RANDOM_LOSS)
         .context("open loss program")?
         .load()
         .context("load loss program")?;

@@ -12,6 +12,7 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use libbpf_rs::MapHandle;
 use nix::fcntl::{Flock, FlockArg};
 
 use crate::cca::Cca;
@@ -72,6 +73,23 @@ impl BpfFs {
     /// A shared map's pin.
     pub fn map_pin(&self, map: &str) -> PathBuf {
         self.maps_dir().join(map)
+    }
+
+    /// Open a pinned shared map by name (one of [`crate::abi::maps`]), with
+    /// a clear error if nothing was ever loaded or this user may not read it.
+    pub fn open_map(&self, name: &str) -> Result<MapHandle> {
+        self.check_access(&format!("reading {name}"))?;
+        let path = self.map_pin(name);
+        if !path.exists() {
+            return Err(Error::NothingLoaded { path });
+        }
+        MapHandle::from_pinned_path(&path).map_err(|e| match e.kind() {
+            libbpf_rs::ErrorKind::PermissionDenied => Error::NotPrivileged {
+                what: format!("reading {}", path.display()),
+                missing: "CAP_BPF (or read access to bpffs)".into(),
+            },
+            _ => Error::bpf(format!("open {}", path.display()), e),
+        })
     }
 
     /// Can this process see inside the tree? (It is 0700: root only.)

@@ -13,9 +13,12 @@ use crate::error::Error;
 pub enum Cca {
     /// BBR v1, the baseline built on the shared core.
     Bbr1,
-    /// FaiRTT (seed 001): RTT-dependent BDP reduction in ProbeBW.
+    /// FaiRTT ("FaiRTT: An Empirical Approach for Enhanced RTT Fairness and
+    /// Bottleneck Throughput in BBR"): RTT-dependent BDP reduction in ProbeBW.
     Fairtt,
-    /// Ad-BBR (seed 003): nRTT, RTT-ratio pacing regulation, adaptive ProbeRTT.
+    /// Ad-BBR ("Ad-BBR: Enhancing Round-Trip Time Fairness and Transmission
+    /// Stability in TCP-BBR"): nRTT, RTT-ratio pacing regulation, adaptive
+    /// ProbeRTT.
     Adbbr,
     /// qfair, the project's own: a fixed backlog per flow, so equal rates
     /// whatever the RTT (docs/algorithms.md, "qfair").
@@ -50,27 +53,17 @@ impl Cca {
             Cca::Qfair => abi::CCA_QFAIR,
             Cca::BbrNative => abi::CCA_BBR_NATIVE,
         }
+        .into()
     }
 
     /// The inverse of [`Cca::abi_id`].
-    pub fn from_abi_id(id: u32) -> Option<Cca> {
+    pub(crate) fn from_abi_id(id: u32) -> Option<Cca> {
         Cca::ALL.into_iter().find(|c| c.abi_id() == id)
     }
 
     /// Name of the `.struct_ops.link` map in the object.
     pub(crate) fn ops_map(self) -> String {
         format!("{}_ops", self.name())
-    }
-
-    /// The compiled BPF object, embedded at build time.
-    pub(crate) fn object(self) -> &'static [u8] {
-        match self {
-            Cca::Bbr1 => crate::lifecycle::objects::BBR1,
-            Cca::Fairtt => crate::lifecycle::objects::FAIRTT,
-            Cca::Adbbr => crate::lifecycle::objects::ADBBR,
-            Cca::Qfair => crate::lifecycle::objects::QFAIR,
-            Cca::BbrNative => crate::lifecycle::objects::BBR_NATIVE,
-        }
     }
 
     /// "bbr1, fairtt, adbbr, qfair, bbr_native", for error messages.

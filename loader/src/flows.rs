@@ -1,93 +1,16 @@
-//! Reading what the CCAs export: per-flow entries and per-CCA counters.
+//! Reading what the CCAs export from the pinned maps: per-flow entries and
+//! per-CCA counters, decoded by [`crate::export`].
 //!
 //! The maps are pinned, so any process with CAP_BPF can read them while the
 //! CCAs run, without holding anything the CCAs need.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
 
-use crate::abi::{self, RawCounters, RawFlow};
+use crate::abi::{self, maps, RawCounters, RawFlow};
 use crate::bpffs::BpfFs;
 use crate::cca::Cca;
 use crate::error::{Error, Result};
-use crate::lifecycle::{COUNTERS_MAP, FLOWS_MAP};
-
-/// One flow as a CCA last exported it.
-#[derive(Debug, Clone, Copy)]
-pub struct Flow {
-    /// Host-unique flow id (the map key).
-    pub id: u64,
-    pub raw: RawFlow,
-}
-
-impl Flow {
-    pub fn cca(&self) -> Option<Cca> {
-        Cca::from_abi_id(self.raw.cca as u32)
-    }
-
-    pub fn local(&self) -> SocketAddr {
-        SocketAddr::new(addr(self.raw.family, &self.raw.saddr), self.raw.sport)
-    }
-
-    pub fn peer(&self) -> SocketAddr {
-        SocketAddr::new(addr(self.raw.family, &self.raw.daddr), self.raw.dport)
-    }
-
-    /// BBR state name.
-    pub fn mode(&self) -> &'static str {
-        mode_name(self.raw.mode)
-    }
-
-    pub fn min_rtt_secs(&self) -> f64 {
-        self.raw.min_rtt_us as f64 / 1e6
-    }
-}
-
-/// Human name of an exported BBR mode.
-pub fn mode_name(mode: u8) -> &'static str {
-    match mode {
-        abi::MODE_STARTUP => "startup",
-        abi::MODE_DRAIN => "drain",
-        abi::MODE_PROBE_BW => "probe_bw",
-        abi::MODE_PROBE_RTT => "probe_rtt",
-        _ => "unknown",
-    }
-}
-
-/// Human name of an Ad-BBR regime.
-pub fn regime_name(regime: u8) -> &'static str {
-    match regime {
-        abi::REGIME_NORMAL => "normal",
-        abi::REGIME_BETA => "beta",
-        abi::REGIME_GAMMA => "gamma",
-        _ => "unknown",
-    }
-}
-
-fn addr(family: u8, bytes: &[u8; 16]) -> IpAddr {
-    if family == libc::AF_INET6 as u8 {
-        IpAddr::V6(Ipv6Addr::from(*bytes))
-    } else {
-        IpAddr::V4(Ipv4Addr::new(bytes[0], bytes[1], bytes[2], bytes[3]))
-    }
-}
-
-/// Open a shared map by name, with a clear error if nothing was ever loaded.
-pub fn open_shared_map(fs: &BpfFs, name: &str) -> Result<MapHandle> {
-    fs.check_access(&format!("reading {name}"))?;
-    let path = fs.map_pin(name);
-    if !path.exists() {
-        return Err(Error::NothingLoaded { path });
-    }
-    MapHandle::from_pinned_path(&path).map_err(|e| match e.kind() {
-        libbpf_rs::ErrorKind::PermissionDenied => Error::NotPrivileged {
-            what: format!("reading {}", path.display()),
-            missing: "CAP_BPF (or read access to bpffs)".into(),
-        },
-        _ => Error::bpf(format!("open {}", path.display()), e),
-    })
-}
+use crate::export::{Counters, Flow};
 
 /// A reader over the pinned export maps, kept open across reads (the daemon
 /// holds one for its lifetime).
@@ -99,8 +22,8 @@ pub struct FlowReader {
 impl FlowReader {
     pub fn open(fs: &BpfFs) -> Result<Self> {
         Ok(FlowReader {
-            flows: open_shared_map(fs, FLOWS_MAP)?,
-            counters: open_shared_map(fs, COUNTERS_MAP)?,
+            flows: fs.open_map(maps::FLOWS)?,
+            counters: fs.open_map(maps::COUNTERS)?,
         })
     }
 
@@ -125,7 +48,7 @@ impl FlowReader {
             match self.flows.lookup(&key, MapFlags::ANY) {
                 Ok(Some(v)) => {
                     if let Some(raw) = abi::from_bytes::<RawFlow>(&v) {
-                        out.push(Flow { id, raw });
+                        out.push(Flow::decode(id, &raw));
                     }
                 }
                 Ok(None) => {}
@@ -179,7 +102,7 @@ impl FlowReader {
             };
             for i in 0..(count as usize).min(BATCH) {
                 if let Some(raw) = abi::from_bytes::<RawFlow>(&vals[i * vsize..(i + 1) * vsize]) {
-                    out.push(Flow { id: keys[i], raw });
+                    out.push(Flow::decode(keys[i], &raw));
                 }
             }
             match errno {
@@ -193,23 +116,41 @@ impl FlowReader {
     }
 
     /// Counters of one CCA.
-    pub fn counters(&self, cca: Cca) -> Result<RawCounters> {
+    pub fn counters(&self, cca: Cca) -> Result<Counters> {
         let key = cca.abi_id().to_ne_bytes();
         let v = self
             .counters
             .lookup(&key, MapFlags::ANY)
             .map_err(|e| Error::bpf("read counters", e))?
             .unwrap_or_default();
-        Ok(abi::from_bytes::<RawCounters>(&v).unwrap_or_default())
+        Ok(abi::from_bytes::<RawCounters>(&v)
+            .map(|r| Counters::decode(&r))
+            .unwrap_or_default())
     }
 }
 
 /// Sockets currently using `cca`: flows initialised minus flows released.
 /// Exact even when the per-flow map is full (the counters do not depend on it).
 pub fn live_sockets(fs: &BpfFs, cca: Cca) -> Result<u64> {
-    if !fs.map_pin(COUNTERS_MAP).exists() {
+    if !fs.map_pin(maps::COUNTERS).exists() {
         return Ok(0);
     }
-    let c = FlowReader::open(fs)?.counters(cca)?;
-    Ok(c.flows_started.saturating_sub(c.flows_released))
+    Ok(FlowReader::open(fs)?.counters(cca)?.sockets())
+}
+
+/// Write `flows` into the installation's per-flow map, each under its id, as
+/// a CCA would export them: for benchmarks and tests that fill the map with
+/// synthetic flows (see `lifecycle::create_shared_maps`).
+#[doc(hidden)]
+pub fn write_synthetic(fs: &BpfFs, flows: &[Flow]) -> Result<()> {
+    let map = fs.open_map(maps::FLOWS)?;
+    for f in flows {
+        map.update(
+            &f.id.to_ne_bytes(),
+            &abi::to_bytes(&f.encode()),
+            MapFlags::ANY,
+        )
+        .map_err(|e| Error::bpf("write synthetic flow", e))?;
+    }
+    Ok(())
 }

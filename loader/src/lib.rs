@@ -12,10 +12,15 @@
 //! 5. **update** the link in place with a newer build (swap);
 //! 6. **unregister** by removing the pin.
 //!
-//! Around that: [`Cca`] names what can be loaded, [`BpfFs`] where state lives,
-//! [`preflight`] what the host must offer, [`flows`] reads the per-flow
-//! export, and [`abi`] holds the Rust mirror of `bpf/include/rttfair_abi.h`,
-//! generated from BTF.
+//! Below the lifecycle, modules that import nothing above them: [`cca`]
+//! names what can be loaded, [`objects`] holds the embedded BPF objects,
+//! [`bpffs`] says where pins live, [`abi`] mirrors `bpf/include/rttfair_abi.h`
+//! (generated from BTF; raw records private) and names the shared maps,
+//! [`export`] gives the exported records their meaning, once ([`Flow`]),
+//! [`flows`] reads them from the pinned maps, and [`preflight`] checks what
+//! the host must offer. Beside it: [`tunables`], [`migrate`], [`cgroup`],
+//! [`sockets`] (connections on kernel CCAs) and [`fairness`] (Jain's index
+//! and friends, shared by the daemon and the lab).
 
 /// A libbpf-cargo skeleton that build.rs generated, as a private module
 /// (generated code, so exempt from the crate's lints).
@@ -39,11 +44,15 @@ pub mod bpffs;
 pub mod cca;
 pub mod cgroup;
 pub mod error;
+pub mod export;
+pub mod fairness;
 pub mod flows;
 pub mod kernel;
 pub mod lifecycle;
-pub mod math;
+#[cfg(test)]
+mod math;
 pub mod migrate;
+pub mod objects;
 pub mod preflight;
 pub mod sockets;
 pub mod tunables;
@@ -51,3 +60,4 @@ pub mod tunables;
 pub use bpffs::BpfFs;
 pub use cca::Cca;
 pub use error::{Error, Result};
+pub use export::Flow;

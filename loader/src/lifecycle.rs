@@ -13,38 +13,11 @@ use std::time::Duration;
 
 use libbpf_rs::{Link, MapCore, MapHandle, Object, ObjectBuilder, OpenObject, PrintLevel};
 
+use crate::abi::maps;
 use crate::bpffs::BpfFs;
 use crate::cca::Cca;
 use crate::error::{Error, Result};
-use crate::{kernel, preflight};
-
-/// The compiled objects, embedded at build time by build.rs.
-pub(crate) mod objects {
-    pub static BBR1: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/bbr1.bpf.o"));
-    pub static FAIRTT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/fairtt.bpf.o"));
-    pub static ADBBR: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/adbbr.bpf.o"));
-    pub static QFAIR: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/qfair.bpf.o"));
-    pub static BBR_NATIVE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/bbr_native.bpf.o"));
-}
-
-/// BPF objects the lab uses (not congestion controls).
-pub mod lab_objects {
-    /// tc ingress program dropping packets at random per source address.
-    pub static RANDOM_LOSS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/lab_loss.bpf.o"));
-}
-
-/// Objects for tests of the failure paths (not CCAs anyone should load).
-#[doc(hidden)]
-pub mod testdata {
-    /// Defines `bbr1_ops` with a write the verifier refuses.
-    pub static REJECTED_BY_VERIFIER: &[u8] =
-        include_bytes!(concat!(env!("OUT_DIR"), "/testdata_reject.bpf.o"));
-}
-
-/// Name of the shared per-flow map (versioned with the ABI).
-pub const FLOWS_MAP: &str = crate::abi::map_name!("rttfair_flows");
-/// Name of the shared per-CCA counters map.
-pub const COUNTERS_MAP: &str = crate::abi::map_name!("rttfair_counters");
+use crate::{flows, kernel, objects, preflight};
 
 /// Knobs of a load that matter only when the shared maps are first created.
 #[derive(Debug, Clone, Default)]
@@ -93,14 +66,14 @@ pub fn open(cca: Cca, fs: &BpfFs, opts: &LoadOptions) -> Result<Opened> {
         .pin_root_path(fs.maps_dir())
         .map_err(|e| Error::bpf("set pin root", e))?;
     let mut obj = builder
-        .open_memory(opts.object.as_deref().unwrap_or(cca.object()))
+        .open_memory(opts.object.as_deref().unwrap_or(objects::cca(cca)))
         .map_err(|e| Error::bpf(format!("open {cca} object"), e))?;
     for mut map in obj.maps_mut() {
         let name = map.name().to_string_lossy().into_owned();
         let pin = fs.map_pin(&name);
         if pin.exists() {
             check_pinned_map_matches(&pin, map.map_type(), map.key_size(), map.value_size())?;
-        } else if name == FLOWS_MAP {
+        } else if name == maps::FLOWS {
             if let Some(n) = opts.flows_max {
                 map.set_max_entries(n)
                     .map_err(|e| Error::bpf("set flow map size", e))?;
@@ -319,7 +292,7 @@ pub fn update(cca: Cca, fs: &BpfFs, opts: &LoadOptions) -> Result<SwapReport> {
         });
     }
     let _lock = fs.lock(Duration::from_secs(10))?;
-    let sockets_on_previous = crate::flows::live_sockets(fs, cca).unwrap_or(0);
+    let sockets_on_previous = flows::live_sockets(fs, cca).unwrap_or(0);
     let mut loaded = open(cca, fs, opts)?.load()?;
     let link = Link::open(&pin).map_err(|e| Error::bpf(format!("open {}", pin.display()), e))?;
     let ops = cca.ops_map();
@@ -369,7 +342,7 @@ pub fn unregister(cca: Cca, fs: &BpfFs, force: bool) -> Result<()> {
     }
     let _lock = fs.lock(Duration::from_secs(10))?;
     if !force {
-        let sockets = crate::flows::live_sockets(fs, cca).unwrap_or(0);
+        let sockets = flows::live_sockets(fs, cca).unwrap_or(0);
         if sockets > 0 {
             return Err(Error::InUse {
                 cca: cca.to_string(),
@@ -452,11 +425,6 @@ pub fn inspect_programs(cca: Cca, scratch: &BpfFs) -> Result<Vec<ProgramStats>> 
     })();
     remove_shared_maps(scratch);
     res
-}
-
-/// The embedded object of a CCA (for size reports).
-pub fn object_bytes(cca: Cca) -> &'static [u8] {
-    cca.object()
 }
 
 /// Create (or reuse) the installation's shared maps without registering any

@@ -1,10 +1,11 @@
-//! The BPF programs' fixed-point math, callable from Rust.
+//! Tests of the BPF programs' fixed-point math against f64 references.
 //!
 //! `bpf/include/fairtt_math.h` and `adbbr_math.h` are compiled for the host
 //! by build.rs (`bpf/host/math_host.c`), so what these wrappers run is the
 //! exact source the CCAs run in the kernel. The tests compare it with an f64
-//! reference of each equation on edge cases and on random inputs. The
-//! wrappers are also what `rttfairctl` uses to explain a tunable's effect.
+//! reference of each equation on edge cases and on random inputs. Nothing
+//! outside the tests calls the wrappers, so the module is built for tests
+//! only.
 
 mod ffi {
     extern "C" {

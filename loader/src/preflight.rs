@@ -49,19 +49,6 @@ pub fn check_can_register(what: &str) -> Result<()> {
     }
 }
 
-/// Reading pinned maps needs CAP_BPF (or CAP_SYS_ADMIN) and access to bpffs.
-pub fn check_can_read(what: &str) -> Result<()> {
-    let caps = effective_caps();
-    if has(caps, CAP_BPF) || has(caps, CAP_SYS_ADMIN) {
-        Ok(())
-    } else {
-        Err(Error::NotPrivileged {
-            what: what.to_string(),
-            missing: "CAP_BPF".into(),
-        })
-    }
-}
-
 /// The kernel must expose its BTF. `RTTFAIR_KERNEL_BTF` overrides the path
 /// (to test the failure on a host that has BTF).
 pub fn check_btf() -> Result<()> {

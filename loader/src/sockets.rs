@@ -12,11 +12,10 @@ use std::io::Read;
 
 use libbpf_rs::{Link, Object, ObjectBuilder};
 
-use crate::abi::{self, RawFlow, RawSock};
+use crate::abi::{self, RawSock};
 use crate::error::{Error, Result};
-use crate::flows::Flow;
-
-static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/sockets.bpf.o"));
+use crate::export::Flow;
+use crate::objects;
 
 /// One connection on a kernel CCA.
 #[derive(Debug, Clone)]
@@ -25,20 +24,13 @@ pub struct NativeSocket {
     pub cookie: u64,
     /// Name of its congestion control.
     pub cca: String,
-    /// Its state, in the shape of rttfair's per-flow export (see the field
-    /// notes on `struct rttfair_sock` in rttfair_abi.h for what is filled).
-    pub raw: RawFlow,
+    /// Its state, in the shape of rttfair's per-flow export, with the cookie
+    /// as id and `cca` None (see the field notes on `struct rttfair_sock` in
+    /// rttfair_abi.h for what is filled).
+    pub flow: Flow,
 }
 
 impl NativeSocket {
-    /// The same view as a project flow (addresses, ports, rates).
-    pub fn as_flow(&self) -> Flow {
-        Flow {
-            id: self.cookie,
-            raw: self.raw,
-        }
-    }
-
     /// Whether the CCA's own model filled BtlBw, mode and gains (native bbr).
     pub fn has_bbr_model(&self) -> bool {
         self.cca == "bbr"
@@ -55,7 +47,7 @@ impl SocketReader {
     /// Load and attach the iterator (needs CAP_BPF and CAP_PERFMON).
     pub fn open() -> Result<Self> {
         let object = ObjectBuilder::default()
-            .open_memory(OBJECT)
+            .open_memory(objects::SOCKETS)
             .map_err(|e| Error::bpf("open socket iterator", e))?
             .load()
             .map_err(|e| Error::bpf("load socket iterator", e))?;
@@ -100,7 +92,7 @@ fn parse(bytes: &[u8]) -> Vec<NativeSocket> {
             NativeSocket {
                 cookie: r.cookie,
                 cca: String::from_utf8_lossy(&name).into_owned(),
-                raw: r.flow,
+                flow: Flow::decode(r.cookie, &r.flow),
             }
         })
         .collect()
@@ -124,7 +116,7 @@ mod tests {
         let v = parse(&bytes);
         assert_eq!(v.len(), 1);
         assert_eq!(
-            (v[0].cookie, v[0].cca.as_str(), v[0].raw.sport),
+            (v[0].cookie, v[0].cca.as_str(), v[0].flow.local.port()),
             (42, "cubic", 5201)
         );
     }

@@ -7,11 +7,10 @@
 
 use libbpf_rs::{MapCore, MapFlags};
 
-use crate::abi::{RawAdbbrTunables, RawFairttTunables, RawQfairTunables};
+use crate::abi::{maps, RawAdbbrTunables, RawFairttTunables, RawQfairTunables};
 use crate::bpffs::BpfFs;
 use crate::cca::Cca;
 use crate::error::{Error, Result};
-use crate::flows::open_shared_map;
 
 /// How a tunable is stored: the user's number times `scale` as a u32.
 #[derive(Debug, Clone, Copy)]
@@ -43,16 +42,13 @@ macro_rules! field {
 fn tunables_map(cca: Cca) -> Option<(&'static str, usize)> {
     use std::mem::size_of;
     match cca {
-        Cca::Fairtt => Some((FAIRTT_MAP, size_of::<RawFairttTunables>())),
-        Cca::Adbbr => Some((ADBBR_MAP, size_of::<RawAdbbrTunables>())),
-        Cca::Qfair => Some((QFAIR_MAP, size_of::<RawQfairTunables>())),
+        Cca::Fairtt => Some((maps::FAIRTT_TUNABLES, size_of::<RawFairttTunables>())),
+        Cca::Adbbr => Some((maps::ADBBR_TUNABLES, size_of::<RawAdbbrTunables>())),
+        Cca::Qfair => Some((maps::QFAIR_TUNABLES, size_of::<RawQfairTunables>())),
         Cca::Bbr1 | Cca::BbrNative => None,
     }
 }
 
-const FAIRTT_MAP: &str = crate::abi::map_name!("fairtt_tunables");
-const ADBBR_MAP: &str = crate::abi::map_name!("adbbr_tunables");
-const QFAIR_MAP: &str = crate::abi::map_name!("qfair_tunables");
 
 /// Every tunable of every CCA.
 pub const ALL: &[Tunable] = &[
@@ -179,7 +175,7 @@ fn open_map(fs: &BpfFs, t: &Tunable) -> Result<libbpf_rs::MapHandle> {
             cca: format!("{} (its tunables live in its pinned map)", t.cca),
         });
     }
-    open_shared_map(fs, t.map_name())
+    fs.open_map(t.map_name())
 }
 
 /// Current values of every tunable of `cca` (or all loaded CCAs).

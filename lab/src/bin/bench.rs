@@ -6,7 +6,6 @@
 use std::time::Duration;
 
 use anyhow::{bail, Result};
-use libbpf_rs::MapCore;
 use rttfair_lab::ccas::CcaSession;
 use rttfair_lab::iperf::{self, ClientSpec};
 use rttfair_lab::link;
@@ -75,7 +74,7 @@ fn verifier() -> Result<()> {
 }
 
 fn cca_object_size(cca: Cca) -> usize {
-    rttfair_loader::lifecycle::object_bytes(cca).len()
+    rttfair_loader::objects::cca(cca).len()
 }
 
 /// Native bbr vs the project CCAs, one flow over a veth pair with no
@@ -385,7 +384,7 @@ fn soak(args: &[String]) -> Result<()> {
         let entries = FlowReader::open(&fs)?
             .flows()?
             .into_iter()
-            .filter(|f| f.cca() == Some(cca))
+            .filter(|f| f.cca == Some(cca))
             .count() as u64;
         let leaked = live + entries;
         leaked_total += leaked;
@@ -418,8 +417,9 @@ fn soak(args: &[String]) -> Result<()> {
 /// Scrape latency and RSS of `rttfairctl daemon` with 1k and 10k synthetic
 /// flows in the map, and its idle CPU at one scrape per second.
 fn daemon_bench() -> Result<()> {
-    use rttfair_loader::abi::{self, RawFlow};
-    use rttfair_loader::lifecycle::{create_shared_maps, LoadOptions, FLOWS_MAP};
+    use rttfair_loader::flows::write_synthetic;
+    use rttfair_loader::lifecycle::{create_shared_maps, LoadOptions};
+    use rttfair_loader::Flow;
     use std::io::{Read, Write};
 
     let ctl = std::env::current_exe()?.with_file_name("rttfairctl");
@@ -463,27 +463,25 @@ fn daemon_bench() -> Result<()> {
             cfg: cfg.clone(),
             child: None,
         };
-        let map = libbpf_rs::MapHandle::from_pinned_path(fs.map_pin(FLOWS_MAP))?;
-        for i in 0..n as u64 {
-            let mut f = RawFlow::default();
-            f.abi_version = abi::ABI_VERSION;
-            f.cca = (1 + i % 3) as u8;
-            f.family = 2;
-            f.saddr[..4].copy_from_slice(&[10, 10, (i >> 8) as u8, i as u8]);
-            f.daddr[..4].copy_from_slice(&[10, 20, 0, (i % 200) as u8]);
-            f.sport = 10_000 + (i % 50_000) as u16;
-            f.dport = 5201;
-            f.btlbw_bps = 1_250_000 + i;
-            f.min_rtt_us = 10_000 + (i % 100) as u32;
-            f.delivered_bytes = i * 1000;
-            f.first_ns = 1;
-            f.last_ns = 1_000_000_000 + i;
-            map.update(
-                &(i + 1).to_ne_bytes(),
-                &abi::to_bytes(&f),
-                libbpf_rs::MapFlags::ANY,
-            )?;
-        }
+        let flows: Vec<Flow> = (0..n as u64)
+            .map(|i| Flow {
+                id: i + 1,
+                cca: Some(Cca::ALL[(i % 3) as usize]),
+                local: (
+                    [10, 10, (i >> 8) as u8, i as u8],
+                    10_000 + (i % 50_000) as u16,
+                )
+                    .into(),
+                peer: ([10, 20, 0, (i % 200) as u8], 5201).into(),
+                btlbw_bps: 1_250_000 + i,
+                min_rtt: Duration::from_micros(10_000 + i % 100),
+                delivered_bytes: i * 1000,
+                started_at: Duration::from_nanos(1),
+                exported_at: Duration::from_nanos(1_000_000_000 + i),
+                ..Flow::default()
+            })
+            .collect();
+        write_synthetic(&fs, &flows)?;
         let port = std::net::TcpListener::bind("127.0.0.1:0")?
             .local_addr()?
             .port();
@@ -575,7 +573,6 @@ fn daemon_bench() -> Result<()> {
                 cpu / t0.elapsed().as_secs_f64() * 100.0
             );
         }
-        drop(map);
         drop(cleanup);
     }
     Ok(())

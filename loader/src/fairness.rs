@@ -1,10 +1,13 @@
-//! Fairness and performance metrics: the one place they are computed.
+//! Fairness and performance metrics: the one place they are computed, for the
+//! daemon's live gauges and the lab's results alike (so a scrape and a lab
+//! summary can never disagree on what "Jain's index" means).
 //!
-//! Definitions follow seed 000 (the shallow-buffer study) where it gives them:
+//! Definitions follow the shallow-buffer study of BBR's RTT fairness that the
+//! lab's `shallow-*` scenarios reproduce, where it gives them:
 //! - Jain's index (RFC 5166): (sum x)^2 / (n * sum x^2), 1 = perfectly fair.
 //! - STDR, symmetric throughput difference ratio of flow (group) 1 against
 //!   flow (group) 2: (x1 - x2) / (x1 + x2), in [-1, 1]; +1 when 1 takes all.
-//!   (The seed prints the formula as an image; this is the form whose range
+//!   (The study prints the formula as an image; this is the form whose range
 //!   and sign match its description.)
 //! - RTS, relative throughput share of group g: (T_g / n_g) / mean, as a
 //!   ratio (1.0 = its proportional share).
@@ -52,6 +55,7 @@ pub fn throughput_ratio(a: f64, b: f64) -> f64 {
     }
 }
 
+/// Arithmetic mean; 0.0 for an empty set.
 pub fn mean(x: &[f64]) -> f64 {
     if x.is_empty() {
         0.0

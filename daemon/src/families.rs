@@ -1,0 +1,243 @@
+//! Every metric family the daemon exports, as data: one table ([`FAMILIES`])
+//! of name, help, unit, type and how to read the value from a flow or from
+//! the scrape's aggregates. Registration order, encoding ([`crate::encode`])
+//! and the reference in `docs/metrics.md` ([`reference`]) all come from it,
+//! so a new family is one entry and the docs cannot drift (a unit test
+//! compares the file with the generated text).
+
+use prometheus_client::metrics::MetricType;
+use rttfair_loader::export::{Counters, Flow};
+
+use crate::snapshot::{FlowSample, Snapshot};
+
+/// Which flows a per-flow family covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Covers {
+    /// Every exported flow, project CCAs' and kernel CCAs' alike.
+    All,
+    /// Flows with a BBR model: the project CCAs' and native bbr's.
+    Model,
+    /// The project CCAs' own exports only.
+    Project,
+}
+
+impl Covers {
+    /// Whether the family has a series for `s`.
+    pub fn includes(self, s: &FlowSample) -> bool {
+        match self {
+            Covers::All => true,
+            Covers::Model => s.has_model(),
+            Covers::Project => s.is_project(),
+        }
+    }
+
+    fn doc(self) -> &'static str {
+        match self {
+            Covers::All => "every flow",
+            Covers::Model => "flows with a BBR model",
+            Covers::Project => "project CCAs' flows",
+        }
+    }
+}
+
+/// Where a family's samples come from.
+pub enum Source {
+    /// One series per flow: 1, with the 4-tuple, destination group and
+    /// netns as labels (joined to the other families on `flow` in PromQL).
+    FlowInfo,
+    /// One series per covered flow for which `value` gives a number.
+    Flow(Covers, fn(&FlowSample) -> Option<f64>),
+    /// One series per covered flow with an extra label `label` holding the
+    /// flow's current state, value 1 (not a state set: one line per flow).
+    FlowState(Covers, &'static str, fn(&Flow) -> Option<&'static str>),
+    /// Per project CCA, from its host-wide counters.
+    Counters(fn(&Counters) -> f64),
+    /// Per project CCA: 1 if this installation registered it.
+    Loaded,
+    /// Per CCA, over the throughputs of its active flows.
+    PerCca(fn(&[f64]) -> f64),
+    /// Per CCA and destination group, over the throughputs of its active flows.
+    PerGroup(fn(&[f64]) -> f64),
+    /// One unlabelled value for the whole host.
+    Host(fn(&Snapshot) -> f64),
+}
+
+impl Source {
+    /// The labels its series carry, for the reference.
+    fn labels(&self) -> String {
+        match self {
+            Source::FlowInfo => {
+                "cca, flow, local_addr, local_port, peer_addr, peer_port, group, netns".into()
+            }
+            Source::Flow(..) => "cca, flow".into(),
+            Source::FlowState(_, label, _) => format!("cca, flow, {label}"),
+            Source::Counters(_) | Source::Loaded | Source::PerCca(_) => "cca".into(),
+            Source::PerGroup(_) => "cca, group".into(),
+            Source::Host(_) => String::new(),
+        }
+    }
+
+    /// The series it has, for the reference.
+    fn scope(&self) -> &'static str {
+        match self {
+            Source::FlowInfo => "every flow",
+            Source::Flow(c, _) | Source::FlowState(c, _, _) => c.doc(),
+            Source::Counters(_) | Source::Loaded => "per project CCA",
+            Source::PerCca(_) => "per CCA with active flows",
+            Source::PerGroup(_) => "per CCA and destination group",
+            Source::Host(_) => "host",
+        }
+    }
+}
+
+/// One metric family.
+pub struct Family {
+    /// The family's name as exposed (counters get `_total` appended by the
+    /// encoder). The unit is part of the name, Prometheus style.
+    pub name: &'static str,
+    pub help: &'static str,
+    /// The unit, for the reference ("" for counts and ratios without one).
+    pub unit: &'static str,
+    pub ty: MetricType,
+    pub source: Source,
+}
+
+use MetricType::{Counter, Gauge};
+
+fn secs(d: std::time::Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+/// Every family, in exposition order.
+#[rustfmt::skip]
+pub static FAMILIES: &[Family] = &[
+    // Per flow: the BBR core every project CCA shares.
+    Family { name: "rttfair_flow_info", help: "Identity of an exported flow (always 1): 4-tuple, destination group and network namespace inode, keyed by flow", unit: "", ty: Gauge, source: Source::FlowInfo },
+    Family { name: "rttfair_flow_btlbw_bytes_per_second", help: "BBR bottleneck bandwidth estimate (windowed max delivery rate) of the flow", unit: "bytes/s", ty: Gauge, source: Source::Flow(Covers::Model, |s| Some(s.flow.btlbw_bps as f64)) },
+    Family { name: "rttfair_flow_min_rtt_seconds", help: "Minimum RTT of the flow: BBR's RTprop estimate for rttfair's CCAs and native bbr, the kernel's windowed min RTT for other kernel CCAs", unit: "seconds", ty: Gauge, source: Source::Flow(Covers::All, |s| Some(secs(s.flow.min_rtt))) },
+    Family { name: "rttfair_flow_last_rtt_seconds", help: "RTT of the flow's latest rate sample", unit: "seconds", ty: Gauge, source: Source::Flow(Covers::Project, |s| Some(secs(s.flow.last_rtt))) },
+    Family { name: "rttfair_flow_smoothed_rtt_seconds", help: "Kernel smoothed RTT (srtt) of the flow", unit: "seconds", ty: Gauge, source: Source::Flow(Covers::All, |s| Some(secs(s.flow.srtt))) },
+    Family { name: "rttfair_flow_cwnd_segments", help: "Congestion window of the flow, in segments", unit: "segments", ty: Gauge, source: Source::Flow(Covers::All, |s| Some(s.flow.cwnd as f64)) },
+    Family { name: "rttfair_flow_pacing_rate_bytes_per_second", help: "Pacing rate of the flow", unit: "bytes/s", ty: Gauge, source: Source::Flow(Covers::All, |s| Some(s.flow.pacing_rate_bps as f64)) },
+    Family { name: "rttfair_flow_pacing_gain_ratio", help: "BBR pacing gain in effect (1 = BtlBw)", unit: "ratio", ty: Gauge, source: Source::Flow(Covers::Model, |s| Some(s.flow.pacing_gain)) },
+    Family { name: "rttfair_flow_cwnd_gain_ratio", help: "BBR cwnd gain in effect (x BDP)", unit: "ratio", ty: Gauge, source: Source::Flow(Covers::Model, |s| Some(s.flow.cwnd_gain)) },
+    Family { name: "rttfair_flow_mode", help: "BBR state of the flow: the series with the current mode label is 1", unit: "", ty: Gauge, source: Source::FlowState(Covers::Model, "mode", |f| Some(f.mode.name())) },
+    Family { name: "rttfair_flow_delivered_bytes", help: "Bytes the flow delivered (acknowledged)", unit: "bytes", ty: Counter, source: Source::Flow(Covers::All, |s| Some(s.flow.delivered_bytes as f64)) },
+    Family { name: "rttfair_flow_retransmitted_bytes", help: "Bytes the flow retransmitted", unit: "bytes", ty: Counter, source: Source::Flow(Covers::All, |s| Some(s.flow.retrans_bytes as f64)) },
+    Family { name: "rttfair_flow_probe_rtt_entries", help: "ProbeRTT entries of the flow", unit: "", ty: Counter, source: Source::Flow(Covers::Project, |s| Some(s.flow.probe_rtt_entries as f64)) },
+    Family { name: "rttfair_flow_throughput_bytes_per_second", help: "Delivery rate of the flow between its two latest exports seen by scrapes", unit: "bytes/s", ty: Gauge, source: Source::Flow(Covers::All, |s| Some(s.rate)) },
+    // Per flow: FaiRTT.
+    Family { name: "rttfair_fairtt_alpha_seconds", help: "FaiRTT RTT fairness threshold alpha_t (Eq. 5)", unit: "seconds", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.fairtt().map(|f| secs(f.alpha))) },
+    Family { name: "rttfair_fairtt_bdp_coefficient_ratio", help: "FaiRTT BDP coefficient minRTT*gamma/lastRTT applied (1 = none)", unit: "ratio", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.fairtt().map(|f| f.coefficient)) },
+    Family { name: "rttfair_fairtt_wfcount", help: "FaiRTT Wfcount: distinct minRTT classes the flow saw active", unit: "", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.fairtt().map(|f| f.wfcount as f64)) },
+    Family { name: "rttfair_fairtt_adjust_active", help: "1 while FaiRTT's BDP reduction applies to the flow", unit: "", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.fairtt().map(|f| f.active as u8 as f64)) },
+    // Per flow: Ad-BBR.
+    Family { name: "rttfair_adbbr_nrtt_seconds", help: "Ad-BBR reference RTT nRTT (Alg. 1)", unit: "seconds", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.adbbr().map(|a| secs(a.nrtt))) },
+    Family { name: "rttfair_adbbr_pacing_factor_ratio", help: "Ad-BBR pacing factor applied (1 = none; 1/beta or gamma)", unit: "ratio", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.adbbr().map(|a| a.factor)) },
+    Family { name: "rttfair_adbbr_rtt_stddev_seconds", help: "Ad-BBR standard deviation of the RTT history (Alg. 3)", unit: "seconds", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.adbbr().map(|a| secs(a.rtt_std))) },
+    Family { name: "rttfair_adbbr_regime", help: "Ad-BBR rate regulation regime (Alg. 2): the series with the current regime label is 1", unit: "", ty: Gauge, source: Source::FlowState(Covers::Project, "regime", |f| f.adbbr().map(|a| a.regime.name())) },
+    // Per flow: qfair.
+    Family { name: "rttfair_qfair_alpha_packets", help: "qfair backlog target alpha of the flow", unit: "packets", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.qfair().map(|q| q.alpha_pkts)) },
+    Family { name: "rttfair_qfair_backlog_packets", help: "qfair estimate of the flow's own backlog at the bottleneck (a^ = x^ q^)", unit: "packets", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.qfair().map(|q| q.backlog_pkts)) },
+    Family { name: "rttfair_qfair_qdelay_seconds", help: "qfair queueing delay estimate q^ = D - R^", unit: "seconds", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.qfair().map(|q| secs(q.qdelay))) },
+    Family { name: "rttfair_qfair_standing_rtt_seconds", help: "qfair standing RTT D (mean of 8 ms bucket minima)", unit: "seconds", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.qfair().map(|q| secs(q.standing_rtt))) },
+    Family { name: "rttfair_qfair_rate_bytes_per_second", help: "qfair smoothed per-round delivery rate x^", unit: "bytes/s", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.qfair().map(|q| q.rate_bps as f64)) },
+    Family { name: "rttfair_qfair_gain_ratio", help: "qfair rate correction g of the last round (1 = none)", unit: "ratio", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.qfair().map(|q| q.gain)) },
+    Family { name: "rttfair_qfair_target_cwnd_segments", help: "qfair target window w = g x^ R^ + alpha", unit: "segments", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.qfair().map(|q| q.target_cwnd as f64)) },
+    Family { name: "rttfair_qfair_competitive", help: "1 while the qfair flow is in competitive mode (a queue it does not own)", unit: "", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.qfair().map(|q| q.competitive as u8 as f64)) },
+    Family { name: "rttfair_qfair_pacing_floor", help: "1 when the qfair window is below 6 packets, so pacing rather than cwnd limits the flow", unit: "", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.qfair().map(|q| q.pacing_floor as u8 as f64)) },
+    Family { name: "rttfair_qfair_drains_ok", help: "qfair synchronised drains that emptied the queue", unit: "", ty: Counter, source: Source::Flow(Covers::Project, |s| s.flow.qfair().map(|q| q.drains_ok as f64)) },
+    Family { name: "rttfair_qfair_drains_failed", help: "qfair drains that did not empty the queue (a queue qfair does not own)", unit: "", ty: Counter, source: Source::Flow(Covers::Project, |s| s.flow.qfair().map(|q| q.drains_failed as f64)) },
+    // Host level.
+    Family { name: "rttfair_cca_loaded", help: "1 if the CCA is registered by this installation", unit: "", ty: Gauge, source: Source::Loaded },
+    Family { name: "rttfair_sockets", help: "Sockets currently using the CCA (init minus release)", unit: "", ty: Gauge, source: Source::Counters(|c| c.sockets() as f64) },
+    Family { name: "rttfair_flows_started", help: "Flows the CCA initialised", unit: "", ty: Counter, source: Source::Counters(|c| c.flows_started as f64) },
+    Family { name: "rttfair_export_failed", help: "Flows that could not get a per-flow export entry (map full); they are still controlled", unit: "", ty: Counter, source: Source::Counters(|c| c.export_failed as f64) },
+    Family { name: "rttfair_probe_rtt_entries", help: "ProbeRTT entries, all flows of the CCA", unit: "", ty: Counter, source: Source::Counters(|c| c.probe_rtt_entries as f64) },
+    Family { name: "rttfair_flow_map_capacity", help: "Capacity of the per-flow export map", unit: "entries", ty: Gauge, source: Source::Host(|s| s.capacity as f64) },
+    Family { name: "rttfair_flows_exported", help: "Per-flow series in this scrape", unit: "", ty: Gauge, source: Source::Host(|s| s.flows.len() as f64) },
+    Family { name: "rttfair_flows_omitted", help: "Flows left out of scrapes by the max_flows cap", unit: "", ty: Counter, source: Source::Host(|s| s.omitted_total as f64) },
+    Family { name: "rttfair_flows_omitted_last_scrape", help: "Flows left out of this scrape by the max_flows cap", unit: "", ty: Gauge, source: Source::Host(|s| s.omitted as f64) },
+    Family { name: "rttfair_native_flows_readable", help: "1 if connections on kernel CCAs (cubic, native bbr) could be read this scrape", unit: "", ty: Gauge, source: Source::Host(|s| s.native_readable.is_ok() as u8 as f64) },
+    Family { name: "rttfair_maps_present", help: "1 if the pinned maps exist (some CCA was loaded)", unit: "", ty: Gauge, source: Source::Host(|s| s.maps_present as u8 as f64) },
+    Family { name: "rttfair_previous_scrape_duration_seconds", help: "Time the previous scrape spent reading the maps", unit: "seconds", ty: Gauge, source: Source::Host(|s| s.previous_scrape_seconds) },
+    // Fairness: of per-flow throughput, over the flows with a sample.
+    Family { name: "rttfair_jain_index_ratio", help: "Jain's fairness index of per-flow throughput over the CCA's active flows (1 = fair)", unit: "ratio", ty: Gauge, source: Source::PerCca(rttfair_loader::fairness::jain) },
+    Family { name: "rttfair_group_jain_index_ratio", help: "Jain's index of per-flow throughput within a destination group", unit: "ratio", ty: Gauge, source: Source::PerGroup(rttfair_loader::fairness::jain) },
+    Family { name: "rttfair_active_flows", help: "Flows with a throughput sample, per CCA", unit: "", ty: Gauge, source: Source::PerCca(|v| v.len() as f64) },
+];
+
+/// The name a family's samples carry (counters end in `_total`).
+pub fn exposed_name(f: &Family) -> String {
+    match f.ty {
+        MetricType::Counter => format!("{}_total", f.name),
+        _ => f.name.to_string(),
+    }
+}
+
+/// The metrics reference, `docs/metrics.md`, generated from [`FAMILIES`].
+pub fn reference() -> String {
+    use std::fmt::Write;
+    let mut s = String::from(
+        "# Metrics reference\n\n\
+         Generated from the daemon's family table (`daemon/src/families.rs`);\n\
+         do not edit by hand: `RTTFAIR_BLESS=1 cargo test -p rttfair-daemon\n\
+         metrics_reference` rewrites it, and the same test fails while it is\n\
+         stale.\n\n\
+         Per-flow series carry only `cca` and `flow`; the 4-tuple, destination\n\
+         group and network namespace are labels of `rttfair_flow_info`, to be\n\
+         joined in PromQL:\n\n\
+         ```\n\
+         rttfair_flow_min_rtt_seconds * on(flow) group_left(peer_addr) rttfair_flow_info\n\
+         ```\n\n\
+         Connections on kernel CCAs (when `native_flows` is set) have `flow`\n\
+         labels `sk<cookie>` and their CCA's name as `cca`.\n\n\
+         | name | type | unit | labels | series | help |\n\
+         |---|---|---|---|---|---|\n",
+    );
+    for f in FAMILIES {
+        let ty = match f.ty {
+            MetricType::Counter => "counter",
+            _ => "gauge",
+        };
+        let _ = writeln!(
+            s,
+            "| `{}` | {ty} | {} | {} | {} | {} |",
+            exposed_name(f),
+            f.unit,
+            f.source.labels(),
+            f.source.scope(),
+            f.help
+        );
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// docs/metrics.md is the generated reference; set RTTFAIR_BLESS=1 to
+    /// rewrite it after changing the table.
+    #[test]
+    fn metrics_reference_is_up_to_date() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/metrics.md");
+        let want = reference();
+        if std::env::var_os("RTTFAIR_BLESS").is_some() {
+            std::fs::write(path, &want).unwrap();
+        }
+        let have = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            have == want,
+            "docs/metrics.md is stale: run RTTFAIR_BLESS=1 cargo test -p rttfair-daemon metrics_reference"
+        );
+    }
+
+    #[test]
+    fn family_names_are_unique() {
+        let mut names: Vec<&str> = FAMILIES.iter().map(|f| f.name).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), FAMILIES.len());
+    }
+}

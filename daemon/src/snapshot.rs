@@ -1,0 +1,84 @@
+//! One scrape's worth of data, read and labelled before anything is encoded:
+//! what the family table ([`crate::families`]) reads its values from.
+
+use std::collections::BTreeMap;
+
+use rttfair_loader::export::Counters;
+use rttfair_loader::{Cca, Flow};
+
+use crate::labels::FlowLabels;
+
+/// Whose flow an exported entry is.
+#[derive(Debug, Clone)]
+pub enum Kind {
+    /// A project CCA's own export.
+    Project,
+    /// A connection on a kernel CCA; `model` when the CCA is native bbr,
+    /// whose BtlBw, RTprop, mode and gains were read from its state.
+    Native { cca: String, model: bool },
+}
+
+/// One flow of a scrape.
+#[derive(Debug)]
+pub struct FlowSample {
+    pub flow: Flow,
+    /// Delivery rate between the flow's two latest exports seen, bytes/s.
+    pub rate: f64,
+    pub kind: Kind,
+    /// The `cca` label: the project CCA's name, or the kernel CCA's.
+    pub cca: String,
+    /// The destination group (the peer's prefix, as configured).
+    pub group: String,
+    /// `cca` and `flow`, rendered once for every family of the flow.
+    pub labels: FlowLabels,
+}
+
+impl FlowSample {
+    /// A project CCA's own export.
+    pub fn is_project(&self) -> bool {
+        matches!(self.kind, Kind::Project)
+    }
+
+    /// Whether its CCA has a BBR model (project CCAs, native bbr).
+    pub fn has_model(&self) -> bool {
+        matches!(self.kind, Kind::Project | Kind::Native { model: true, .. })
+    }
+}
+
+/// Everything one scrape exports.
+#[derive(Debug)]
+pub struct Snapshot {
+    pub flows: Vec<FlowSample>,
+    /// Whether kernel-CCA connections could be read, and why not.
+    pub native_readable: Result<(), String>,
+    pub omitted: usize,
+    pub omitted_total: u64,
+    pub counters: Vec<(Cca, Counters)>,
+    pub loaded: Vec<(Cca, bool)>,
+    pub capacity: u32,
+    pub maps_present: bool,
+    pub previous_scrape_seconds: f64,
+}
+
+/// Per-flow throughputs of the flows with a sample, grouped the two ways
+/// the fairness families aggregate them.
+#[derive(Debug, Default)]
+pub struct Throughputs {
+    pub per_cca: BTreeMap<String, Vec<f64>>,
+    pub per_group: BTreeMap<(String, String), Vec<f64>>,
+}
+
+impl Snapshot {
+    /// The inputs of the fairness families.
+    pub fn throughputs(&self) -> Throughputs {
+        let mut t = Throughputs::default();
+        for s in self.flows.iter().filter(|s| s.rate > 0.0) {
+            t.per_cca.entry(s.cca.clone()).or_default().push(s.rate);
+            t.per_group
+                .entry((s.cca.clone(), s.group.clone()))
+                .or_default()
+                .push(s.rate);
+        }
+        t
+    }
+}

@@ -1,0 +1,640 @@
+//! What the CCAs export, with its meaning: the one place the per-flow record
+//! (`struct rttfair_flow`) and the per-CCA counters are decoded.
+//!
+//! The BPF side writes integers in fixed point and mixed units (see the
+//! header's unit rules); here they become a typed [`Flow`]: the BBR mode as an
+//! enum, rates in bytes per second, times as [`Duration`], gains as `f64`, and
+//! the fields only one CCA fills as a [`CcaState`] variant of that CCA. The
+//! CLI, the daemon and the lab only project a `Flow`; a new field or a new CCA
+//! is decoded here, once.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::time::Duration;
+
+use crate::abi::{self, RawCounters, RawFlow};
+use crate::cca::Cca;
+
+/// The BBR state machine's mode, as a CCA last exported it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    #[default]
+    Startup,
+    Drain,
+    ProbeBw,
+    ProbeRtt,
+    /// A value this build does not know (a newer writer).
+    Unknown,
+}
+
+impl Mode {
+    /// The name used in tables, labels and CSV ("probe_bw").
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Startup => "startup",
+            Mode::Drain => "drain",
+            Mode::ProbeBw => "probe_bw",
+            Mode::ProbeRtt => "probe_rtt",
+            Mode::Unknown => "unknown",
+        }
+    }
+}
+
+/// Ad-BBR's rate-regulation regime (Ad-BBR Alg. 2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Regime {
+    /// rRTT < 1.25 nRTT: rate unchanged.
+    #[default]
+    Normal,
+    /// 1.25 <= rRTT/nRTT < 1.5: rate divided by beta.
+    Beta,
+    /// rRTT >= 1.5 nRTT: rate scaled by gamma.
+    Gamma,
+    /// A value this build does not know.
+    Unknown,
+}
+
+impl Regime {
+    /// The name used in tables, labels and CSV ("beta").
+    pub fn name(self) -> &'static str {
+        match self {
+            Regime::Normal => "normal",
+            Regime::Beta => "beta",
+            Regime::Gamma => "gamma",
+            Regime::Unknown => "unknown",
+        }
+    }
+}
+
+/// FaiRTT's internals (FaiRTT paper Eq. 4-7).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Fairtt {
+    /// alpha_t, the RTT fairness threshold (Eq. 5).
+    pub alpha: Duration,
+    /// WminRTT_t, the windowed minRTT (Eq. 6).
+    pub wminrtt: Duration,
+    /// minRTT x gamma / lastRTT applied to the BDP (1 = none).
+    pub coefficient: f64,
+    /// Wfcount: distinct minRTT classes seen active in the window.
+    pub wfcount: u16,
+    /// Whether the BDP reduction is applied.
+    pub active: bool,
+}
+
+/// Ad-BBR's internals (Ad-BBR paper Alg. 1-3).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Adbbr {
+    /// nRTT, the reference RTT (Alg. 1).
+    pub nrtt: Duration,
+    /// Standard deviation of the RTT history (Alg. 3).
+    pub rtt_std: Duration,
+    /// Pacing factor applied (1 = none; 1/beta or gamma).
+    pub factor: f64,
+    /// The rate-regulation regime (Alg. 2).
+    pub regime: Regime,
+}
+
+/// qfair's internals (docs/algorithms.md, "qfair").
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Qfair {
+    /// x^: the smoothed per-round delivery rate, bytes/s.
+    pub rate_bps: u64,
+    /// alpha: the flow's backlog target, packets.
+    pub alpha_pkts: f64,
+    /// a^ = x^ q^: the flow's own backlog estimate, packets.
+    pub backlog_pkts: f64,
+    /// q^ = D - R^: the queueing delay estimate.
+    pub qdelay: Duration,
+    /// D: the mean of 8 ms bucket minima of the RTT.
+    pub standing_rtt: Duration,
+    /// w = g x^ R^ + alpha, packets.
+    pub target_cwnd: u32,
+    /// Synchronised drains that emptied the queue.
+    pub drains_ok: u32,
+    /// Drains that did not (a queue qfair does not own).
+    pub drains_failed: u32,
+    /// g, the rate correction of the last round.
+    pub gain: f64,
+    /// Whether the flow is in competitive mode.
+    pub competitive: bool,
+    /// Whether w < 6, so pacing rather than cwnd limits the flow.
+    pub pacing_floor: bool,
+}
+
+/// The fields only one CCA fills, as that CCA's variant.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum CcaState {
+    /// bbr1, and connections on kernel CCAs: nothing beyond the BBR core.
+    #[default]
+    None,
+    Fairtt(Fairtt),
+    Adbbr(Adbbr),
+    Qfair(Qfair),
+}
+
+/// One flow as a CCA last exported it (or, for a connection on a kernel CCA,
+/// as the socket iterator read it: see [`crate::sockets`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Flow {
+    /// Host-unique flow id (the map key), or the socket cookie.
+    pub id: u64,
+    /// `RTTFAIR_ABI_VERSION` of the writer.
+    pub abi_version: u32,
+    /// The project CCA that exported it; `None` for a kernel CCA's socket.
+    pub cca: Option<Cca>,
+    pub mode: Mode,
+    /// ProbeBW gain-cycle phase, 0..7.
+    pub cycle_idx: u8,
+    /// Inode number of the socket's network namespace.
+    pub netns: u32,
+    pub local: SocketAddr,
+    pub peer: SocketAddr,
+    /// Windowed-max delivery rate (BBR's BtlBw), bytes/s.
+    pub btlbw_bps: u64,
+    /// sk_pacing_rate, bytes/s.
+    pub pacing_rate_bps: u64,
+    /// The model's RTprop (for kernel CCAs other than bbr: the kernel's
+    /// windowed min RTT).
+    pub min_rtt: Duration,
+    /// RTT of the latest rate sample.
+    pub last_rtt: Duration,
+    /// The kernel's smoothed RTT.
+    pub srtt: Duration,
+    /// snd_cwnd, segments.
+    pub cwnd: u32,
+    /// mss_cache, bytes.
+    pub mss: u32,
+    /// BBR pacing gain in effect (1 = BtlBw).
+    pub pacing_gain: f64,
+    /// BBR cwnd gain in effect (x BDP).
+    pub cwnd_gain: f64,
+    /// tcp_sock.bytes_acked.
+    pub delivered_bytes: u64,
+    /// tcp_sock.bytes_retrans.
+    pub retrans_bytes: u64,
+    /// tcp_sock.total_retrans, segments.
+    pub total_retrans: u32,
+    pub probe_rtt_entries: u32,
+    /// Packet-timed round trips so far.
+    pub rounds: u64,
+    /// When the CCA initialised the flow, on the kernel's monotonic clock
+    /// (bpf_ktime_get_ns); zero when unknown (kernel CCAs).
+    pub started_at: Duration,
+    /// When this record was written, on the same clock.
+    pub exported_at: Duration,
+    /// What only this flow's CCA exports.
+    pub state: CcaState,
+}
+
+impl Default for Flow {
+    fn default() -> Self {
+        let unspecified = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0);
+        Flow {
+            id: 0,
+            abi_version: abi::ABI_VERSION,
+            cca: None,
+            mode: Mode::default(),
+            cycle_idx: 0,
+            netns: 0,
+            local: unspecified,
+            peer: unspecified,
+            btlbw_bps: 0,
+            pacing_rate_bps: 0,
+            min_rtt: Duration::ZERO,
+            last_rtt: Duration::ZERO,
+            srtt: Duration::ZERO,
+            cwnd: 0,
+            mss: 0,
+            pacing_gain: 0.0,
+            cwnd_gain: 0.0,
+            delivered_bytes: 0,
+            retrans_bytes: 0,
+            total_retrans: 0,
+            probe_rtt_entries: 0,
+            rounds: 0,
+            started_at: Duration::ZERO,
+            exported_at: Duration::ZERO,
+            state: CcaState::None,
+        }
+    }
+}
+
+impl Flow {
+    /// The CCA's name, or "unknown" for an id this build does not know.
+    pub fn cca_name(&self) -> &'static str {
+        self.cca.map_or("unknown", Cca::name)
+    }
+
+    /// Time from the flow's start to this export (zero when the start is
+    /// unknown).
+    pub fn age(&self) -> Duration {
+        if self.started_at.is_zero() {
+            return Duration::ZERO;
+        }
+        self.exported_at.saturating_sub(self.started_at)
+    }
+
+    /// FaiRTT's internals, if FaiRTT exported the flow.
+    pub fn fairtt(&self) -> Option<&Fairtt> {
+        match &self.state {
+            CcaState::Fairtt(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Ad-BBR's internals, if Ad-BBR exported the flow.
+    pub fn adbbr(&self) -> Option<&Adbbr> {
+        match &self.state {
+            CcaState::Adbbr(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// qfair's internals, if qfair exported the flow.
+    pub fn qfair(&self) -> Option<&Qfair> {
+        match &self.state {
+            CcaState::Qfair(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Decode a record.
+    pub(crate) fn decode(id: u64, r: &RawFlow) -> Flow {
+        Flow {
+            id,
+            abi_version: r.abi_version,
+            cca: Cca::from_abi_id(r.cca as u32),
+            mode: decode_mode(r.mode),
+            cycle_idx: r.cycle_idx,
+            netns: r.netns_ino,
+            local: SocketAddr::new(decode_addr(r.family, &r.saddr), r.sport),
+            peer: SocketAddr::new(decode_addr(r.family, &r.daddr), r.dport),
+            btlbw_bps: r.btlbw_bps,
+            pacing_rate_bps: r.pacing_rate_bps,
+            min_rtt: us(r.min_rtt_us),
+            last_rtt: us(r.last_rtt_us),
+            srtt: us(r.srtt_us),
+            cwnd: r.cwnd,
+            mss: r.mss,
+            pacing_gain: x256(r.pacing_gain_x256),
+            cwnd_gain: x256(r.cwnd_gain_x256),
+            delivered_bytes: r.delivered_bytes,
+            retrans_bytes: r.retrans_bytes,
+            total_retrans: r.total_retrans,
+            probe_rtt_entries: r.probe_rtt_entries,
+            rounds: r.rounds,
+            started_at: Duration::from_nanos(r.first_ns),
+            exported_at: Duration::from_nanos(r.last_ns),
+            state: decode_state(r),
+        }
+    }
+
+    /// The record this flow decodes from (the inverse of decoding, for
+    /// benchmarks and tests that fill the map with synthetic flows).
+    pub(crate) fn encode(&self) -> RawFlow {
+        let mut r = RawFlow {
+            abi_version: self.abi_version,
+            cca: self.cca.map_or(0, |c| c.abi_id() as u8),
+            mode: encode_mode(self.mode),
+            cycle_idx: self.cycle_idx,
+            netns_ino: self.netns,
+            sport: self.local.port(),
+            dport: self.peer.port(),
+            btlbw_bps: self.btlbw_bps,
+            pacing_rate_bps: self.pacing_rate_bps,
+            min_rtt_us: to_us(self.min_rtt),
+            last_rtt_us: to_us(self.last_rtt),
+            srtt_us: to_us(self.srtt),
+            cwnd: self.cwnd,
+            mss: self.mss,
+            pacing_gain_x256: to_fixed(self.pacing_gain, 256.0) as u16,
+            cwnd_gain_x256: to_fixed(self.cwnd_gain, 256.0) as u16,
+            delivered_bytes: self.delivered_bytes,
+            retrans_bytes: self.retrans_bytes,
+            total_retrans: self.total_retrans,
+            probe_rtt_entries: self.probe_rtt_entries,
+            rounds: self.rounds,
+            first_ns: self.started_at.as_nanos() as u64,
+            last_ns: self.exported_at.as_nanos() as u64,
+            ..RawFlow::default()
+        };
+        r.family = encode_addr(self.local.ip(), &mut r.saddr);
+        encode_addr(self.peer.ip(), &mut r.daddr);
+        encode_state(&self.state, &mut r);
+        r
+    }
+}
+
+/// Per-CCA host-wide counters (`struct rttfair_counters`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Counters {
+    /// init calls.
+    pub flows_started: u64,
+    /// release calls.
+    pub flows_released: u64,
+    /// Flows that could not get a map entry (map full); still controlled.
+    pub export_failed: u64,
+    /// Entries removed at release.
+    pub export_deleted: u64,
+    /// ProbeRTT entries, all flows.
+    pub probe_rtt_entries: u64,
+}
+
+impl Counters {
+    /// Sockets using the CCA now: started minus released. Exact even when
+    /// the per-flow map is full (the counters do not depend on it).
+    pub fn sockets(&self) -> u64 {
+        self.flows_started.saturating_sub(self.flows_released)
+    }
+
+    pub(crate) fn decode(r: &RawCounters) -> Counters {
+        Counters {
+            flows_started: r.flows_started,
+            flows_released: r.flows_released,
+            export_failed: r.export_failed,
+            export_deleted: r.export_deleted,
+            probe_rtt_entries: r.probe_rtt_entries,
+        }
+    }
+}
+
+fn us(v: u32) -> Duration {
+    Duration::from_micros(v as u64)
+}
+
+fn to_us(d: Duration) -> u32 {
+    d.as_micros().min(u32::MAX as u128) as u32
+}
+
+fn x256(v: u16) -> f64 {
+    v as f64 / 256.0
+}
+
+fn x1024(v: u32) -> f64 {
+    v as f64 / 1024.0
+}
+
+fn to_fixed(v: f64, unit: f64) -> u32 {
+    (v * unit).round().clamp(0.0, u32::MAX as f64) as u32
+}
+
+fn decode_mode(m: u8) -> Mode {
+    match m {
+        abi::MODE_STARTUP => Mode::Startup,
+        abi::MODE_DRAIN => Mode::Drain,
+        abi::MODE_PROBE_BW => Mode::ProbeBw,
+        abi::MODE_PROBE_RTT => Mode::ProbeRtt,
+        _ => Mode::Unknown,
+    }
+}
+
+fn encode_mode(m: Mode) -> u8 {
+    match m {
+        Mode::Startup => abi::MODE_STARTUP,
+        Mode::Drain => abi::MODE_DRAIN,
+        Mode::ProbeBw => abi::MODE_PROBE_BW,
+        Mode::ProbeRtt => abi::MODE_PROBE_RTT,
+        Mode::Unknown => u8::MAX,
+    }
+}
+
+fn decode_regime(r: u8) -> Regime {
+    match r {
+        abi::REGIME_NORMAL => Regime::Normal,
+        abi::REGIME_BETA => Regime::Beta,
+        abi::REGIME_GAMMA => Regime::Gamma,
+        _ => Regime::Unknown,
+    }
+}
+
+fn encode_regime(r: Regime) -> u8 {
+    match r {
+        Regime::Normal => abi::REGIME_NORMAL,
+        Regime::Beta => abi::REGIME_BETA,
+        Regime::Gamma => abi::REGIME_GAMMA,
+        Regime::Unknown => u8::MAX,
+    }
+}
+
+fn decode_addr(family: u8, bytes: &[u8; 16]) -> IpAddr {
+    if family == libc::AF_INET6 as u8 {
+        IpAddr::V6(Ipv6Addr::from(*bytes))
+    } else {
+        IpAddr::V4(Ipv4Addr::new(bytes[0], bytes[1], bytes[2], bytes[3]))
+    }
+}
+
+/// Write `ip` into an address field; returns its family.
+fn encode_addr(ip: IpAddr, into: &mut [u8; 16]) -> u8 {
+    match ip {
+        IpAddr::V4(a) => {
+            into[..4].copy_from_slice(&a.octets());
+            libc::AF_INET as u8
+        }
+        IpAddr::V6(a) => {
+            *into = a.octets();
+            libc::AF_INET6 as u8
+        }
+    }
+}
+
+/// The variant of the CCA that wrote the record; its fields are zero for
+/// every other CCA, so they are not read.
+fn decode_state(r: &RawFlow) -> CcaState {
+    match r.cca {
+        abi::CCA_FAIRTT => CcaState::Fairtt(Fairtt {
+            alpha: us(r.fairtt_alpha_us),
+            wminrtt: us(r.fairtt_wminrtt_us),
+            coefficient: x1024(r.fairtt_coef_x1024),
+            wfcount: r.fairtt_wfcount,
+            active: r.fairtt_active != 0,
+        }),
+        abi::CCA_ADBBR => CcaState::Adbbr(Adbbr {
+            nrtt: us(r.adbbr_nrtt_us),
+            rtt_std: us(r.adbbr_rtt_std_us),
+            factor: x1024(r.adbbr_factor_x1024),
+            regime: decode_regime(r.adbbr_regime),
+        }),
+        abi::CCA_QFAIR => CcaState::Qfair(Qfair {
+            rate_bps: r.qfair_rate_bps,
+            alpha_pkts: x1024(r.qfair_alpha_x1024),
+            backlog_pkts: x1024(r.qfair_backlog_x1024),
+            qdelay: us(r.qfair_qdelay_us),
+            standing_rtt: us(r.qfair_standing_rtt_us),
+            target_cwnd: r.qfair_target_cwnd,
+            drains_ok: r.qfair_drains_ok,
+            drains_failed: r.qfair_drains_failed,
+            gain: x256(r.qfair_gain_x256),
+            competitive: r.qfair_competitive != 0,
+            pacing_floor: r.qfair_pacing_floor != 0,
+        }),
+        abi::CCA_BBR1 => CcaState::None,
+        _ => CcaState::None,
+    }
+}
+
+fn encode_state(s: &CcaState, r: &mut RawFlow) {
+    match s {
+        CcaState::None => {}
+        CcaState::Fairtt(f) => {
+            r.fairtt_alpha_us = to_us(f.alpha);
+            r.fairtt_wminrtt_us = to_us(f.wminrtt);
+            r.fairtt_coef_x1024 = to_fixed(f.coefficient, 1024.0);
+            r.fairtt_wfcount = f.wfcount;
+            r.fairtt_active = f.active as u8;
+        }
+        CcaState::Adbbr(a) => {
+            r.adbbr_nrtt_us = to_us(a.nrtt);
+            r.adbbr_rtt_std_us = to_us(a.rtt_std);
+            r.adbbr_factor_x1024 = to_fixed(a.factor, 1024.0);
+            r.adbbr_regime = encode_regime(a.regime);
+        }
+        CcaState::Qfair(q) => {
+            r.qfair_rate_bps = q.rate_bps;
+            r.qfair_alpha_x1024 = to_fixed(q.alpha_pkts, 1024.0);
+            r.qfair_backlog_x1024 = to_fixed(q.backlog_pkts, 1024.0);
+            r.qfair_qdelay_us = to_us(q.qdelay);
+            r.qfair_standing_rtt_us = to_us(q.standing_rtt);
+            r.qfair_target_cwnd = q.target_cwnd;
+            r.qfair_drains_ok = q.drains_ok;
+            r.qfair_drains_failed = q.drains_failed;
+            r.qfair_gain_x256 = to_fixed(q.gain, 256.0) as u16;
+            r.qfair_competitive = q.competitive as u8;
+            r.qfair_pacing_floor = q.pacing_floor as u8;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(cca: Cca, state: CcaState) -> Flow {
+        Flow {
+            id: 7,
+            cca: Some(cca),
+            mode: Mode::ProbeBw,
+            cycle_idx: 3,
+            netns: 4026531840,
+            local: "10.10.1.2:40000".parse().unwrap(),
+            peer: "10.20.0.1:5201".parse().unwrap(),
+            btlbw_bps: 1_250_000,
+            pacing_rate_bps: 1_300_000,
+            min_rtt: Duration::from_micros(20_000),
+            last_rtt: Duration::from_micros(21_500),
+            srtt: Duration::from_micros(22_000),
+            cwnd: 40,
+            mss: 1448,
+            pacing_gain: 1.25,
+            cwnd_gain: 2.0,
+            delivered_bytes: 1 << 30,
+            retrans_bytes: 4096,
+            total_retrans: 3,
+            probe_rtt_entries: 2,
+            rounds: 900,
+            started_at: Duration::from_nanos(1_000),
+            exported_at: Duration::from_nanos(5_000_001_000),
+            state,
+            ..Flow::default()
+        }
+    }
+
+    /// Every field survives encode then decode, for every CCA's variant
+    /// (values chosen exact in the record's fixed point).
+    #[test]
+    fn records_round_trip_for_every_cca() {
+        let cases = [
+            (Cca::Bbr1, CcaState::None),
+            (
+                Cca::Fairtt,
+                CcaState::Fairtt(Fairtt {
+                    alpha: Duration::from_micros(30_000),
+                    wminrtt: Duration::from_micros(25_000),
+                    coefficient: 0.75,
+                    wfcount: 2,
+                    active: true,
+                }),
+            ),
+            (
+                Cca::Adbbr,
+                CcaState::Adbbr(Adbbr {
+                    nrtt: Duration::from_micros(12_000),
+                    rtt_std: Duration::from_micros(800),
+                    factor: 0.5,
+                    regime: Regime::Gamma,
+                }),
+            ),
+            (
+                Cca::Qfair,
+                CcaState::Qfair(Qfair {
+                    rate_bps: 2_500_000,
+                    alpha_pkts: 3.5,
+                    backlog_pkts: 2.25,
+                    qdelay: Duration::from_micros(1_500),
+                    standing_rtt: Duration::from_micros(21_500),
+                    target_cwnd: 48,
+                    drains_ok: 4,
+                    drains_failed: 1,
+                    gain: 1.125,
+                    competitive: true,
+                    pacing_floor: false,
+                }),
+            ),
+        ];
+        for (cca, state) in cases {
+            let f = sample(cca, state);
+            assert_eq!(Flow::decode(7, &f.encode()), f, "{cca}");
+        }
+        let v6 = Flow {
+            local: "[2001:db8::2]:40000".parse().unwrap(),
+            peer: "[2001:db8::1]:5201".parse().unwrap(),
+            ..sample(Cca::Bbr1, CcaState::None)
+        };
+        assert_eq!(Flow::decode(7, &v6.encode()), v6, "IPv6");
+    }
+
+    #[test]
+    fn fixed_point_and_units_are_decoded() {
+        let mut r = RawFlow {
+            cca: abi::CCA_QFAIR,
+            mode: abi::MODE_PROBE_RTT,
+            family: libc::AF_INET as u8,
+            min_rtt_us: 20_000,
+            pacing_gain_x256: 320,
+            qfair_alpha_x1024: 3072,
+            qfair_gain_x256: 224,
+            qfair_qdelay_us: 1_000,
+            first_ns: 1_000_000_000,
+            last_ns: 3_000_000_000,
+            ..RawFlow::default()
+        };
+        r.saddr[..4].copy_from_slice(&[10, 0, 0, 1]);
+        let f = Flow::decode(1, &r);
+        assert_eq!(f.cca, Some(Cca::Qfair));
+        assert_eq!(f.mode.name(), "probe_rtt");
+        assert_eq!(f.local.ip(), IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)));
+        assert_eq!(f.min_rtt, Duration::from_millis(20));
+        assert_eq!(f.pacing_gain, 1.25);
+        assert_eq!(f.age(), Duration::from_secs(2));
+        let q = f.qfair().unwrap();
+        assert_eq!((q.alpha_pkts, q.gain), (3.0, 0.875));
+        assert_eq!(q.qdelay, Duration::from_millis(1));
+        assert!(f.fairtt().is_none() && f.adbbr().is_none());
+    }
+
+    #[test]
+    fn unknown_enum_values_decode_as_unknown() {
+        let r = RawFlow {
+            cca: 99,
+            mode: 42,
+            ..RawFlow::default()
+        };
+        let f = Flow::decode(1, &r);
+        assert_eq!(
+            (f.cca, f.mode, f.state),
+            (None, Mode::Unknown, CcaState::None)
+        );
+        assert_eq!(f.cca_name(), "unknown");
+    }
+}
