@@ -245,3 +245,110 @@ fn adbbr_skips_probe_rtt_on_a_stable_path_where_bbr1_probes_every_10s() {
 fn wfcount(f: &Flow) -> u16 {
     f.fairtt().map_or(0, |ft| ft.wfcount)
 }
+
+/// qfair: two flows of 10 and 50 ms through a deep buffer. Behaviour, not
+/// figures (those are `cargo xtask bench`'s): both flows are served, the law's
+/// internals are exported and move, the synchronised drains happen (one at
+/// every TAI multiple of 10 s, so at least two in 25 s), and the cwnd target
+/// is the law's w. Each bound below follows from the setup, with margin.
+#[test]
+fn qfair_exports_its_law_and_drains_with_two_flows() {
+    let t = KernelTest::new();
+    assert_success(&t.run(&["load", "qfair"]));
+    // Bad tunable values: one line, non-zero exit, nothing stored.
+    for (name, bad) in [("qfair.alpha0", "0.5"), ("qfair.drain_clock", "3"), ("qfair.g_cap", "x")] {
+        let out = t.run(&["set", name, bad]);
+        assert!(!out.status.success(), "{name} = {bad} accepted");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+    let got = assert_success(&t.run(&["get", "qfair", "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&got).unwrap();
+    assert!(
+        v.as_array().unwrap().iter().all(|t| t["is_default"] == true),
+        "a refused value changed something: {got}"
+    );
+
+    let net = Dumbbell::build(
+        &[
+            FlowPath {
+                rtt: Duration::from_millis(10),
+                loss_pct: 0.0,
+            },
+            FlowPath {
+                rtt: Duration::from_millis(50),
+                loss_pct: 0.0,
+            },
+        ],
+        Bottleneck {
+            rate_bit: 20_000_000,
+            limit_bytes: 500_000,
+        },
+    )
+    .unwrap();
+    let secs = 25;
+    let sinks = sinks(&net, 2);
+    let stop = Arc::new(AtomicBool::new(false));
+    let samples = sample(&t.fs, &net, 2, stop.clone());
+    let a = sender(&net, 0, "qfair", Duration::from_secs(secs));
+    let b = sender(&net, 1, "qfair", Duration::from_secs(secs));
+    let sent = [a.join().unwrap().unwrap(), b.join().unwrap().unwrap()];
+    stop.store(true, Ordering::Relaxed);
+    let samples = samples.join().unwrap();
+    let got: Vec<u64> = sinks
+        .into_iter()
+        .map(|s| s.join().unwrap().unwrap())
+        .collect();
+    assert_eq!(got, sent.to_vec(), "bytes lost");
+
+    // Both served: each flow moved at least a tenth of what one flow alone
+    // could (20 Mbit/s x 25 s = 62.5 MB). A starved flow (the failure RTT
+    // unfairness produces) moves almost nothing once the other has the link.
+    for (i, bytes) in got.iter().enumerate() {
+        assert!(*bytes > 6_000_000, "flow {i} moved only {bytes} bytes");
+    }
+
+    for i in 0..2 {
+        let q: Vec<_> = samples
+            .iter()
+            .filter(|(t, j, f)| *j == i && *t > 5.0 && f.qfair().is_some_and(|q| q.target_cwnd > 0))
+            .map(|(_, _, f)| (*f, f.qfair().unwrap()))
+            .collect();
+        assert!(q.len() > 20, "flow {i}: too few qfair samples ({})", q.len());
+        for (f, qf) in &q {
+            // alpha lives in [1 packet, alpha_d]; alpha_d at 20 Mbit/s < 5.
+            assert!((1.0..=16.0).contains(&qf.alpha_pkts), "flow {i} alpha {}", qf.alpha_pkts);
+            // The smoothed rate cannot exceed the path: the veth behind the
+            // bottleneck is the only faster link, so bound by 2x the HTB rate.
+            assert!(qf.rate_bps > 0 && qf.rate_bps < 5_000_000, "flow {i} rate {}", qf.rate_bps);
+            // Standing RTT at least the path's minimum.
+            assert!(qf.standing_rtt >= f.min_rtt, "flow {i}: D below R^");
+        }
+        // The exported estimates move (a frozen export would repeat itself).
+        let distinct: std::collections::BTreeSet<u64> =
+            q.iter().map(|(_, qf)| (qf.backlog_pkts * 1024.0) as u64).collect();
+        assert!(distinct.len() > 2, "flow {i}: backlog estimate never moves");
+        // Synchronised drains: TAI multiples of 10 s fall at least twice in 25 s
+        // after startup (the first within 10 s of cruise).
+        let last = q.last().unwrap().1;
+        assert!(
+            last.drains_ok + last.drains_failed >= 1,
+            "flow {i}: no drain in {secs} s"
+        );
+        println!(
+            "flow {i}: {} samples, alpha {:.2}, backlog {:.2} pkt, q {:?}, rate {:.2} Mbit/s, drains {} ok {} failed",
+            q.len(),
+            last.alpha_pkts,
+            last.backlog_pkts,
+            last.qdelay,
+            last.rate_bps as f64 * 8e-6,
+            last.drains_ok,
+            last.drains_failed
+        );
+    }
+    assert!(wait_until(Duration::from_secs(10), || {
+        rttfair_loader::flows::live_sockets(&t.fs, rttfair_loader::Cca::Qfair).unwrap() == 0
+    }));
+    drop(net);
+    assert_success(&t.run(&["unload", "qfair"]));
+}

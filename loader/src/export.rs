@@ -98,7 +98,7 @@ pub struct Adbbr {
 /// qfair's internals (docs/algorithms.md, "qfair").
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Qfair {
-    /// x^: the smoothed per-round delivery rate, bytes/s.
+    /// x^: the smoothed per-round sending rate (delivered + lost), bytes/s.
     pub rate_bps: u64,
     /// alpha: the flow's backlog target, packets.
     pub alpha_pkts: f64,
