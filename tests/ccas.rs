@@ -256,7 +256,11 @@ fn qfair_exports_its_law_and_drains_with_two_flows() {
     let t = KernelTest::new();
     assert_success(&t.run(&["load", "qfair"]));
     // Bad tunable values: one line, non-zero exit, nothing stored.
-    for (name, bad) in [("qfair.alpha0", "0.5"), ("qfair.drain_clock", "3"), ("qfair.g_cap", "x")] {
+    for (name, bad) in [
+        ("qfair.alpha0", "0.5"),
+        ("qfair.drain_clock", "3"),
+        ("qfair.g_cap", "x"),
+    ] {
         let out = t.run(&["set", name, bad]);
         assert!(!out.status.success(), "{name} = {bad} accepted");
         let err = String::from_utf8_lossy(&out.stderr);
@@ -265,7 +269,10 @@ fn qfair_exports_its_law_and_drains_with_two_flows() {
     let got = assert_success(&t.run(&["get", "qfair", "--json"]));
     let v: serde_json::Value = serde_json::from_str(&got).unwrap();
     assert!(
-        v.as_array().unwrap().iter().all(|t| t["is_default"] == true),
+        v.as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["is_default"] == true),
         "a refused value changed something: {got}"
     );
 
@@ -314,19 +321,33 @@ fn qfair_exports_its_law_and_drains_with_two_flows() {
             .filter(|(t, j, f)| *j == i && *t > 5.0 && f.qfair().is_some_and(|q| q.target_cwnd > 0))
             .map(|(_, _, f)| (*f, f.qfair().unwrap()))
             .collect();
-        assert!(q.len() > 20, "flow {i}: too few qfair samples ({})", q.len());
+        assert!(
+            q.len() > 20,
+            "flow {i}: too few qfair samples ({})",
+            q.len()
+        );
         for (f, qf) in &q {
             // alpha lives in [1 packet, alpha_d]; alpha_d at 20 Mbit/s < 5.
-            assert!((1.0..=16.0).contains(&qf.alpha_pkts), "flow {i} alpha {}", qf.alpha_pkts);
+            assert!(
+                (1.0..=16.0).contains(&qf.alpha_pkts),
+                "flow {i} alpha {}",
+                qf.alpha_pkts
+            );
             // The smoothed rate cannot exceed the path: the veth behind the
             // bottleneck is the only faster link, so bound by 2x the HTB rate.
-            assert!(qf.rate_bps > 0 && qf.rate_bps < 5_000_000, "flow {i} rate {}", qf.rate_bps);
+            assert!(
+                qf.rate_bps > 0 && qf.rate_bps < 5_000_000,
+                "flow {i} rate {}",
+                qf.rate_bps
+            );
             // Standing RTT at least the path's minimum.
             assert!(qf.standing_rtt >= f.min_rtt, "flow {i}: D below R^");
         }
         // The exported estimates move (a frozen export would repeat itself).
-        let distinct: std::collections::BTreeSet<u64> =
-            q.iter().map(|(_, qf)| (qf.backlog_pkts * 1024.0) as u64).collect();
+        let distinct: std::collections::BTreeSet<u64> = q
+            .iter()
+            .map(|(_, qf)| (qf.backlog_pkts * 1024.0) as u64)
+            .collect();
         assert!(distinct.len() > 2, "flow {i}: backlog estimate never moves");
         // Synchronised drains: TAI multiples of 10 s fall at least twice in 25 s
         // after startup (the first within 10 s of cruise).

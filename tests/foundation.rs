@@ -52,10 +52,14 @@ fn bbr1_controls_and_exports_a_real_transfer() {
     let sink = server.spawn(move || sink_once(listener)).unwrap();
 
     let fs = t.fs.clone();
-    let (cca_seen, entry, sent) = client
+    let (cca_seen, entry, sent, goodput_bps) = client
         .run(move || {
             let mut s = connect_with(addr, "bbr1");
+            let t0 = std::time::Instant::now();
             let mut sent = blast(&mut s, Duration::from_secs(4));
+            // What the sender pushed over 4 s: bounded by the 50 Mbit/s HTB
+            // (plus what the send buffer holds), measured by the test itself.
+            let goodput_bps = sent as f64 / t0.elapsed().as_secs_f64();
             let cca = sock::congestion(&s).unwrap();
             let reader = FlowReader::open(&fs).unwrap();
             let entry = reader
@@ -66,7 +70,7 @@ fn bbr1_controls_and_exports_a_real_transfer() {
                 .expect("no export entry for the flow");
             sent += blast(&mut s, Duration::from_millis(200));
             drop(s);
-            (cca, entry, sent)
+            (cca, entry, sent, goodput_bps)
         })
         .unwrap();
     let received = sink.join().unwrap().unwrap();
@@ -74,20 +78,38 @@ fn bbr1_controls_and_exports_a_real_transfer() {
 
     assert_eq!(cca_seen, "bbr1", "TCP_CONGESTION of the socket");
     assert_eq!(entry.cca, Some(rttfair_loader::Cca::Bbr1));
-    let btlbw_bit = entry.btlbw_bps as f64 * 8.0;
-    let err = (btlbw_bit - RATE_BIT as f64) / RATE_BIT as f64;
+    let btlbw = entry.btlbw_bps as f64;
     println!(
-        "btlbw {:.2} Mbit/s vs bottleneck {:.2} Mbit/s ({:+.1}%), min_rtt {} us, mode {}",
-        btlbw_bit / 1e6,
+        "btlbw {:.2} Mbit/s, sender's mean {:.2} Mbit/s, bottleneck {:.2} Mbit/s, min_rtt {} us, mode {}",
+        btlbw * 8e-6,
+        goodput_bps * 8e-6,
         RATE_BIT as f64 / 1e6,
-        err * 100.0,
         entry.min_rtt.as_micros(),
         entry.mode.name()
     );
+    // Behaviour, not a figure (issue 20). BtlBw is a windowed MAX of
+    // delivery-rate samples; on this 41 us path the window is ten rounds,
+    // well under a millisecond, and HTB releases the queue in bursts, so
+    // its value against the link rate is noise (+18 % .. +2080 % seen;
+    // docs/results.md, "BtlBw at microsecond RTTs"). What must hold: the
+    // estimate exists and is positive, the flow has left Startup (the model
+    // found the pipe full), and a max of samples is not far below what the
+    // flow really averaged: at least a quarter of the sender's own mean
+    // (the mean itself is within 10 % of 50 Mbit/s in every run seen).
+    assert!(btlbw > 0.0, "no BtlBw estimate");
     assert!(
-        err.abs() <= 0.15,
-        "btlbw off the bottleneck rate by {:.1}%",
-        err * 100.0
+        btlbw >= goodput_bps / 4.0,
+        "BtlBw {:.2} Mbit/s is far below the flow's own mean {:.2} Mbit/s",
+        btlbw * 8e-6,
+        goodput_bps * 8e-6
+    );
+    assert!(
+        matches!(
+            entry.mode,
+            rttfair_loader::export::Mode::ProbeBw | rttfair_loader::export::Mode::ProbeRtt
+        ),
+        "still in {} after 4 s at 50 Mbit/s",
+        entry.mode.name()
     );
     assert!(!entry.min_rtt.is_zero() && entry.min_rtt < Duration::from_millis(100));
     assert_eq!(entry.abi_version, rttfair_loader::abi::ABI_VERSION);

@@ -51,7 +51,9 @@ pub fn run(fs: &BpfFs, opts: &DemoOptions) -> Result<()> {
     scenario
         .validate()
         .map_err(|e| anyhow::anyhow!("--seconds: {e}"))?;
-    println!("rttfair demo: qfair, RTT-fair congestion control, against BBR, cubic, FaiRTT and Ad-BBR");
+    println!(
+        "rttfair demo: qfair, RTT-fair congestion control, against BBR, cubic, FaiRTT and Ad-BBR"
+    );
     println!(
         "scenario: {} ({} s per CCA; buffer {} kB)",
         scenario.description,

@@ -31,7 +31,13 @@ pub enum Cca {
 
 impl Cca {
     /// Every CCA of this build, in a stable order.
-    pub const ALL: [Cca; 5] = [Cca::Bbr1, Cca::Fairtt, Cca::Adbbr, Cca::Qfair, Cca::BbrNative];
+    pub const ALL: [Cca; 5] = [
+        Cca::Bbr1,
+        Cca::Fairtt,
+        Cca::Adbbr,
+        Cca::Qfair,
+        Cca::BbrNative,
+    ];
 
     /// The name registered with the kernel.
     pub fn name(self) -> &'static str {

@@ -49,7 +49,6 @@ fn tunables_map(cca: Cca) -> Option<(&'static str, usize)> {
     }
 }
 
-
 /// Every tunable of every CCA.
 pub const ALL: &[Tunable] = &[
     Tunable { cca: Cca::Fairtt, name: "beta", help: "Eq. 6 balance factor between past and current minRTT", unit: "", min: 0.0, max: 1.0, default: 0.8, scale: 1e6, field: field!(RawFairttTunables, beta_ppm), integer: false },
@@ -131,7 +130,9 @@ impl Tunable {
     }
 
     fn map_name(&self) -> &'static str {
-        tunables_map(self.cca).expect("a tunable's CCA has a tunables map").0
+        tunables_map(self.cca)
+            .expect("a tunable's CCA has a tunables map")
+            .0
     }
 
     /// The stored u32 as the user's number.
@@ -299,7 +300,10 @@ mod tests {
             ("qfair.k_alpha", define(qfair, "QFAIR_DEF_K_ALPHA_X1024")),
             ("qfair.tau_g_ms", define(qfair, "QFAIR_DEF_TAU_G_MS")),
             ("qfair.g_cap", define(qfair, "QFAIR_DEF_G_CAP_X256")),
-            ("qfair.drain_period_ms", define(qfair, "QFAIR_DEF_DRAIN_PERIOD_MS")),
+            (
+                "qfair.drain_period_ms",
+                define(qfair, "QFAIR_DEF_DRAIN_PERIOD_MS"),
+            ),
             ("qfair.drain_clock", define(qfair, "QFAIR_DEF_DRAIN_CLOCK")),
             ("qfair.competitive", define(qfair, "QFAIR_DEF_COMPETITIVE")),
         ];

@@ -23,7 +23,12 @@ fn bw(pkts_per_s: f64) -> u64 {
 
 #[test]
 fn isqrt_is_exact_floor() {
-    for x in (0u64..5000).chain([1 << 40, (1 << 40) + 12345, (1u64 << 62) - 1, 999_999_999_999]) {
+    for x in (0u64..5000).chain([
+        1 << 40,
+        (1 << 40) + 12345,
+        (1u64 << 62) - 1,
+        999_999_999_999,
+    ]) {
         let r = unsafe { host_qf_isqrt(x) };
         assert!(r * r <= x && (r + 1) * (r + 1) > x, "isqrt({x}) = {r}");
     }
@@ -113,9 +118,17 @@ fn ewma_quarter_gain_both_ways() {
 #[test]
 fn drain_verdict() {
     unsafe {
-        assert_eq!(host_qf_drain_emptied_queue(20_900, 20_000, 0), 1, "within 1 ms");
+        assert_eq!(
+            host_qf_drain_emptied_queue(20_900, 20_000, 0),
+            1,
+            "within 1 ms"
+        );
         assert_eq!(host_qf_drain_emptied_queue(21_100, 20_000, 0), 0);
-        assert_eq!(host_qf_drain_emptied_queue(22_400, 20_000, 5_000), 1, "within q/2");
+        assert_eq!(
+            host_qf_drain_emptied_queue(22_400, 20_000, 5_000),
+            1,
+            "within q/2"
+        );
         assert_eq!(host_qf_drain_emptied_queue(23_000, 20_000, 5_000), 0);
     }
 }

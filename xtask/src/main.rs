@@ -3,7 +3,8 @@
 //! - `deps`            install the Debian packages the build and tests need
 //! - `build`           build everything (BPF objects are compiled by the
 //!                     loader's build script), release profile
-//! - `test`            deps + the whole test suite (unit and kernel integration)
+//! - `test [--repeat N]` deps + the whole test suite (unit and kernel
+//!                     integration); N runs with per-test pass counts
 //! - `demo`            deps + build + the main job (see README)
 //! - `bench <name>`    benchmarks that print figures (never timed assertions)
 //!
@@ -121,23 +122,138 @@ fn deps() -> Result<()> {
 /// Run the suite, echoing it, and end with one plain summary line over all
 /// test binaries ("N passed, N failed"), so a reader (or CI) does not have to
 /// add up cargo's per-binary lines.
+///
+/// `--repeat N` runs the same suite N times (built once) and prints, before
+/// the summary line (summed over all runs), each test's pass count: the
+/// flakiness report issue 20 asks for. Any failed run fails the task.
 fn test(rest: &[String]) -> Result<()> {
-    use std::io::{BufRead, BufReader};
     deps()?;
+    let (repeat, rest) = split_repeat(rest)?;
+    let mut total = Tally::default();
+    let mut per_test: std::collections::BTreeMap<String, (u32, u32)> = Default::default();
+    let mut any_failed = false;
+    for run in 1..=repeat {
+        if repeat > 1 {
+            println!("xtask: run {run} of {repeat}");
+        }
+        let (tally, outcomes, ok) = run_suite(&rest)?;
+        total.add(&tally);
+        for (name, passed) in outcomes {
+            let e = per_test.entry(name).or_default();
+            if passed {
+                e.0 += 1;
+            } else {
+                e.1 += 1;
+            }
+        }
+        any_failed |= !ok;
+    }
+    if repeat > 1 {
+        println!("\nper-test results over {repeat} runs (passed/runs):");
+        for (name, (p, f)) in &per_test {
+            let mark = if *f > 0 { "  <-- FAILED" } else { "" };
+            println!("  {p}/{}  {name}{mark}", p + f);
+        }
+    }
+    println!(
+        "{} passed, {} failed, {} skipped",
+        total.passed, total.failed, total.ignored
+    );
+    if any_failed {
+        bail!("cargo test failed");
+    }
+    if total.passed == 0 {
+        bail!("no test ran");
+    }
+    Ok(())
+}
+
+/// `--repeat N` out of the arguments passed on to cargo test.
+fn split_repeat(rest: &[String]) -> Result<(u32, Vec<String>)> {
+    let mut out = Vec::new();
+    let mut repeat = 1;
+    let mut it = rest.iter();
+    while let Some(a) = it.next() {
+        if a == "--repeat" {
+            let n = it.next().context("--repeat needs a number")?;
+            repeat = n
+                .parse()
+                .ok()
+                .filter(|n| *n >= 1)
+                .with_context(|| format!("--repeat: '{n}' is not a whole number >= 1"))?;
+        } else {
+            out.push(a.clone());
+        }
+    }
+    Ok((repeat, out))
+}
+
+#[derive(Default)]
+struct Tally {
+    passed: u64,
+    failed: u64,
+    ignored: u64,
+}
+
+impl Tally {
+    fn add(&mut self, o: &Tally) {
+        self.passed += o.passed;
+        self.failed += o.failed;
+        self.ignored += o.ignored;
+    }
+}
+
+/// One `cargo test` over the workspace, echoed; its tally, each test's
+/// outcome keyed "<test binary>::<name>", and whether cargo succeeded.
+fn run_suite(rest: &[String]) -> Result<(Tally, Vec<(String, bool)>, bool)> {
+    use std::io::{BufRead, BufReader};
     // --no-fail-fast: one failing binary must not hide the others' results.
-    let mut args = vec!["test", "--workspace", "--release", "--no-fail-fast"];
-    args.extend(strs(rest));
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut child = Command::new(&cargo)
-        .args(&args)
+    let mut args = vec![
+        "test".to_string(),
+        "--workspace".into(),
+        "--release".into(),
+        "--no-fail-fast".into(),
+    ];
+    args.extend(rest.iter().cloned());
+    // cargo names each test binary on stderr ("Running tests/ccas.rs (...)")
+    // and prints its tests on stdout: one stream keeps them in order.
+    let quoted: Vec<String> = args
+        .iter()
+        .map(|a| format!("'{}'", a.replace('\'', "'\\''")))
+        .collect();
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(format!("exec '{cargo}' {} 2>&1", quoted.join(" ")))
         .current_dir(workspace_root())
         .stdout(std::process::Stdio::piped())
         .spawn()
         .context("spawn cargo test")?;
-    let (mut passed, mut failed, mut ignored) = (0u64, 0u64, 0u64);
+    let mut tally = Tally::default();
+    let mut outcomes = Vec::new();
+    let mut binary = String::from("?");
     for line in BufReader::new(child.stdout.take().unwrap()).lines() {
         let line = line?;
         println!("{line}");
+        let trimmed = line.trim_start();
+        if let Some(r) = trimmed.strip_prefix("Running ") {
+            // "unittests src/lib.rs (target/release/deps/rttfair_loader-1a2b)"
+            // -> "rttfair_loader"; "tests/ccas.rs (...)" -> "ccas".
+            binary = r
+                .rsplit_once('(')
+                .map(|(_, p)| p.trim_end_matches(')'))
+                .and_then(|p| p.rsplit('/').next())
+                .map(|f| f.rsplit_once('-').map_or(f, |(n, _)| n).to_string())
+                .unwrap_or_else(|| r.to_string());
+        } else if let Some(r) = trimmed.strip_prefix("Doc-tests ") {
+            binary = format!("doc:{r}");
+        } else if let Some(t) = trimmed.strip_prefix("test ") {
+            if let Some(name) = t.strip_suffix(" ... ok") {
+                outcomes.push((format!("{binary}::{name}"), true));
+            } else if let Some(name) = t.strip_suffix(" ... FAILED") {
+                outcomes.push((format!("{binary}::{name}"), false));
+            }
+        }
         if let Some(rest) = line.strip_prefix("test result: ") {
             for part in rest.split(';') {
                 let mut it = part.split_whitespace().rev();
@@ -146,23 +262,16 @@ fn test(rest: &[String]) -> Result<()> {
                 };
                 let n: u64 = n.parse().unwrap_or(0);
                 match word {
-                    "passed" => passed += n,
-                    "failed" => failed += n,
-                    "ignored" => ignored += n,
+                    "passed" => tally.passed += n,
+                    "failed" => tally.failed += n,
+                    "ignored" => tally.ignored += n,
                     _ => {}
                 }
             }
         }
     }
     let status = child.wait()?;
-    println!("{passed} passed, {failed} failed, {ignored} skipped");
-    if !status.success() {
-        bail!("cargo test failed ({status})");
-    }
-    if passed == 0 {
-        bail!("no test ran");
-    }
-    Ok(())
+    Ok((tally, outcomes, status.success()))
 }
 
 fn demo(rest: &[String]) -> Result<()> {
