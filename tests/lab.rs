@@ -35,6 +35,9 @@ fn ci_smoke_scenario_self_checks_and_fills_the_link() {
         r.rate_check_goodput_mbit
     );
     println!("summary: {}", run::one_line(&r.summary));
+    // Behaviour (the link is filled), with margin: one cubic flow through a
+    // drop-tail bottleneck runs at 97-100 % of it after slow start in every
+    // run recorded in docs/results.md; 90 % leaves room for a loaded CI host.
     assert!(
         r.summary.utilization >= 0.90,
         "cubic utilization {:.1}%",
@@ -50,7 +53,9 @@ fn ci_smoke_scenario_self_checks_and_fills_the_link() {
     ] {
         assert!(r.dir.join(f).exists(), "missing {f}");
     }
-    // The queue was sampled at >= 100 Hz.
+    // The queue was sampled at (about) the configured 100 Hz: a sampler
+    // that stalled or fell back to a slower path would show far below 90;
+    // a 10 ms timerfd on an otherwise busy 2-core host has held >= 95.
     let q = &r.reps[0].queue;
     let span = q.last().unwrap().t - q.first().unwrap().t;
     assert!(
