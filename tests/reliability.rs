@@ -54,7 +54,8 @@ fn start_daemon(t: &KernelTest, port: u16) -> Proc {
 #[test]
 fn churn_with_every_cca_leaks_nothing() {
     let t = KernelTest::new();
-    assert_success(&t.run(&["load", "bbr1", "fairtt", "adbbr"]));
+    let all: Vec<&str> = Cca::ALL.iter().map(|c| c.name()).collect();
+    assert_success(&t.run(&[&["load"][..], &all].concat()));
     let port = free_port();
     let daemon = start_daemon(&t, port);
     let warn0 = dmesg_warnings();
@@ -112,7 +113,7 @@ fn churn_with_every_cca_leaks_nothing() {
     );
     drop(daemon);
     drop(ns);
-    assert_success(&t.run(&["unload", "bbr1", "fairtt", "adbbr"]));
+    assert_success(&t.run(&[&["unload"][..], &all].concat()));
 }
 
 #[test]

@@ -11,8 +11,11 @@ use crate::{LabArgs, LabCommand};
 pub fn run(fs: &BpfFs, cmd: LabCommand) -> Result<()> {
     match cmd {
         LabCommand::Scenarios => {
-            for (name, text) in builtin::SCENARIOS {
-                let s = Scenario::from_toml(text).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+            // Parsed as `lab run`/`lab sweep` would: sweep scenarios carry
+            // a [sweep] table that a plain scenario refuses.
+            for (name, _) in builtin::SCENARIOS {
+                let (s, _) = builtin::resolve_with_sweep(name)
+                    .map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
                 println!("{name:<24} {}", s.description);
             }
             Ok(())

@@ -44,6 +44,22 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "adbbr-flows",
         include_str!("../../scenarios/adbbr-flows.toml"),
     ),
+    (
+        "qfair-three-flows",
+        include_str!("../../scenarios/qfair-three-flows.toml"),
+    ),
+    (
+        "qfair-late-joiner",
+        include_str!("../../scenarios/qfair-late-joiner.toml"),
+    ),
+    (
+        "qfair-loss",
+        include_str!("../../scenarios/qfair-loss.toml"),
+    ),
+    (
+        "qfair-vs-cubic",
+        include_str!("../../scenarios/qfair-vs-cubic.toml"),
+    ),
 ];
 
 /// Resolve a scenario argument: a file path if it exists, else an embedded name.
@@ -101,6 +117,19 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// `rttfairctl lab scenarios` lists every embedded scenario: each must
+    /// parse and validate, [sweep] tables included.
+    #[test]
+    fn every_embedded_scenario_resolves() {
+        for (name, _) in super::SCENARIOS {
+            let (s, _) = super::resolve_with_sweep(name).unwrap_or_else(|e| panic!("{name}: {e}"));
+            s.validate().unwrap_or_else(|e| panic!("{name}: {e}"));
         }
     }
 }
