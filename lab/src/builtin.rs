@@ -120,16 +120,3 @@ mod tests {
         }
     }
 }
-
-#[cfg(test)]
-mod tests {
-    /// `rttfairctl lab scenarios` lists every embedded scenario: each must
-    /// parse and validate, [sweep] tables included.
-    #[test]
-    fn every_embedded_scenario_resolves() {
-        for (name, _) in super::SCENARIOS {
-            let (s, _) = super::resolve_with_sweep(name).unwrap_or_else(|e| panic!("{name}: {e}"));
-            s.validate().unwrap_or_else(|e| panic!("{name}: {e}"));
-        }
-    }
-}
