@@ -77,6 +77,7 @@
 #define RTTFAIR_HOOK_CWND_BUDGET
 #define RTTFAIR_HOOK_PROBE_RTT_CWND
 #define RTTFAIR_HOOK_LOSS_RECOVERY_CWND
+#define RTTFAIR_HOOK_ACK_AGGREGATION_CWND
 #include "bbr_core.h"
 #include "qfair_math.h"
 
@@ -512,6 +513,12 @@ static __always_inline void cca_on_rate_sample(struct sock *sk, struct rf_bbr *b
 static __always_inline __u64 cca_inflight_bdp(struct sock *sk, struct rf_bbr *bbr, __u64 bdp)
 {
 	return qfair_cruising(bbr) ? qfair_hot_of(bbr)->w : bdp;
+}
+
+/* In cruise the window is w alone: no ACK-aggregation allowance on top. */
+static __always_inline __u32 cca_ack_aggregation_cwnd(struct sock *sk, struct rf_bbr *bbr)
+{
+	return qfair_cruising(bbr) ? 0 : bbr_ack_aggregation_cwnd(bbr);
 }
 
 /* In cruise: w (at least the core's 4) plus at most one burst, not three. */

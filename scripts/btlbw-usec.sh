@@ -5,7 +5,7 @@
 # a release build. Uses its own bpffs root and namespaces, removed at the end.
 set -u
 cd "$(dirname "$0")/.."
-B=./target/release/rttfairctl
+B=${B:-./target/release/rttfairctl}
 export RTTFAIR_BPFFS=/sys/fs/bpf/rf-btlbw-$$
 cleanup() {
   ip netns del bwc 2>/dev/null; ip netns del bws 2>/dev/null
@@ -30,7 +30,7 @@ for cca in bbr1 bbr_native bbr1 bbr_native bbr1 bbr_native; do
 import json, sys
 for f in json.load(sys.stdin):
     if f['cca'] == '$cca' and f['peer'].endswith(':5001'):
-        print('$cca btlbw %7.1f Mbit/s  min_rtt %4.0f us  mode %s' % (f['btlbw_bytes_per_second'] * 8e-6, f['min_rtt_seconds'] * 1e6, f['mode']))
+        print('$cca btlbw %7.1f Mbit/s  min_rtt %4.0f us  mode %s  cwnd %d' % (f['btlbw_bytes_per_second'] * 8e-6, f['min_rtt_seconds'] * 1e6, f['mode'], f['cwnd_segments']))
 "
     sleep 0.5
   done

@@ -43,9 +43,34 @@
  * target covers TSO/GSO batching (3 TSO bursts) and, in the probing phase of
  * ProbeBW, two extra packets.
  *
- * What this core deliberately does not do: the long-term bandwidth (policer)
- * mode of Linux tcp_bbr.c, and its ACK-aggregation cwnd allowance
- * (extra_acked). Both are documented in docs/algorithms.md.
+ * Two refinements of Linux tcp_bbr.c (v1) that the papers do not describe,
+ * both here because native bbr has them and a baseline must behave like it:
+ *
+ *   ACK aggregation. ACKs often arrive in bursts (delayed ACKs, GRO, a shaper
+ *   releasing a tick's worth at once), and between bursts nothing is ACKed.
+ *   With cwnd = 2 BDP a flow then stalls in the silences. The core measures
+ *   the aggregation as the data ACKed in an "epoch" beyond what BtlBw would
+ *   have delivered over it,
+ *       extra_acked = acked_in_epoch - BtlBw x (now - epoch_start),
+ *   (an epoch restarts whenever the ACKs fall back to the expected rate),
+ *   keeps its windowed max over 5-10 round trips (two 5-round buckets), and
+ *   adds it to the cwnd target once the pipe is full, capped at
+ *   BtlBw x 100 ms and at cwnd.
+ *
+ *   Long-term bandwidth (policer detection). A token-bucket policer lets a
+ *   burst through at line rate and then drops everything above its rate, so
+ *   the max filter over-estimates BtlBw and the flow loses heavily. The core
+ *   takes two intervals of 4-16 round trips, each starting and ending at a
+ *   loss; if both lost >= 20 % of what they delivered and their delivery
+ *   rates agree within 1/8 (or 4 kbit/s), the path is policed: BtlBw becomes
+ *   the mean of the two (lt_bw), ProbeBW stops probing (gain 1.0) for 48
+ *   round trips, then the ordinary model returns.
+ *
+ * Phase decisions (leaving the 1.25 and 0.75 phases, leaving Drain) compare
+ * the packets "in the network at the earliest departure time": inflight,
+ * minus what BtlBw delivers before the next paced packet may leave, plus
+ * that packet's TSO burst when probing. ProbeBW phases are timed on the
+ * delivery clock (tp->delivered_mstamp), as native bbr does.
  *
  * Fixed point: bandwidth is packets per microsecond << BW_SCALE (24 bits of
  * fraction); gains are << BBR_SCALE (8 bits, BBR_UNIT = 1.0).
@@ -55,7 +80,10 @@
  * below, then includes this header. bbr1 implements them as identities.
  *
  * Per-flow state. struct rf_bbr lives in the 104-byte icsk_ca_priv; state a
- * variant needs beyond that lives in its own bpf_sk_storage map.
+ * variant needs beyond that lives in its own bpf_sk_storage map. The core's
+ * one rarely used part, the start of a long-term sampling interval, lives in
+ * the core's own sk_storage (rf_bbr_lt), touched only on losses.
+ * Remaining differences from native bbr: docs/algorithms.md, "The BBR core".
  */
 #ifndef RTTFAIR_BBR_CORE_H
 #define RTTFAIR_BBR_CORE_H
@@ -89,51 +117,93 @@
 #define BBR_PACING_MARGIN_PCT 1
 #define BBR_MIN_TSO_RATE 1200000 /* bit/s below which one segment per TSO */
 #define TCP_INFINITE_SSTHRESH 0x7fffffff
-
-/* One sample of the windowed max filter: value v seen in round t. */
-struct rf_win_sample {
-	__u32 t;
-	__u32 v;
-};
+/* ACK aggregation (tcp_bbr.c: bbr_extra_acked_*). */
+#define BBR_EXTRA_ACKED_GAIN BBR_UNIT          /* allowance = 1.0 x extra_acked */
+#define BBR_EXTRA_ACKED_WIN_RTTS 5             /* each of the two max buckets */
+#define BBR_ACK_EPOCH_ACKED_RESET (1U << 20)   /* restart an epoch this old */
+#define BBR_EXTRA_ACKED_MAX_US (100 * 1000)    /* allowance <= BtlBw x 100 ms */
+/* Long-term (policer) bandwidth (tcp_bbr.c: bbr_lt_*). */
+#define BBR_LT_INTVL_MIN_RTTS 4                /* an interval: 4..16 rounds */
+#define BBR_LT_LOSS_THRESH 50                  /* lossy: lost/delivered >= 50/256 */
+#define BBR_LT_BW_RATIO (BBR_UNIT / 8)         /* consistent: within 1/8 ... */
+#define BBR_LT_BW_DIFF (4000 / 8)              /* ... or within 4 kbit/s (bytes/s) */
+#define BBR_LT_BW_MAX_RTTS 48                  /* use lt_bw this many rounds */
 
 /*
  * Per-flow BBR state: must fit icsk_ca_priv (13 x u64). The core uses 88
  * bytes; the last 16 (cca_hot) belong to the variant, for the few values it
  * needs on every ACK, so that no per-ACK map lookup is needed for them.
+ *
+ * Packed to hold all of native bbr's per-ACK state next to the project's own
+ * (flow id, export bookkeeping): the max filter's round stamps are the low
+ * 16 bits of rtt_cnt (a stamp aliases only after 65536 rounds without a
+ * fresh sample, and then merely keeps a max up to one window longer); the
+ * ProbeBW phase start and the ProbeRTT deadline share a word, since each is
+ * read only in its own mode and set on entering it; flags are bitfields.
  */
 struct rf_bbr {
 	__u64 flow_id;              /* key in RTTFAIR_FLOWS_MAP */
-	struct rf_win_sample bw[3]; /* windowed max of delivery rate (best, 2nd, 3rd) */
-	__u32 cycle_mstamp;         /* start of the current gain-cycle phase, us (low 32 bits) */
-	__u32 min_rtt_us;           /* RTprop estimate */
-	__u32 min_rtt_stamp_ms;     /* when min_rtt_us was last refreshed */
-	__u32 probe_rtt_done_ms;    /* end of the ProbeRTT dwell, 0 = not set */
+	__u32 bw_v[3];              /* windowed max of delivery rate: best, 2nd, 3rd */
+	__u16 bw_t[3];              /* round (low 16 bits of rtt_cnt) of each bw_v */
+	__u16 probe_rtt_entries;    /* exported; wraps after 65535 */
 	__u32 rtt_cnt;              /* packet-timed round trips */
 	__u32 next_rtt_delivered;   /* tp->delivered that ends this round */
+	__u32 min_rtt_us;           /* RTprop estimate */
+	__u32 min_rtt_stamp_ms;     /* when min_rtt_us was last refreshed */
+	union {
+		__u32 cycle_mstamp;      /* ProbeBW: phase start, delivered_mstamp (low 32 bits) */
+		__u32 probe_rtt_done_ms; /* ProbeRTT: end of the dwell, 0 = not set */
+	};
 	__u32 prior_cwnd;           /* cwnd before recovery or ProbeRTT */
 	__u32 full_bw;              /* bandwidth at the last 25% growth */
+	__u32 lt_bw;                /* long-term (policed) bandwidth, as bw_v */
+	__u32 ack_epoch_mstamp;     /* start of the ACK epoch, us (low 32 bits) */
+	__u16 extra_acked[2];       /* max extra_acked of this and the last bucket */
+	__u32 ack_epoch_acked : 20,      /* packets (s)acked in the epoch */
+	      extra_acked_win_rtts : 5,  /* age of the current bucket, rounds */
+	      extra_acked_win_idx : 1,   /* the current bucket */
+	      mode : 3,                  /* enum rttfair_mode */
+	      prev_ca_state : 3;         /* TCP_CA_* at the previous ACK */
 	__u32 last_export_us;       /* low 32 bits of tcp_mstamp at last export */
 	__u32 last_rtt_us;          /* RTT of the latest valid rate sample */
-	__u32 probe_rtt_entries;
 	__u16 pacing_gain;
 	__u16 cwnd_gain;
-	__u8 mode;                  /* enum rttfair_mode */
-	__u8 prev_ca_state;         /* TCP_CA_* at the previous ACK */
-	__u8 ca_state;              /* TCP_CA_* as last told by set_state */
-	__u8 cycle_idx;
-	__u8 full_bw_cnt;
-	__u8 exported;              /* 1: has an entry in RTTFAIR_FLOWS_MAP; 2: insert failed */
-	__u8 full_bw_reached : 1,
-	     packet_conservation : 1,
-	     round_start : 1,
-	     idle_restart : 1,
-	     probe_rtt_round_done : 1,
-	     has_seen_rtt : 1;
+	__u32 ca_state : 3,              /* TCP_CA_* as last told by set_state */
+	      cycle_idx : 3,
+	      full_bw_cnt : 2,
+	      lt_rtt_cnt : 7,            /* rounds in the long-term interval */
+	      exported : 2,              /* 1: has an entry in RTTFAIR_FLOWS_MAP; 2: insert failed */
+	      full_bw_reached : 1,
+	      packet_conservation : 1,
+	      round_start : 1,
+	      idle_restart : 1,
+	      probe_rtt_round_done : 1,
+	      has_seen_rtt : 1,
+	      lt_is_sampling : 1,        /* a long-term interval is running */
+	      lt_use_bw : 1;             /* policed: lt_bw is the bandwidth */
 	__u32 cca_hot[4];           /* the variant's per-ACK state (see above) */
 };
 
 _Static_assert(sizeof(struct rf_bbr) <= 104, "rf_bbr must fit icsk_ca_priv");
 _Static_assert(__builtin_offsetof(struct rf_bbr, cca_hot) == 88, "core state is 88 bytes");
+
+/*
+ * The start of a long-term sampling interval: read and written only when a
+ * loss starts or ends an interval, so it lives in sk_storage, not in
+ * icsk_ca_priv. Each CCA object has its own map (a socket has one CCA).
+ */
+struct rf_bbr_lt_start {
+	__u32 delivered;            /* tp->delivered */
+	__u32 lost;                 /* tp->lost */
+	__u32 stamp_ms;             /* tp->delivered_mstamp in ms */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct rf_bbr_lt_start);
+} rf_bbr_lt SEC(".maps");
 
 /*
  * ProbeBW pacing gain of cycle phase idx: 1.25, 0.75, then six phases of 1.0.
@@ -179,6 +249,9 @@ static __always_inline void cca_export(struct sock *sk, struct rf_bbr *bbr,
  *
  *   cca_cwnd_budget(sk, bbr, target)  the cwnd target plus its TSO budget
  *                                     (BBR v1: bbr_quantization_budget)
+ *   cca_ack_aggregation_cwnd(sk, bbr) what the cwnd target gets for ACK
+ *                                     aggregation (RTTFAIR_HOOK_ACK_AGGREGATION_CWND;
+ *                                     BBR v1: bbr_ack_aggregation_cwnd)
  *   cca_probe_rtt_cwnd(sk, bbr)       the cwnd ProbeRTT drains to, and the
  *                                     inflight at which its dwell starts
  *                                     (BBR v1: 4 packets)
@@ -191,6 +264,7 @@ static __always_inline bool cca_loss_recovery_cwnd(struct sock *sk, struct rf_bb
 static __always_inline __u32 cca_cwnd_budget(struct sock *sk, struct rf_bbr *bbr,
 					     __u32 target);
 static __always_inline __u32 cca_probe_rtt_cwnd(struct sock *sk, struct rf_bbr *bbr);
+static __always_inline __u32 cca_ack_aggregation_cwnd(struct sock *sk, struct rf_bbr *bbr);
 
 /* ---- The windowed max filter of BtlBw ------------------------------------- */
 
@@ -198,48 +272,57 @@ static __always_inline __u32 cca_probe_rtt_cwnd(struct sock *sk, struct rf_bbr *
  * Keeps the best, second-best and third-best samples of the last `win`
  * rounds, each newer than the one before, so that when the best expires the
  * next one is still a max over a recent sub-window (Nichols' algorithm, as
- * described for BBR's BtlBw filter).
+ * in the kernel's lib/win_minmax.c that native bbr uses). Round stamps are
+ * 16 bits (see struct rf_bbr); ages are taken modulo 2^16.
  */
-static __always_inline void bbr_max_filter_reset(struct rf_win_sample *s, __u32 t,
-						 __u32 v)
+static __always_inline void bbr_max_filter_reset(struct rf_bbr *bbr, __u16 t, __u32 v)
 {
-	s[0].t = s[1].t = s[2].t = t;
-	s[0].v = s[1].v = s[2].v = v;
+	bbr->bw_t[0] = bbr->bw_t[1] = bbr->bw_t[2] = t;
+	bbr->bw_v[0] = bbr->bw_v[1] = bbr->bw_v[2] = v;
 }
 
-static __always_inline void bbr_max_filter_update(struct rf_win_sample *s, __u32 win,
-						  __u32 t, __u32 v)
+static __always_inline __u16 bbr_max_filter_age(__u16 now, __u16 then)
 {
-	__u32 age;
+	return (__u16)(now - then);
+}
 
-	if (v >= s[0].v || t - s[2].t > win) {
-		bbr_max_filter_reset(s, t, v); /* new max, or whole window stale */
+static __always_inline void bbr_max_filter_update(struct rf_bbr *bbr, __u16 win, __u16 t,
+						  __u32 v)
+{
+	__u16 age;
+
+	if (v >= bbr->bw_v[0] || bbr_max_filter_age(t, bbr->bw_t[2]) > win) {
+		bbr_max_filter_reset(bbr, t, v); /* new max, or whole window stale */
 		return;
 	}
-	if (v >= s[1].v) {
-		s[1].t = s[2].t = t;
-		s[1].v = s[2].v = v;
-	} else if (v >= s[2].v) {
-		s[2].t = t;
-		s[2].v = v;
+	if (v >= bbr->bw_v[1]) {
+		bbr->bw_t[1] = bbr->bw_t[2] = t;
+		bbr->bw_v[1] = bbr->bw_v[2] = v;
+	} else if (v >= bbr->bw_v[2]) {
+		bbr->bw_t[2] = t;
+		bbr->bw_v[2] = v;
 	}
 	/* Age out the best and promote the others as sub-windows pass. */
-	age = t - s[0].t;
+	age = bbr_max_filter_age(t, bbr->bw_t[0]);
 	if (age > win) {
-		s[0] = s[1];
-		s[1] = s[2];
-		s[2].t = t;
-		s[2].v = v;
-		if (t - s[0].t > win) {
-			s[0] = s[1];
-			s[1] = s[2];
+		bbr->bw_t[0] = bbr->bw_t[1];
+		bbr->bw_v[0] = bbr->bw_v[1];
+		bbr->bw_t[1] = bbr->bw_t[2];
+		bbr->bw_v[1] = bbr->bw_v[2];
+		bbr->bw_t[2] = t;
+		bbr->bw_v[2] = v;
+		if (bbr_max_filter_age(t, bbr->bw_t[0]) > win) {
+			bbr->bw_t[0] = bbr->bw_t[1];
+			bbr->bw_v[0] = bbr->bw_v[1];
+			bbr->bw_t[1] = bbr->bw_t[2];
+			bbr->bw_v[1] = bbr->bw_v[2];
 		}
-	} else if (s[1].t == s[0].t && age > win / 4) {
-		s[1].t = s[2].t = t;
-		s[1].v = s[2].v = v;
-	} else if (s[2].t == s[1].t && age > win / 2) {
-		s[2].t = t;
-		s[2].v = v;
+	} else if (bbr->bw_t[1] == bbr->bw_t[0] && age > win / 4) {
+		bbr->bw_t[1] = bbr->bw_t[2] = t;
+		bbr->bw_v[1] = bbr->bw_v[2] = v;
+	} else if (bbr->bw_t[2] == bbr->bw_t[1] && age > win / 2) {
+		bbr->bw_t[2] = t;
+		bbr->bw_v[2] = v;
 	}
 }
 
@@ -250,10 +333,28 @@ static __always_inline struct rf_bbr *bbr_of(const struct sock *sk)
 	return (struct rf_bbr *)inet_csk_ca(sk);
 }
 
-/* BtlBw: packets/us << BW_SCALE. */
+/* The max filter's BtlBw: packets/us << BW_SCALE. */
+static __always_inline __u32 bbr_max_bw(const struct rf_bbr *bbr)
+{
+	return bbr->bw_v[0];
+}
+
+/* The model's bandwidth: the policed rate when policed, else the max filter. */
+static __always_inline __u32 bbr_bw(const struct rf_bbr *bbr)
+{
+	return bbr->lt_use_bw ? bbr->lt_bw : bbr_max_bw(bbr);
+}
+
+/* BtlBw as the controls and the export use it (= bbr_bw; the variants' name). */
 static __always_inline __u32 bbr_btlbw(const struct rf_bbr *bbr)
 {
-	return bbr->bw[0].v;
+	return bbr_bw(bbr);
+}
+
+/* Max extra_acked of the last 5-10 round trips (two 5-round buckets). */
+static __always_inline __u32 bbr_extra_acked(const struct rf_bbr *bbr)
+{
+	return rf_max(bbr->extra_acked[0], bbr->extra_acked[1]);
 }
 
 static __always_inline bool bbr_full_bw_reached(const struct rf_bbr *bbr)
@@ -267,10 +368,10 @@ static __always_inline __u64 bbr_rate_bytes_per_sec(const struct sock *sk, __u64
 {
 	__u64 rate = bw * tcp_sk(sk)->mss_cache;
 
+	/* native's order of operations: exact, and no overflow below ~2.9 Tbit/s */
 	rate = (rate * gain) >> BBR_SCALE;
-	/* Keep 8 bits of headroom before multiplying by ~2^20. */
-	rate = (rate >> 8) * (USEC_PER_SEC / 100 * (100 - BBR_PACING_MARGIN_PCT));
-	return rate >> (BW_SCALE - 8);
+	rate *= USEC_PER_SEC / 100 * (100 - BBR_PACING_MARGIN_PCT);
+	return rate >> BW_SCALE;
 }
 
 /* The export's BtlBw in bytes/s (no margin, no gain). */
@@ -359,6 +460,54 @@ static __always_inline __u32 bbr_inflight(const struct sock *sk, const struct rf
 	return bbr_quantization_budget(sk, bbr, bbr_bdp(bbr, bw, gain));
 }
 
+/*
+ * Packets of this flow in the network when the next packet may leave, at
+ * its earliest departure time (EDT): with pacing, some of what is "in flight"
+ * is still scheduled in the sender, and by the EDT the bottleneck will have
+ * delivered BtlBw x (EDT - now) more. When probing upward the EDT packet's
+ * TSO burst counts too (will sending it push inflight over the target?).
+ *     in_net_at_edt = inflight + [tso_goal if gain > 1] - BtlBw x (EDT - now)
+ */
+static __always_inline __u32 bbr_packets_in_net_at_edt(const struct sock *sk,
+						       const struct rf_bbr *bbr,
+						       __u32 inflight_now)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+	__u64 now_ns = tp->tcp_clock_cache;
+	__u64 edt_ns = rf_max(tp->tcp_wstamp_ns, now_ns);
+	__u64 interval_us = (edt_ns - now_ns) / NSEC_PER_USEC;
+	__u32 delivered_by_edt = (__u32)(((__u64)bbr_bw(bbr) * interval_us) >> BW_SCALE);
+	__u32 inflight_at_edt = inflight_now;
+
+	if (bbr->pacing_gain > BBR_UNIT)
+		inflight_at_edt += bbr_tso_segs_goal(sk);
+	if (delivered_by_edt >= inflight_at_edt)
+		return 0;
+	return inflight_at_edt - delivered_by_edt;
+}
+
+/*
+ * The cwnd allowance for ACK aggregation: the windowed max extra_acked,
+ * once the pipe is full, at most what BtlBw delivers in 100 ms.
+ */
+static __always_inline __u32 bbr_ack_aggregation_cwnd(const struct rf_bbr *bbr)
+{
+	__u32 cap, allowance;
+
+	if (!bbr->full_bw_reached)
+		return 0;
+	cap = (__u32)(((__u64)bbr_bw(bbr) * BBR_EXTRA_ACKED_MAX_US) >> BW_SCALE);
+	allowance = (BBR_EXTRA_ACKED_GAIN * bbr_extra_acked(bbr)) >> BBR_SCALE;
+	return rf_min(allowance, cap);
+}
+
+#ifndef RTTFAIR_HOOK_ACK_AGGREGATION_CWND
+static __always_inline __u32 cca_ack_aggregation_cwnd(struct sock *sk, struct rf_bbr *bbr)
+{
+	return bbr_ack_aggregation_cwnd(bbr);
+}
+#endif
+
 /* ---- Controls -------------------------------------------------------------- */
 
 static __always_inline void bbr_init_pacing_rate_from_rtt(struct sock *sk,
@@ -438,7 +587,8 @@ static __always_inline bool bbr_set_cwnd_to_recover_or_restore(struct sock *sk,
 }
 
 /*
- * cwnd = cwnd_gain x BDP + budget, approached by adding what was acked once
+ * cwnd = cwnd_gain x BDP + ACK-aggregation allowance + budget, approached by
+ * adding what was acked once
  * the pipe is full (so a cut never happens in one step), grown freely before.
  */
 static __always_inline void bbr_set_cwnd(struct sock *sk, struct rf_bbr *bbr,
@@ -457,6 +607,7 @@ static __always_inline void bbr_set_cwnd(struct sock *sk, struct rf_bbr *bbr,
 		cwnd = tp->snd_cwnd; /* the variant handles loss in its own law */
 
 	target = (__u32)cca_inflight_bdp(sk, bbr, bbr_bdp(bbr, bw, gain));
+	target += cca_ack_aggregation_cwnd(sk, bbr);
 	target = cca_cwnd_budget(sk, bbr, target);
 	if (bbr->full_bw_reached)
 		cwnd = rf_min(cwnd + acked, target);
@@ -477,10 +628,11 @@ static __always_inline void bbr_reset_startup_mode(struct rf_bbr *bbr)
 	bbr->mode = RTTFAIR_MODE_STARTUP;
 }
 
+/* A new gain-cycle phase starts now, on the delivery clock. */
 static __always_inline void bbr_advance_cycle_phase(struct sock *sk, struct rf_bbr *bbr)
 {
 	bbr->cycle_idx = (bbr->cycle_idx + 1) & (BBR_CYCLE_LEN - 1);
-	bbr->cycle_mstamp = (__u32)tcp_sk(sk)->tcp_mstamp;
+	bbr->cycle_mstamp = (__u32)tcp_sk(sk)->delivered_mstamp;
 }
 
 static __always_inline void bbr_reset_probe_bw_mode(struct sock *sk, struct rf_bbr *bbr)
@@ -513,6 +665,124 @@ static __always_inline void bbr_update_round(struct sock *sk, struct rf_bbr *bbr
 	}
 }
 
+/* ---- Long-term bandwidth: policer detection ------------------------------- */
+
+static __always_inline struct rf_bbr_lt_start *bbr_lt_start_of(struct sock *sk)
+{
+	return bpf_sk_storage_get(&rf_bbr_lt, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+}
+
+/* Start a new interval here (only a running interval has a start). */
+static __always_inline void bbr_lt_start_interval(struct sock *sk, struct rf_bbr *bbr,
+						  struct rf_bbr_lt_start *start)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+
+	start->delivered = tp->delivered;
+	start->lost = tp->lost;
+	start->stamp_ms = (__u32)(tp->delivered_mstamp / USEC_PER_MSEC);
+	bbr->lt_rtt_cnt = 0;
+}
+
+/* Forget long-term sampling: not policed, not sampling. */
+static __always_inline void bbr_lt_reset(struct rf_bbr *bbr)
+{
+	bbr->lt_bw = 0;
+	bbr->lt_use_bw = 0;
+	bbr->lt_is_sampling = 0;
+	bbr->lt_rtt_cnt = 0;
+}
+
+/*
+ * An interval ended lossy with delivery rate bw. If the previous interval's
+ * rate agrees (within 1/8, or 4 kbit/s), the path is policed at their mean.
+ */
+static __always_inline void bbr_lt_interval_done(struct sock *sk, struct rf_bbr *bbr,
+						 struct rf_bbr_lt_start *start, __u32 bw)
+{
+	__u32 diff;
+
+	if (bbr->lt_bw) {
+		diff = bw > bbr->lt_bw ? bw - bbr->lt_bw : bbr->lt_bw - bw;
+		if ((__u64)diff * BBR_UNIT <= (__u64)BBR_LT_BW_RATIO * bbr->lt_bw ||
+		    bbr_rate_bytes_per_sec(sk, diff, BBR_UNIT) <= BBR_LT_BW_DIFF) {
+			bbr->lt_bw = (__u32)(((__u64)bw + bbr->lt_bw) >> 1);
+			bbr->lt_use_bw = 1;
+			bbr->pacing_gain = BBR_UNIT; /* stop probing into the policer */
+			bbr->lt_rtt_cnt = 0;
+			return;
+		}
+	}
+	bbr->lt_bw = bw;
+	bbr_lt_start_interval(sk, bbr, start);
+}
+
+/*
+ * Long-term sampling, once per ACK with a valid rate sample (and on an RTO
+ * with losses = 1). Intervals start at a loss (so a policer's bucket is
+ * already empty), span 4-16 round trips, end at a loss once lost/delivered
+ * >= 20 %, and are abandoned when the flow runs out of data. Policed, the
+ * flow uses lt_bw for 48 rounds of ProbeBW, then re-probes.
+ */
+static __always_inline void bbr_lt_sample(struct sock *sk, struct rf_bbr *bbr,
+					  __s32 losses, bool app_limited)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+	struct rf_bbr_lt_start *start;
+	__u32 lost, delivered, t_ms;
+	__u64 bw;
+
+	if (bbr->lt_use_bw) {
+		if (bbr->mode == RTTFAIR_MODE_PROBE_BW && bbr->round_start &&
+		    ++bbr->lt_rtt_cnt >= BBR_LT_BW_MAX_RTTS) {
+			bbr_lt_reset(bbr);
+			bbr_reset_probe_bw_mode(sk, bbr);
+		}
+		return;
+	}
+	if (!bbr->lt_is_sampling) {
+		if (!losses)
+			return;
+		start = bbr_lt_start_of(sk);
+		if (!start)
+			return; /* no memory: no long-term model for this flow */
+		bbr_lt_start_interval(sk, bbr, start);
+		bbr->lt_is_sampling = 1;
+	}
+	if (app_limited) {
+		bbr_lt_reset(bbr);
+		return;
+	}
+	if (bbr->round_start)
+		bbr->lt_rtt_cnt++;
+	if (bbr->lt_rtt_cnt < BBR_LT_INTVL_MIN_RTTS)
+		return;
+	if (bbr->lt_rtt_cnt > 4 * BBR_LT_INTVL_MIN_RTTS) {
+		bbr_lt_reset(bbr); /* too long to be a policer's rhythm */
+		return;
+	}
+	if (!losses)
+		return;
+	start = bbr_lt_start_of(sk);
+	if (!start) {
+		bbr_lt_reset(bbr);
+		return;
+	}
+	lost = tp->lost - start->lost;
+	delivered = tp->delivered - start->delivered;
+	if (!delivered || ((__u64)lost << BBR_SCALE) < (__u64)BBR_LT_LOSS_THRESH * delivered)
+		return;
+	t_ms = (__u32)(tp->delivered_mstamp / USEC_PER_MSEC) - start->stamp_ms;
+	if ((__s32)t_ms < 1)
+		return; /* under 1 ms: wait */
+	if (t_ms >= ~0U / USEC_PER_MSEC) {
+		bbr_lt_reset(bbr);
+		return;
+	}
+	bw = (__u64)delivered * BW_UNIT / ((__u64)t_ms * USEC_PER_MSEC);
+	bbr_lt_interval_done(sk, bbr, start, (__u32)rf_min(bw, 0xffffffffULL));
+}
+
 /* BtlBw: feed the delivery-rate sample to the max filter. */
 static __always_inline void bbr_update_btlbw(struct sock *sk, struct rf_bbr *bbr,
 					     const struct rate_sample *rs)
@@ -521,12 +791,67 @@ static __always_inline void bbr_update_btlbw(struct sock *sk, struct rf_bbr *bbr
 
 	if (rs->delivered < 0 || rs->interval_us <= 0)
 		return;
+	bbr_lt_sample(sk, bbr, rs->losses, rs->is_app_limited);
 	bw = (__u64)rs->delivered * BW_UNIT / (__u64)rs->interval_us;
 	if (bw > 0xffffffffULL)
 		bw = 0xffffffffULL;
 	/* App-limited samples underestimate BtlBw: use them only if they raise it. */
-	if (!rs->is_app_limited || bw >= bbr_btlbw(bbr))
-		bbr_max_filter_update(bbr->bw, BBR_BW_RTTS, bbr->rtt_cnt, (__u32)bw);
+	if (!rs->is_app_limited || bw >= bbr_max_bw(bbr))
+		bbr_max_filter_update(bbr, BBR_BW_RTTS, (__u16)bbr->rtt_cnt, (__u32)bw);
+}
+
+/*
+ * The current extra_acked bucket. Branches, not an index: the verifier
+ * refuses a variable offset into the socket (icsk_ca_priv is part of it).
+ */
+static __always_inline __u32 bbr_extra_acked_bucket(const struct rf_bbr *bbr)
+{
+	return bbr->extra_acked_win_idx ? bbr->extra_acked[1] : bbr->extra_acked[0];
+}
+
+static __always_inline void bbr_set_extra_acked_bucket(struct rf_bbr *bbr, __u16 v)
+{
+	if (bbr->extra_acked_win_idx)
+		bbr->extra_acked[1] = v;
+	else
+		bbr->extra_acked[0] = v;
+}
+
+/*
+ * ACK aggregation: extra_acked = acked in this epoch - BtlBw x epoch length,
+ * its max kept per 5-round bucket (two buckets: a 5-10 round window). An
+ * epoch restarts when the ACKs are no faster than BtlBw (or after 2^20
+ * packets), so extra_acked measures a burst above the model's rate.
+ */
+static __always_inline void bbr_update_ack_aggregation(struct sock *sk, struct rf_bbr *bbr,
+						       const struct rate_sample *rs)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+	__u32 now_us = (__u32)tp->delivered_mstamp, epoch_us, expected, extra, acked;
+
+	if (rs->acked_sacked <= 0 || rs->delivered < 0 || rs->interval_us <= 0)
+		return;
+	if (bbr->round_start) {
+		bbr->extra_acked_win_rtts = rf_min(0x1FU, bbr->extra_acked_win_rtts + 1U);
+		if (bbr->extra_acked_win_rtts >= BBR_EXTRA_ACKED_WIN_RTTS) {
+			bbr->extra_acked_win_rtts = 0;
+			bbr->extra_acked_win_idx = !bbr->extra_acked_win_idx;
+			bbr_set_extra_acked_bucket(bbr, 0);
+		}
+	}
+	epoch_us = rf_stamp_us_delta(now_us, bbr->ack_epoch_mstamp);
+	expected = (__u32)(((__u64)bbr_bw(bbr) * epoch_us) >> BW_SCALE);
+	acked = bbr->ack_epoch_acked;
+	if (acked <= expected || acked + rs->acked_sacked >= BBR_ACK_EPOCH_ACKED_RESET) {
+		acked = 0;
+		bbr->ack_epoch_mstamp = now_us;
+		expected = 0;
+	}
+	acked = rf_min(acked + (__u32)rs->acked_sacked, 0xFFFFFU);
+	bbr->ack_epoch_acked = acked;
+	extra = rf_min(acked - expected, tp->snd_cwnd);
+	if (extra > bbr_extra_acked_bucket(bbr))
+		bbr_set_extra_acked_bucket(bbr, (__u16)extra);
 }
 
 /* ProbeBW: is it time to leave the current gain-cycle phase? */
@@ -534,13 +859,16 @@ static __always_inline bool bbr_is_next_cycle_phase(struct sock *sk, struct rf_b
 						    const struct rate_sample *rs)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
-	bool is_full_length = (__u32)tp->tcp_mstamp - bbr->cycle_mstamp > bbr->min_rtt_us;
-	__u32 gain = bbr_pacing_gain_cycle(bbr->cycle_idx);
-	__u32 inflight = rs->prior_in_flight;
-	__u64 bw = bbr_btlbw(bbr);
+	bool is_full_length = rf_stamp_us_delta((__u32)tp->delivered_mstamp,
+						bbr->cycle_mstamp) > bbr->min_rtt_us;
+	__u32 gain = bbr->pacing_gain;
+	__u32 inflight;
+	__u64 bw;
 
 	if (gain == BBR_UNIT)
 		return is_full_length;
+	inflight = bbr_packets_in_net_at_edt(sk, bbr, rs->prior_in_flight);
+	bw = bbr_max_bw(bbr);
 	/* Probing: stay until the queue the probe aims for has built (or loss). */
 	if (gain > BBR_UNIT)
 		return is_full_length &&
@@ -565,8 +893,8 @@ static __always_inline void bbr_check_full_bw_reached(struct rf_bbr *bbr,
 	if (bbr->full_bw_reached || !bbr->round_start || rs->is_app_limited)
 		return;
 	thresh = (__u32)(((__u64)bbr->full_bw * BBR_FULL_BW_THRESH) >> BBR_SCALE);
-	if (bbr_btlbw(bbr) >= thresh) {
-		bbr->full_bw = bbr_btlbw(bbr);
+	if (bbr_max_bw(bbr) >= thresh) {
+		bbr->full_bw = bbr_max_bw(bbr);
 		bbr->full_bw_cnt = 0;
 		return;
 	}
@@ -574,17 +902,18 @@ static __always_inline void bbr_check_full_bw_reached(struct rf_bbr *bbr,
 	bbr->full_bw_reached = bbr->full_bw_cnt >= BBR_FULL_BW_CNT;
 }
 
-/* Startup -> Drain -> ProbeBW. */
+/* Startup -> Drain -> ProbeBW (Drain ends when what is in the net is one BDP). */
 static __always_inline void bbr_check_drain(struct sock *sk, struct rf_bbr *bbr)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 
 	if (bbr->mode == RTTFAIR_MODE_STARTUP && bbr->full_bw_reached) {
 		bbr->mode = RTTFAIR_MODE_DRAIN;
-		tp->snd_ssthresh = bbr_inflight(sk, bbr, bbr_btlbw(bbr), BBR_UNIT);
+		tp->snd_ssthresh = bbr_inflight(sk, bbr, bbr_max_bw(bbr), BBR_UNIT);
 	}
 	if (bbr->mode == RTTFAIR_MODE_DRAIN &&
-	    tcp_packets_in_flight(tp) <= bbr_inflight(sk, bbr, bbr_btlbw(bbr), BBR_UNIT))
+	    bbr_packets_in_net_at_edt(sk, bbr, tcp_packets_in_flight(tp)) <=
+		    bbr_inflight(sk, bbr, bbr_max_bw(bbr), BBR_UNIT))
 		bbr_reset_probe_bw_mode(sk, bbr);
 }
 
@@ -662,7 +991,7 @@ static __always_inline void bbr_update_gains(struct rf_bbr *bbr)
 		bbr->cwnd_gain = BBR_HIGH_GAIN;
 		break;
 	case RTTFAIR_MODE_PROBE_BW:
-		bbr->pacing_gain = bbr_pacing_gain_cycle(bbr->cycle_idx);
+		bbr->pacing_gain = bbr->lt_use_bw ? BBR_UNIT : bbr_pacing_gain_cycle(bbr->cycle_idx);
 		bbr->cwnd_gain = BBR_CWND_GAIN;
 		break;
 	default: /* ProbeRTT */
@@ -677,6 +1006,7 @@ static __always_inline void bbr_update_model(struct sock *sk, struct rf_bbr *bbr
 {
 	bbr_update_round(sk, bbr, rs);
 	bbr_update_btlbw(sk, bbr, rs);
+	bbr_update_ack_aggregation(sk, bbr, rs);
 	bbr_update_cycle_phase(sk, bbr, rs);
 	bbr_check_full_bw_reached(bbr, rs);
 	bbr_check_drain(sk, bbr);
@@ -761,6 +1091,7 @@ static __always_inline void bbr_core_init(struct sock *sk)
 	bbr->min_rtt_us = tcp_min_rtt(tp);
 	bbr->min_rtt_stamp_ms = tcp_now_ms(tp);
 	bbr->last_export_us = (__u32)tp->tcp_mstamp;
+	bbr->ack_epoch_mstamp = (__u32)tp->tcp_mstamp;
 	bbr_init_pacing_rate_from_rtt(sk, bbr);
 	bbr_reset_startup_mode(bbr);
 	bbr_update_gains(bbr);
@@ -810,6 +1141,9 @@ static __always_inline void bbr_core_cwnd_event(struct sock *sk, enum tcp_ca_eve
 
 	if (event == CA_EVENT_TX_START && tcp_sk(sk)->app_limited) {
 		bbr->idle_restart = 1;
+		/* The silence is not aggregation: start a new ACK epoch. */
+		bbr->ack_epoch_mstamp = (__u32)tcp_sk(sk)->tcp_mstamp;
+		bbr->ack_epoch_acked = 0;
 		/* Resuming from idle: pace at BtlBw, not at the probing gain. */
 		if (bbr->mode == RTTFAIR_MODE_PROBE_BW)
 			bbr_set_pacing_rate(sk, bbr, bbr_btlbw(bbr), BBR_UNIT);
@@ -826,7 +1160,8 @@ static __always_inline void bbr_core_set_state(struct sock *sk, __u8 new_state)
 		/* An RTO: restart full-bandwidth detection; restore cwnd afterwards. */
 		bbr->prev_ca_state = TCP_CA_Loss;
 		bbr->full_bw = 0;
-		bbr->round_start = 1;
+		bbr->round_start = 1; /* an RTO ends a round */
+		bbr_lt_sample(sk, bbr, 1, false);
 	}
 	bbr->ca_state = new_state;
 }
@@ -865,6 +1200,7 @@ static __always_inline void bbr_core_set_state(struct sock *sk, __u8 new_state)
 		struct rf_bbr *bbr = bbr_of(sk);                                \
 		bbr->full_bw = 0; /* spurious loss: re-check for a full pipe */ \
 		bbr->full_bw_cnt = 0;                                           \
+		bbr_lt_reset(bbr); /* ... and for a policer */                  \
 		return tcp_sk(sk)->snd_cwnd;                                    \
 	}                                                                       \
 	SEC("struct_ops")                                                       \

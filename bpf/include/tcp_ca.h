@@ -66,6 +66,18 @@ static __always_inline bool rf_after(__u32 a, __u32 b)
 	return rf_before(b, a);
 }
 
+/*
+ * t1 - t0 for the low 32 bits of two microsecond stamps, 0 if t1 is earlier
+ * (the kernel's tcp_stamp_us_delta() on 64-bit stamps; exact for gaps under
+ * 35 minutes).
+ */
+static __always_inline __u32 rf_stamp_us_delta(__u32 t1, __u32 t0)
+{
+	__s32 d = (__s32)(t1 - t0);
+
+	return d > 0 ? (__u32)d : 0;
+}
+
 /* Monotonic millisecond clock derived from the TCP microsecond clock. */
 static __always_inline __u32 tcp_now_ms(const struct tcp_sock *tp)
 {
