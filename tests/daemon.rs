@@ -71,7 +71,7 @@ fn prometheus_scrapes_per_flow_min_rtt_and_fairness() {
     let (dport, pport) = (free_port(), free_port());
     std::fs::write(
         tmp.join("daemon.toml"),
-        "load = [\"fairtt\"]\nmax_flows = 100\n",
+        "load = [\"fairtt\"]\nmax_flows = 100\nper_flow = \"all\"\n",
     )
     .unwrap();
     let daemon = Proc(
@@ -286,7 +286,7 @@ fn native_flows_are_exported_beside_project_flows() {
     assert_success(&t.run(&["load", "bbr1"]));
     let port = free_port();
     let cfg = std::env::temp_dir().join(format!("rttfair-native-{}.toml", std::process::id()));
-    std::fs::write(&cfg, "native_flows = true\n").unwrap();
+    std::fs::write(&cfg, "native_flows = true\nper_flow = \"all\"\n").unwrap();
     let _daemon = Proc(
         t.ctl()
             .args([
