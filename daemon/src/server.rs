@@ -42,9 +42,9 @@ async fn serve(config: Config) -> Result<()> {
         let cca: Cca = name.parse()?;
         match lifecycle::load(cca, &fs, &LoadOptions::default())? {
             LoadOutcome::AlreadyLoaded => {
-                eprintln!("rttfair-daemon: adopted {cca} (already loaded)")
+                tracing::info!("adopted {cca} (already loaded)")
             }
-            _ => eprintln!("rttfair-daemon: loaded {cca}"),
+            _ => tracing::info!("loaded {cca}"),
         }
     }
     let collector = Arc::new(FlowCollector::new(
@@ -70,7 +70,12 @@ async fn serve(config: Config) -> Result<()> {
         .route("/metrics", get(metrics))
         .route("/healthz", get(healthz))
         .with_state(app);
-    eprintln!("rttfair-daemon: serving http://{}/metrics", config.listen);
+    tracing::info!(
+        per_flow = ?config.per_flow,
+        refresh_ms = config.refresh_ms,
+        "serving http://{}/metrics",
+        config.listen
+    );
     axum::serve(listener, router)
         .with_graceful_shutdown(shutdown_signal())
         .await
@@ -79,13 +84,13 @@ async fn serve(config: Config) -> Result<()> {
         for cca in Cca::ALL {
             if lifecycle::is_loaded(cca, &fs) {
                 match lifecycle::unregister(cca, &fs, false) {
-                    Ok(()) => eprintln!("rttfair-daemon: unloaded {cca}"),
-                    Err(e) => eprintln!("rttfair-daemon: kept {cca}: {e}"),
+                    Ok(()) => tracing::info!("unloaded {cca}"),
+                    Err(e) => tracing::warn!("kept {cca}: {e}"),
                 }
             }
         }
     }
-    eprintln!("rttfair-daemon: stopped");
+    tracing::info!("stopped");
     Ok(())
 }
 
@@ -130,7 +135,10 @@ async fn metrics(State(app): State<Arc<App>>, headers: axum::http::HeaderMap) ->
                 .into_response(),
             Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "encoding failed\n").into_response(),
         },
-        Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "encoding failed\n").into_response(),
+        Err(_) => {
+            tracing::error!("encoding /metrics failed");
+            (StatusCode::INTERNAL_SERVER_ERROR, "encoding failed\n").into_response()
+        }
     }
 }
 
