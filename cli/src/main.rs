@@ -255,6 +255,18 @@ fn main() -> ExitCode {
     }
 }
 
+/// The error and its causes on one line.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for cause in e.chain() {
+        let s = cause.to_string();
+        if !parts.iter().any(|p| p.contains(&s)) {
+            parts.push(s);
+        }
+    }
+    parts.join(": ").replace('\n', " ")
+}
+
 #[cfg(test)]
 mod tests {
     use clap::CommandFactory;
@@ -282,16 +294,4 @@ mod tests {
         walk(&cmd, "rttfairctl", &mut missing);
         assert!(missing.is_empty(), "no help text: {missing:?}");
     }
-}
-
-/// The error and its causes on one line.
-fn one_line(e: &anyhow::Error) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    for cause in e.chain() {
-        let s = cause.to_string();
-        if !parts.iter().any(|p| p.contains(&s)) {
-            parts.push(s);
-        }
-    }
-    parts.join(": ").replace('\n', " ")
 }

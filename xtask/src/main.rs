@@ -8,8 +8,7 @@
 //! - `demo`            deps + build + the main job (see README)
 //! - `bench <name>`    benchmarks that print figures (never timed assertions)
 //! - `man [DIR]`       man pages of rttfairctl (clap_mangen), default target/man
-//! - `deb`             the Debian package (cargo-deb): binary, systemd unit,
-//!                     default config, completions, man pages
+//! - `deb`             the Debian package (cargo-deb): binary, unit, config, completions, man
 //!
 //! Tasks that need root say so before doing anything.
 
