@@ -114,7 +114,32 @@ async fn metrics(State(app): State<Arc<App>>, headers: axum::http::HeaderMap) ->
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|a| a.contains("application/openmetrics-text"));
+    let gzip = headers
+        .get(header::ACCEPT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("gzip"));
+    if gzip && openmetrics {
+        app.exposition
+            .gzip_wanted
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
     match app.exposition.get().await {
+        Ok(body) if openmetrics && gzip => {
+            match tokio::task::spawn_blocking(move || body.gzip()).await {
+                Ok(z) => (
+                    [
+                        (
+                            header::CONTENT_TYPE,
+                            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                        ),
+                        (header::CONTENT_ENCODING, "gzip"),
+                    ],
+                    z,
+                )
+                    .into_response(),
+                Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "encoding failed\n").into_response(),
+            }
+        }
         Ok(body) if openmetrics => (
             [(
                 header::CONTENT_TYPE,

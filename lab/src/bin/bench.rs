@@ -455,6 +455,13 @@ fn daemon_bench() -> Result<()> {
                     .filter(|l| !l.is_empty() && l[0] != b'#')
                     .count();
             }
+            let mut zlat = Vec::new();
+            let mut zbytes = 0;
+            for _ in 0..50 {
+                let (t, n) = d.scrape_gzip()?;
+                zlat.push(t.as_secs_f64() * 1e3);
+                zbytes = n;
+            }
             let map_read_ms = d.sample("rttfair_previous_scrape_duration_seconds")? * 1e3;
             println!(
                 "{n:>6} flows, {mode}: scrape p50 {:.1} ms, p90 {:.1} ms, p99 {:.1} ms; {} kB, {series} series per scrape; map read {map_read_ms:.1} ms; daemon RSS {} -> {} KiB",
@@ -465,8 +472,14 @@ fn daemon_bench() -> Result<()> {
                 rss0,
                 rss_kib(d.pid())
             );
+            println!(
+                "  with gzip (as Prometheus scrapes): p50 {:.1} ms, p99 {:.1} ms, {} kB on the wire",
+                pct(&mut zlat, 50),
+                pct(&mut zlat, 99),
+                zbytes / 1000
+            );
             if n == 10_000 {
-                // 50 scrapers at once, 4 scrapes each.
+                // 50 scrapers at once (gzip, as Prometheus), 4 scrapes each.
                 let (errors, mut lat, peak) = d.concurrent(50, 4)?;
                 println!(
                     "  50 concurrent scrapers x 4: {errors} errors, p50 {:.1} ms, p99 {:.1} ms, peak daemon RSS {peak} KiB",
@@ -605,7 +618,13 @@ mod bench_daemon {
 
         /// One OpenMetrics scrape: its time to the last byte, and the body.
         pub fn scrape(&self) -> Result<(Duration, Vec<u8>)> {
-            scrape(self.port)
+            scrape(self.port, false)
+        }
+
+        /// One scrape as Prometheus makes it (gzip accepted): time and
+        /// bytes on the wire.
+        pub fn scrape_gzip(&self) -> Result<(Duration, usize)> {
+            scrape(self.port, true).map(|(t, b)| (t, b.len()))
         }
 
         /// An unlabelled sample's value in a fresh scrape.
@@ -636,7 +655,7 @@ mod bench_daemon {
                     .map(|_| {
                         s.spawn(move || {
                             (0..each)
-                                .map(|_| scrape(port).map(|(t, _)| t.as_secs_f64() * 1e3))
+                                .map(|_| scrape(port, true).map(|(t, _)| t.as_secs_f64() * 1e3))
                                 .collect::<Vec<_>>()
                         })
                     })
@@ -662,12 +681,17 @@ mod bench_daemon {
         }
     }
 
-    fn scrape(port: u16) -> Result<(Duration, Vec<u8>)> {
+    fn scrape(port: u16, gzip: bool) -> Result<(Duration, Vec<u8>)> {
         let t = Instant::now();
         let mut s = std::net::TcpStream::connect(("127.0.0.1", port))?;
+        let enc = if gzip {
+            "Accept-Encoding: gzip\r\n"
+        } else {
+            ""
+        };
         write!(
             s,
-            "GET /metrics HTTP/1.0\r\nAccept: application/openmetrics-text\r\n\r\n"
+            "GET /metrics HTTP/1.0\r\nAccept: application/openmetrics-text\r\n{enc}\r\n"
         )?;
         // Sized for the largest body, so the client's own buffer growth is
         // not timed as the daemon's (Prometheus streams the body).
