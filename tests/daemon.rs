@@ -71,7 +71,7 @@ fn prometheus_scrapes_per_flow_min_rtt_and_fairness() {
     let (dport, pport) = (free_port(), free_port());
     std::fs::write(
         tmp.join("daemon.toml"),
-        "load = [\"fairtt\"]\nmax_flows = 100\n",
+        "load = [\"fairtt\"]\nmax_flows = 100\nper_flow = \"all\"\n",
     )
     .unwrap();
     let daemon = Proc(
@@ -286,7 +286,7 @@ fn native_flows_are_exported_beside_project_flows() {
     assert_success(&t.run(&["load", "bbr1"]));
     let port = free_port();
     let cfg = std::env::temp_dir().join(format!("rttfair-native-{}.toml", std::process::id()));
-    std::fs::write(&cfg, "native_flows = true\n").unwrap();
+    std::fs::write(&cfg, "native_flows = true\nper_flow = \"all\"\n").unwrap();
     let _daemon = Proc(
         t.ctl()
             .args([
@@ -419,4 +419,159 @@ fn native_flows_are_exported_beside_project_flows() {
         "cubic {cubic:?}, bbr {bbr:?} (BtlBw {:.2} Gbit/s), bbr1 {bbr1:?}",
         btlbw.unwrap() * 8e-9
     );
+}
+
+/// One OpenMetrics scrape with a timeout long enough for a 12 MB body on a
+/// loaded machine: (status, body).
+fn scrape_long(port: u16) -> std::io::Result<(u16, String)> {
+    use std::io::Read;
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port))?;
+    s.set_read_timeout(Some(Duration::from_secs(120)))?;
+    write!(
+        s,
+        "GET /metrics HTTP/1.0\r\nAccept: application/openmetrics-text\r\n\r\n"
+    )?;
+    let mut buf = String::new();
+    s.read_to_string(&mut buf)?;
+    let (head, body) = buf.split_once("\r\n\r\n").unwrap_or((&buf, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    Ok((status, body.to_string()))
+}
+
+/// Limits under load (issue 18 item 8): 50 scrapers at once at 10k flows
+/// with every per-flow series on all get the whole exposition and the
+/// daemon's memory stays bounded (one shared body, not one per scraper);
+/// killed mid-scrape and restarted, the daemon exports what the map holds
+/// now, nothing of before.
+#[test]
+fn fifty_scrapers_at_10k_flows_then_killed_mid_scrape_and_restarted() {
+    use libbpf_rs::MapCore;
+    use rttfair_loader::lifecycle::{create_shared_maps, remove_unused, LoadOptions};
+    use rttfair_loader::{Cca, Flow};
+
+    let t = KernelTest::new();
+    struct Maps<'a>(&'a rttfair_loader::BpfFs);
+    impl Drop for Maps<'_> {
+        fn drop(&mut self) {
+            remove_unused(self.0);
+        }
+    }
+    create_shared_maps(
+        &t.fs,
+        &LoadOptions {
+            flows_max: Some(16_384),
+            object: None,
+        },
+    )
+    .unwrap();
+    let _maps = Maps(&t.fs);
+    let flows: Vec<Flow> = (1..=10_000u64)
+        .map(|id| Flow {
+            id,
+            cca: Some(Cca::ALL[(id % 3) as usize]),
+            local: ([10, 10, (id >> 8) as u8, id as u8], 10_000).into(),
+            peer: ([10, 20, 0, (id % 200) as u8], 5201).into(),
+            min_rtt: Duration::from_millis(10),
+            delivered_bytes: id * 1000,
+            started_at: Duration::from_secs(1),
+            exported_at: Duration::from_secs(2),
+            ..Flow::default()
+        })
+        .collect();
+    rttfair_loader::flows::write_synthetic(&t.fs, &flows).unwrap();
+
+    let cfg = std::env::temp_dir().join(format!("rttfair-50-{}.toml", std::process::id()));
+    std::fs::write(
+        &cfg,
+        "per_flow = \"all\"\nmax_flows = 20000\nrefresh_ms = 1000\nnative_flows = false\n",
+    )
+    .unwrap();
+    let port = free_port();
+    let spawn = || {
+        Proc(
+            t.ctl()
+                .args(["daemon", "--config", cfg.to_str().unwrap()])
+                .args(["--listen", &format!("127.0.0.1:{port}")])
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        )
+    };
+    let mut daemon = spawn();
+    assert!(wait_http(port, "/healthz"), "daemon did not come up");
+    let pid = daemon.0.id();
+
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (results, peak_kib) = std::thread::scope(|s| {
+        let sampler = s.spawn(|| {
+            let mut peak = 0u64;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let rss = std::fs::read_to_string(format!("/proc/{pid}/status"))
+                    .ok()
+                    .and_then(|st| {
+                        st.lines().find_map(|l| {
+                            l.strip_prefix("VmRSS:")?
+                                .trim()
+                                .trim_end_matches(" kB")
+                                .parse::<u64>()
+                                .ok()
+                        })
+                    })
+                    .unwrap_or(0);
+                peak = peak.max(rss);
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            peak
+        });
+        let scrapers: Vec<_> = (0..50).map(|_| s.spawn(|| scrape_long(port))).collect();
+        let results: Vec<_> = scrapers.into_iter().map(|h| h.join().unwrap()).collect();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        (results, sampler.join().unwrap())
+    });
+    for r in &results {
+        let (status, body) = r.as_ref().expect("scrape failed");
+        assert_eq!(*status, 200);
+        assert_eq!(sample(body, "rttfair_flows_read"), Some(10_000.0));
+        assert_eq!(sample(body, "rttfair_flows_exported"), Some(10_000.0));
+        assert!(body.ends_with("# EOF\n"), "truncated body");
+    }
+    println!("50 concurrent scrapers at 10k flows: peak daemon RSS {peak_kib} KiB");
+    // One body is ~12 MB; a copy per scraper would be ~600 MB.
+    assert!(peak_kib < 256 * 1024, "daemon RSS peaked at {peak_kib} KiB");
+
+    // Kill it while scrapes are in flight.
+    let inflight: Vec<_> = (0..10)
+        .map(|_| std::thread::spawn(move || scrape_long(port)))
+        .collect();
+    std::thread::sleep(Duration::from_millis(30));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let _ = daemon.0.wait();
+    for h in inflight {
+        let _ = h.join().unwrap(); // cut off or complete: either is fine
+    }
+    // Half the flows close while it is down.
+    let map = t.fs.open_map(rttfair_loader::abi::maps::FLOWS).unwrap();
+    for id in 5_001..=10_000u64 {
+        map.delete(&id.to_ne_bytes()).unwrap();
+    }
+    daemon = spawn();
+    assert!(wait_http(port, "/healthz"), "daemon did not restart");
+    let (status, body) = scrape_long(port).unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(sample(&body, "rttfair_flows_read"), Some(5_000.0));
+    assert!(body.contains("flow=\"5000\""), "a live flow is missing");
+    assert!(
+        !body.contains("flow=\"5001\"") && !body.contains("flow=\"10000\""),
+        "a closed flow's series survived the restart"
+    );
+    drop(daemon);
+    let _ = std::fs::remove_file(&cfg);
 }

@@ -7,166 +7,224 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use rttfair_loader::lifecycle::{self, LoadOptions, LoadOutcome};
 use rttfair_loader::{flows::FlowReader, BpfFs, Cca};
+use serde_json::json;
 
 use crate::view;
 use crate::{Cli, Command};
 
+/// Route each subcommand to its handler; every handler that reports data
+/// prints it through [`Out`], as text or (with `--json`) as JSON.
 pub fn run(cli: Cli) -> Result<()> {
     let fs = BpfFs::new(&cli.bpffs);
+    let out = Out { json: cli.json };
     match cli.command {
         Command::Load {
             ccas,
             flows_max,
             object,
-        } => load(&fs, &ccas, flows_max, object.as_deref()),
+        } => load(&fs, &out, &ccas, flows_max, object.as_deref()),
         Command::Unload {
             ccas,
             force,
             migrate_to,
-        } => {
-            if let Some(to) = migrate_to {
-                for cca in parse_ccas(&ccas)? {
-                    let r = migrate_all(cca.name(), &to, None, &Default::default())?;
-                    println!("{cca}: moved {} socket(s) to {to}", r.moved);
-                }
-            }
-            unload(&fs, &ccas, force)
-        }
-        Command::Swap { cca, object } => {
-            let cca: Cca = cca.parse()?;
-            let object = object
-                .map(|p| std::fs::read(&p).with_context(|| format!("read {}", p.display())))
-                .transpose()?;
-            let r = rttfair_loader::lifecycle::update(
-                cca,
-                &fs,
-                &LoadOptions {
-                    flows_max: None,
-                    object,
-                },
-            )?;
-            println!(
-                "{cca}: swapped in place; new sockets get the new build, {} open socket(s) keep the previous one until they close or are migrated",
-                r.sockets_on_previous
-            );
-            Ok(())
-        }
+        } => unload(&fs, &out, &ccas, force, migrate_to.as_deref()),
+        Command::Swap { cca, object } => swap(&fs, &out, &cca, object.as_deref()),
         Command::Migrate {
             from,
             to,
             netns,
             dst,
             port,
-        } => {
-            let filter = rttfair_loader::migrate::Filter {
-                dst: dst
-                    .as_deref()
-                    .map(rttfair_loader::migrate::parse_prefix)
-                    .transpose()?,
-                port,
-            };
-            let r = migrate_all(&from, &to, netns.as_deref(), &filter)?;
-            if r.moved == 0 && r.failed.is_empty() {
-                bail!(
-                    "no open connection on {from} matches{}",
-                    describe(&netns, &dst, port)
-                );
-            }
-            print!("moved {} connection(s) from {from} to {to}", r.moved);
-            if r.failed.is_empty() {
-                println!();
-            } else {
-                let why: Vec<String> = r
-                    .failed
-                    .iter()
-                    .map(|(e, n)| format!("{n}: {}", rttfair_loader::migrate::errno_text(*e)))
-                    .collect();
-                println!(
-                    "; {} matched but could not be moved ({})",
-                    r.failed_total(),
-                    why.join(", ")
-                );
-            }
-            Ok(())
-        }
-        Command::Default { cca, netns } => {
-            match &netns {
-                Some(ns) => {
-                    let c = cca.clone();
-                    rttfair_loader::kernel::in_netns(ns, move || {
-                        rttfair_loader::kernel::set_default_here(&c)
-                    })?
-                }
-                None => rttfair_loader::kernel::set_default_here(&cca)?,
-            }
-            println!(
-                "default congestion control{}: {cca}",
-                netns.map(|n| format!(" of netns {n}")).unwrap_or_default()
-            );
-            Ok(())
-        }
+        } => migrate(&out, &from, &to, netns, dst, port),
+        Command::Default { cca, netns } => set_default(&out, &cca, netns),
         Command::Attach { cgroup, cca } => {
             rttfair_loader::cgroup::attach(&fs, &cgroup, &cca)?;
-            println!("{}: new connections get {cca}", cgroup.display());
-            Ok(())
+            out.print(
+                json!({ "cgroup": cgroup, "cca": cca }),
+                format_args!("{}: new connections get {cca}", cgroup.display()),
+            )
         }
         Command::Detach { cgroup } => {
             let cca = rttfair_loader::cgroup::detach(&fs, &cgroup)?;
-            println!("{}: no longer sets {cca}", cgroup.display());
-            Ok(())
+            out.print(
+                json!({ "cgroup": cgroup, "detached": cca }),
+                format_args!("{}: no longer sets {cca}", cgroup.display()),
+            )
         }
-        Command::List { json } => list(&fs, json),
-        Command::Flows {
-            json,
-            watch,
-            cca,
-            native,
-        } => flows(&fs, json, watch, cca.as_deref(), native),
+        Command::List => list(&fs, &out),
+        Command::Flows { watch, cca, native } => flows(&fs, &out, watch, cca.as_deref(), native),
         Command::Set { name, value } => {
             let v = rttfair_loader::tunables::set(&fs, &name, &value)?;
-            println!("{} = {}{}", v.name, v.value, v.unit);
-            Ok(())
+            out.print(
+                serde_json::to_value(&v)?,
+                format_args!("{} = {}{}", v.name, v.value, v.unit),
+            )
         }
-        Command::Get { name, json } => {
+        Command::Get { name } => {
             let values = rttfair_loader::tunables::get(&fs, name.as_deref())?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&values)?);
-            } else {
-                print!("{}", view::tunables_table(&values));
-            }
-            Ok(())
+            out.print(
+                serde_json::to_value(&values)?,
+                format_args!("{}", view::tunables_table(&values).trim_end()),
+            )
         }
-        Command::Daemon { config, listen } => {
-            let mut c = rttfair_daemon::Config::load(config.as_deref())?;
-            if let Some(l) = listen {
-                c.listen = l;
-            }
-            if std::env::var_os("RTTFAIR_BPFFS").is_some() || cli_bpffs_given(&fs) {
-                c.bpffs = fs.root().to_path_buf();
-            }
-            rttfair_daemon::run(c)
-        }
+        Command::Daemon { config, listen } => daemon(&fs, config.as_deref(), listen),
         Command::Lab { command } => crate::lab::run(&fs, command),
         Command::Demo {
             seconds,
             keep_loaded,
             out,
-        } => {
-            if let Some(s) = seconds {
-                if !(s.is_finite() && (5.0..=600.0).contains(&s)) {
-                    bail!("--seconds must be between 5 and 600, got {s}");
-                }
+        } => demo(&fs, seconds, keep_loaded, out),
+        Command::Completions { shell } => {
+            use std::io::Write;
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "rttfairctl", &mut script);
+            // A closed pipe (`| head`) is the reader's choice, not an error.
+            match std::io::stdout().write_all(&script) {
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+                r => Ok(r?),
             }
-            crate::demo::run(
-                &fs,
-                &crate::demo::DemoOptions {
-                    seconds,
-                    keep_loaded,
-                    out,
-                },
-            )
+        }
+        Command::Man { dir } => crate::man::write_all(&dir),
+    }
+}
+
+/// How a command prints what it reports: a line of text, or the same facts
+/// as one JSON value with `--json`.
+pub struct Out {
+    pub json: bool,
+}
+
+impl Out {
+    pub fn print(&self, json: serde_json::Value, text: std::fmt::Arguments) -> Result<()> {
+        if self.json {
+            println!("{}", serde_json::to_string(&json)?);
+        } else {
+            println!("{text}");
+        }
+        Ok(())
+    }
+}
+
+fn swap(fs: &BpfFs, out: &Out, cca: &str, object: Option<&Path>) -> Result<()> {
+    let cca: Cca = cca.parse()?;
+    let object = object
+        .map(|p| std::fs::read(p).with_context(|| format!("read {}", p.display())))
+        .transpose()?;
+    let r = lifecycle::update(
+        cca,
+        fs,
+        &LoadOptions {
+            flows_max: None,
+            object,
+        },
+    )?;
+    out.print(
+        json!({ "cca": cca.name(), "swapped": true, "sockets_on_previous": r.sockets_on_previous }),
+        format_args!(
+            "{cca}: swapped in place; new sockets get the new build, {} open socket(s) keep the previous one until they close or are migrated",
+            r.sockets_on_previous
+        ),
+    )
+}
+
+fn migrate(
+    out: &Out,
+    from: &str,
+    to: &str,
+    netns: Option<String>,
+    dst: Option<String>,
+    port: Option<u16>,
+) -> Result<()> {
+    use rttfair_loader::migrate::{errno_text, parse_prefix, Filter};
+    let filter = Filter {
+        dst: dst.as_deref().map(parse_prefix).transpose()?,
+        port,
+    };
+    let r = migrate_all(from, to, netns.as_deref(), &filter)?;
+    if r.moved == 0 && r.failed.is_empty() {
+        bail!(
+            "no open connection on {from} matches{}",
+            describe(&netns, &dst, port)
+        );
+    }
+    let why: Vec<String> = r
+        .failed
+        .iter()
+        .map(|(e, n)| format!("{n}: {}", errno_text(*e)))
+        .collect();
+    let failed: serde_json::Map<String, serde_json::Value> = r
+        .failed
+        .iter()
+        .map(|(e, n)| (errno_text(*e).to_string(), json!(n)))
+        .collect();
+    let tail = if why.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; {} matched but could not be moved ({})",
+            r.failed_total(),
+            why.join(", ")
+        )
+    };
+    out.print(
+        json!({ "from": from, "to": to, "moved": r.moved, "failed": failed }),
+        format_args!("moved {} connection(s) from {from} to {to}{tail}", r.moved),
+    )
+}
+
+fn set_default(out: &Out, cca: &str, netns: Option<String>) -> Result<()> {
+    match &netns {
+        Some(ns) => {
+            let c = cca.to_string();
+            rttfair_loader::kernel::in_netns(ns, move || {
+                rttfair_loader::kernel::set_default_here(&c)
+            })?
+        }
+        None => rttfair_loader::kernel::set_default_here(cca)?,
+    }
+    out.print(
+        json!({ "default": cca, "netns": netns }),
+        format_args!(
+            "default congestion control{}: {cca}",
+            netns
+                .as_ref()
+                .map(|n| format!(" of netns {n}"))
+                .unwrap_or_default()
+        ),
+    )
+}
+
+fn daemon(fs: &BpfFs, config: Option<&Path>, listen: Option<std::net::SocketAddr>) -> Result<()> {
+    let mut c = rttfair_daemon::Config::load(config)?;
+    if let Some(l) = listen {
+        c.listen = l;
+    }
+    if std::env::var_os("RTTFAIR_BPFFS").is_some() || cli_bpffs_given(fs) {
+        c.bpffs = fs.root().to_path_buf();
+    }
+    rttfair_daemon::run(c)
+}
+
+fn demo(
+    fs: &BpfFs,
+    seconds: Option<f64>,
+    keep_loaded: bool,
+    out: std::path::PathBuf,
+) -> Result<()> {
+    if let Some(s) = seconds {
+        if !(s.is_finite() && (5.0..=600.0).contains(&s)) {
+            bail!("--seconds must be between 5 and 600, got {s}");
         }
     }
+    crate::demo::run(
+        fs,
+        &crate::demo::DemoOptions {
+            seconds,
+            keep_loaded,
+            out,
+        },
+    )
 }
 
 /// Migrate in one namespace, or in the current one and every named one.
@@ -223,7 +281,13 @@ fn parse_ccas(names: &[String]) -> Result<Vec<Cca>> {
     Ok(out)
 }
 
-fn load(fs: &BpfFs, names: &[String], flows_max: Option<u32>, object: Option<&Path>) -> Result<()> {
+fn load(
+    fs: &BpfFs,
+    out: &Out,
+    names: &[String],
+    flows_max: Option<u32>,
+    object: Option<&Path>,
+) -> Result<()> {
     let ccas = parse_ccas(names)?;
     let object = match object {
         None => None,
@@ -232,6 +296,7 @@ fn load(fs: &BpfFs, names: &[String], flows_max: Option<u32>, object: Option<&Pa
     };
     let opts = LoadOptions { flows_max, object };
     let mut done = Vec::new();
+    let mut report = Vec::new();
     for cca in &ccas {
         match lifecycle::load(*cca, fs, &opts) {
             Ok(outcome) => {
@@ -245,7 +310,7 @@ fn load(fs: &BpfFs, names: &[String], flows_max: Option<u32>, object: Option<&Pa
                         "loaded (repaired a stale pin from an interrupted run)"
                     }
                 };
-                println!("{cca}: {what}");
+                report.push((*cca, what));
                 if outcome != LoadOutcome::AlreadyLoaded {
                     done.push(*cca);
                 }
@@ -259,11 +324,32 @@ fn load(fs: &BpfFs, names: &[String], flows_max: Option<u32>, object: Option<&Pa
             }
         }
     }
-    Ok(())
+    // Printed once all are in: a failure prints nothing but the error.
+    let text: Vec<String> = report.iter().map(|(c, w)| format!("{c}: {w}")).collect();
+    out.print(
+        json!(report
+            .iter()
+            .map(|(c, w)| json!({ "cca": c.name(), "outcome": w }))
+            .collect::<Vec<_>>()),
+        format_args!("{}", text.join("\n")),
+    )
 }
 
-fn unload(fs: &BpfFs, names: &[String], force: bool) -> Result<()> {
+fn unload(
+    fs: &BpfFs,
+    out: &Out,
+    names: &[String],
+    force: bool,
+    migrate_to: Option<&str>,
+) -> Result<()> {
     let ccas = parse_ccas(names)?;
+    let mut moved = Vec::new();
+    if let Some(to) = migrate_to {
+        for cca in &ccas {
+            let r = migrate_all(cca.name(), to, None, &Default::default())?;
+            moved.push((*cca, r.moved));
+        }
+    }
     // Check all before changing any.
     for cca in &ccas {
         if !fs.link_pin(*cca).exists() {
@@ -280,16 +366,29 @@ fn unload(fs: &BpfFs, names: &[String], force: bool) -> Result<()> {
             }
         }
     }
-    for cca in ccas {
-        lifecycle::unregister(cca, fs, force)?;
-        println!("{cca}: unloaded");
+    for cca in &ccas {
+        lifecycle::unregister(*cca, fs, force)?;
     }
-    Ok(())
+    let mut text: Vec<String> = moved
+        .iter()
+        .map(|(c, n)| format!("{c}: moved {n} socket(s) to {}", migrate_to.unwrap_or("")))
+        .collect();
+    text.extend(ccas.iter().map(|c| format!("{c}: unloaded")));
+    out.print(
+        json!(ccas
+            .iter()
+            .map(|c| {
+                let m = moved.iter().find(|(x, _)| x == c).map(|(_, n)| *n);
+                json!({ "cca": c.name(), "unloaded": true, "migrated": m, "migrated_to": migrate_to })
+            })
+            .collect::<Vec<_>>()),
+        format_args!("{}", text.join("\n")),
+    )
 }
 
-fn list(fs: &BpfFs, json: bool) -> Result<()> {
+fn list(fs: &BpfFs, out: &Out) -> Result<()> {
     let status = view::Status::gather(fs)?;
-    if json {
+    if out.json {
         println!("{}", serde_json::to_string_pretty(&status)?);
     } else {
         print!("{}", status.table());
@@ -297,13 +396,7 @@ fn list(fs: &BpfFs, json: bool) -> Result<()> {
     Ok(())
 }
 
-fn flows(
-    fs: &BpfFs,
-    json: bool,
-    watch: Option<f64>,
-    cca: Option<&str>,
-    native: bool,
-) -> Result<()> {
+fn flows(fs: &BpfFs, out: &Out, watch: Option<f64>, cca: Option<&str>, native: bool) -> Result<()> {
     let filter = cca.map(str::parse::<Cca>).transpose()?;
     if let Some(w) = watch {
         if !(w.is_finite() && w >= 0.1) {
@@ -333,7 +426,7 @@ fn flows(
             None => None,
         };
         let rows: Vec<_> = flows.iter().map(view::FlowRow::from).collect();
-        if json {
+        if out.json {
             match natives {
                 // With --native: {"rttfair": [...], "native": [...]}.
                 Some(n) => println!("{}", serde_json::json!({ "rttfair": rows, "native": n })),

@@ -6,6 +6,8 @@
 mod commands;
 mod demo;
 mod lab;
+mod logging;
+mod man;
 mod view;
 
 use std::process::ExitCode;
@@ -30,6 +32,11 @@ pub struct Cli {
     )]
     bpffs: std::path::PathBuf,
 
+    /// Print what the command reports as JSON on stdout (one value per
+    /// command; one per refresh with `flows --watch`).
+    #[arg(long, global = true)]
+    json: bool,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -51,6 +58,7 @@ pub enum Command {
     },
     /// Unregister congestion controls (refused while sockets use them).
     Unload {
+        /// CCAs to unload.
         #[arg(required = true, value_name = "CCA")]
         ccas: Vec<String>,
         /// Unregister even if sockets still use it (they keep running on it).
@@ -63,6 +71,7 @@ pub enum Command {
     /// Replace a loaded CCA's programs in place (same name, no gap): new
     /// sockets get the new build, open ones keep the old until migrated.
     Swap {
+        /// The loaded CCA to replace.
         cca: String,
         /// The new build (default: the one embedded in this rttfairctl).
         #[arg(long, value_name = "PATH")]
@@ -70,8 +79,10 @@ pub enum Command {
     },
     /// Move open connections from one CCA to another without dropping them.
     Migrate {
+        /// The CCA the connections use now.
         #[arg(long)]
         from: String,
+        /// The CCA to move them to (any registered one).
         #[arg(long)]
         to: String,
         /// Only this network namespace (a name from `ip netns`); default: the
@@ -87,6 +98,7 @@ pub enum Command {
     },
     /// Set the default CCA for new sockets (net.ipv4.tcp_congestion_control).
     Default {
+        /// Any registered congestion control (rttfair's or the kernel's).
         cca: String,
         /// In this network namespace instead of the current one.
         #[arg(long)]
@@ -94,27 +106,27 @@ pub enum Command {
     },
     /// Make a CCA the default for connections of one cgroup (v2).
     Attach {
+        /// The cgroup's directory, e.g. /sys/fs/cgroup/web.slice.
         #[arg(long)]
         cgroup: std::path::PathBuf,
+        /// The CCA its new connections get.
         cca: String,
     },
     /// Remove rttfair's default-CCA attachment from a cgroup.
     Detach {
+        /// The cgroup's directory.
         #[arg(long)]
         cgroup: std::path::PathBuf,
     },
     /// Show the CCAs of this build, which are loaded, the kernel default, and
     /// how many sockets use each.
-    List {
-        /// Machine-readable output.
-        #[arg(long)]
-        json: bool,
-    },
+    List,
     /// Set a runtime tunable, e.g. `set fairtt.beta 0.7` (applies within one
     /// round trip to every flow, no reload).
     Set {
         /// <cca>.<tunable>
         name: String,
+        /// The new value, in the tunable's unit (`rttfairctl get` shows it).
         #[arg(allow_negative_numbers = true)]
         value: String,
     },
@@ -122,15 +134,10 @@ pub enum Command {
     Get {
         /// <cca> or <cca>.<tunable>
         name: Option<String>,
-        #[arg(long)]
-        json: bool,
     },
     /// Per-flow BBR estimates of every socket on a rttfair CCA (what `ss -ti`
     /// cannot show for BPF congestion controls).
     Flows {
-        /// Machine-readable output (one JSON array).
-        #[arg(long)]
-        json: bool,
         /// Refresh every N seconds until interrupted.
         #[arg(long, value_name = "SECS")]
         watch: Option<f64>,
@@ -170,12 +177,25 @@ pub enum Command {
         #[arg(long, default_value = "lab-out/demo")]
         out: std::path::PathBuf,
     },
+    /// Print a shell completion script, e.g.
+    /// `rttfairctl completions bash > /etc/bash_completion.d/rttfairctl`.
+    Completions {
+        /// The shell to complete for.
+        shell: clap_complete::Shell,
+    },
+    /// Write the man pages (rttfairctl.1 and one per subcommand) to a folder.
+    #[command(hide = true)]
+    Man {
+        /// Where the pages go (created if missing).
+        dir: std::path::PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]
 pub enum LabCommand {
     /// Run a scenario (a TOML file, or the name of an embedded one).
     Run {
+        /// A scenario TOML file, or an embedded scenario's name.
         scenario: String,
         /// Give every flow this congestion control.
         #[arg(long)]
@@ -185,6 +205,7 @@ pub enum LabCommand {
     },
     /// Run one scenario once per CCA and print the results side by side.
     Compare {
+        /// A scenario TOML file, or an embedded scenario's name.
         scenario: String,
         /// Comma-separated CCAs, e.g. bbr,bbr1,fairtt.
         #[arg(long, value_delimiter = ',', required = true)]
@@ -194,7 +215,9 @@ pub enum LabCommand {
     },
     /// Run a scenario's [sweep] grid for each CCA: CSV, line plots or heatmaps.
     Sweep {
+        /// A scenario TOML file with a [sweep] table, or an embedded one's name.
         scenario: String,
+        /// Comma-separated CCAs, e.g. bbr,fairtt.
         #[arg(long, value_delimiter = ',', required = true)]
         cca: Vec<String>,
         #[command(flatten)]
@@ -222,6 +245,7 @@ pub struct LabArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    logging::init();
     match commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -241,4 +265,33 @@ fn one_line(e: &anyhow::Error) -> String {
         }
     }
     parts.join(": ").replace('\n', " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// Every argument of every (sub)command says what it is for.
+    #[test]
+    fn every_argument_has_help() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for a in cmd.get_arguments() {
+                let id = a.get_id().as_str();
+                if id != "help" && id != "version" && a.get_help().is_none() {
+                    missing.push(format!("{path} {id}"));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                if sub.get_about().is_none() {
+                    missing.push(format!("{path} {} (command)", sub.get_name()));
+                }
+                walk(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let cmd = super::Cli::command();
+        cmd.clone().debug_assert();
+        let mut missing = Vec::new();
+        walk(&cmd, "rttfairctl", &mut missing);
+        assert!(missing.is_empty(), "no help text: {missing:?}");
+    }
 }

@@ -9,6 +9,10 @@
 //! free of any EWMA. A flow seen for the first time gets its average since
 //! start. Jain's index is computed over the flows with a throughput sample.
 //!
+//! Every flow feeds the per-CCA histograms and per-group aggregates; only
+//! the first `per_flow` flows by throughput (see [`crate::config::PerFlow`])
+//! get per-flow series, and the flows the cap leaves out are counted.
+//!
 //! Beside the project CCAs' own exports, and if `native_flows` is set,
 //! connections on kernel CCAs in the daemon's network namespace (cubic,
 //! native bbr) are read with a BPF socket iterator (`rttfair_loader::sockets`)
@@ -27,6 +31,7 @@ use rttfair_loader::flows::FlowReader;
 use rttfair_loader::sockets::SocketReader;
 use rttfair_loader::{lifecycle, BpfFs, Cca, Flow};
 
+use crate::config::PerFlow;
 use crate::labels::FlowLabels;
 use crate::snapshot::{FlowSample, Kind, Snapshot};
 
@@ -42,7 +47,11 @@ struct Seen {
 #[derive(Debug)]
 pub struct FlowCollector {
     fs: BpfFs,
-    max_flows: usize,
+    /// Flows with per-flow series at most: `per_flow` bounded by `max_flows`.
+    per_flow_limit: usize,
+    /// Whether per-flow series are on at all (off is not a cap: nothing
+    /// is counted as omitted).
+    per_flow_on: bool,
     prefix_v4: u8,
     prefix_v6: u8,
     native_flows: bool,
@@ -84,6 +93,7 @@ impl FlowCollector {
     /// native bbr) of the daemon's network namespace.
     pub fn new(
         fs: BpfFs,
+        per_flow: PerFlow,
         max_flows: usize,
         prefix_v4: u8,
         prefix_v6: u8,
@@ -92,7 +102,8 @@ impl FlowCollector {
         FlowCollector {
             fs,
             native_flows,
-            max_flows,
+            per_flow_limit: per_flow.limit(max_flows),
+            per_flow_on: per_flow != PerFlow::Off,
             prefix_v4,
             prefix_v6,
             state: Mutex::new(State::default()),
@@ -131,7 +142,8 @@ impl FlowCollector {
         Ok(())
     }
 
-    fn snapshot(&self) -> Snapshot {
+    /// Read the maps (and kernel-CCA sockets) into one scrape's data.
+    pub fn snapshot(&self) -> Snapshot {
         let t0 = Instant::now();
         let mut st = self.state.lock().unwrap();
         // (Re)open the maps lazily: they may appear after the daemon starts,
@@ -156,13 +168,14 @@ impl FlowCollector {
         all.sort_by_key(|f| f.id);
         let mut all: Vec<(Flow, Kind)> = all.into_iter().map(|f| (f, Kind::Project)).collect();
         let native_readable = self.read_native(&mut st, &mut all);
-        let omitted = all.len().saturating_sub(self.max_flows);
         let flows = self.rate_and_label(&mut st, all);
+        let (per_flow, omitted) = self.cap(flows.len());
         st.omitted_total += omitted as u64;
         let previous = st.last_scrape_seconds;
         st.last_scrape_seconds = t0.elapsed().as_secs_f64();
         Snapshot {
             flows,
+            per_flow,
             native_readable,
             omitted,
             omitted_total: st.omitted_total,
@@ -177,12 +190,22 @@ impl FlowCollector {
         }
     }
 
-    /// Each flow's throughput from consecutive exports, and its labels; the
-    /// first `max_flows` are kept. A flow seen for the first time gets its
-    /// average since start; closed flows are forgotten here.
+    /// Of `n` flows read: how many get per-flow series, and how many the
+    /// cap denies them (none while per-flow series are off: that is not a
+    /// cap dropping series, it is the setting).
+    fn cap(&self, n: usize) -> (usize, usize) {
+        let per_flow = n.min(self.per_flow_limit);
+        let omitted = if self.per_flow_on { n - per_flow } else { 0 };
+        (per_flow, omitted)
+    }
+
+    /// Each flow's throughput from consecutive exports, in export order
+    /// (highest throughput first, ties by kind and id), the first
+    /// `per_flow_limit` with their labels. A flow seen for the first time
+    /// gets its average since start; closed flows are forgotten here.
     fn rate_and_label(&self, st: &mut State, all: Vec<(Flow, Kind)>) -> Vec<FlowSample> {
         let mut seen = HashMap::with_capacity(all.len());
-        let mut out = Vec::with_capacity(all.len().min(self.max_flows));
+        let mut rated = Vec::with_capacity(all.len());
         for (f, kind) in all {
             let key = (matches!(kind, Kind::Native { .. }), f.id);
             let (delivered, last_ns) = (f.delivered_bytes, f.exported_at.as_nanos() as u64);
@@ -205,31 +228,34 @@ impl FlowCollector {
                     rate,
                 },
             );
-            if out.len() < self.max_flows {
-                out.push(self.sample(f, rate, kind));
-            }
+            rated.push((f, kind, rate));
         }
         st.seen = seen;
-        out
+        let key = |(f, k, _): &(Flow, Kind, f64)| (matches!(k, Kind::Native { .. }), f.id);
+        rated.sort_by(|a, b| b.2.total_cmp(&a.2).then_with(|| key(a).cmp(&key(b))));
+        rated
+            .into_iter()
+            .enumerate()
+            .map(|(i, (f, kind, rate))| self.sample(f, rate, kind, i < self.per_flow_limit))
+            .collect()
     }
 
     /// A flow with its labels. Per-flow series carry only `cca` and `flow`
     /// (the id `rttfairctl flows` shows); the 4-tuple, group and netns live
     /// once per flow in `rttfair_flow_info`. Putting the tuple on every
     /// sample made a 10k-flow scrape 25 MB.
-    fn sample(&self, flow: Flow, rate: f64, kind: Kind) -> FlowSample {
-        let (cca, labels) = match &kind {
-            Kind::Project => {
-                let cca = flow.cca_name().to_string();
-                let labels = FlowLabels::new(&cca, format_args!("{}", flow.id));
-                (cca, labels)
-            }
+    /// `labelled`: whether it gets per-flow series (else no label text).
+    fn sample(&self, flow: Flow, rate: f64, kind: Kind, labelled: bool) -> FlowSample {
+        let cca = match &kind {
+            Kind::Project => flow.cca_name().to_string(),
+            Kind::Native { cca, .. } => cca.clone(),
+        };
+        let labels = match &kind {
+            _ if !labelled => FlowLabels::default(),
+            Kind::Project => FlowLabels::new(&cca, format_args!("{}", flow.id)),
             // Cookies and rttfair ids are separate counters: a prefix keeps
             // the flow label unique across both.
-            Kind::Native { cca, .. } => (
-                cca.clone(),
-                FlowLabels::new(cca, format_args!("sk{}", flow.id)),
-            ),
+            Kind::Native { .. } => FlowLabels::new(&cca, format_args!("sk{}", flow.id)),
         };
         FlowSample {
             group: self.group_of(flow.peer.ip()),
@@ -291,6 +317,7 @@ mod tests {
         let mut registry = prometheus_client::registry::Registry::default();
         registry.register_collector(Box::new(FlowCollector::new(
             BpfFs::new(&dir),
+            PerFlow::All,
             100,
             24,
             64,
@@ -307,5 +334,54 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("{}"), "{text}");
+    }
+
+    fn flow(id: u64, delivered: u64) -> (Flow, Kind) {
+        let f = Flow {
+            id,
+            cca: Some(Cca::Fairtt),
+            delivered_bytes: delivered,
+            started_at: std::time::Duration::from_secs(1),
+            exported_at: std::time::Duration::from_secs(2),
+            ..Flow::default()
+        };
+        (f, Kind::Project)
+    }
+
+    fn collector(per_flow: PerFlow) -> FlowCollector {
+        FlowCollector::new(BpfFs::new("/nonexistent"), per_flow, 100, 24, 64, false)
+    }
+
+    /// top:N gives per-flow labels to the N fastest flows (ties: lowest id)
+    /// and keeps every flow for the aggregates.
+    #[test]
+    fn top_n_labels_the_fastest_flows_and_keeps_all() {
+        let c = collector(PerFlow::Top(2));
+        let mut st = State::default();
+        let all = vec![flow(1, 100), flow(2, 300), flow(3, 200), flow(4, 300)];
+        let out = c.rate_and_label(&mut st, all);
+        let ids: Vec<u64> = out.iter().map(|s| s.flow.id).collect();
+        assert_eq!(ids, [2, 4, 3, 1]);
+        let labelled: Vec<bool> = out
+            .iter()
+            .map(|s| s.labels != FlowLabels::default())
+            .collect();
+        assert_eq!(labelled, [true, true, false, false]);
+    }
+
+    /// The flows the cap leaves out are counted; with per_flow off nothing
+    /// is a cap, so nothing is counted.
+    #[test]
+    fn the_cap_counts_omitted_flows_and_off_counts_none() {
+        for (per_flow, want) in [
+            (PerFlow::Top(1), (1, 2)),
+            (PerFlow::Top(5), (3, 0)),
+            (PerFlow::All, (3, 0)),
+            (PerFlow::Off, (0, 0)),
+        ] {
+            assert_eq!(collector(per_flow).cap(3), want, "{per_flow:?}");
+        }
+        // max_flows (100) bounds "all" too.
+        assert_eq!(collector(PerFlow::All).cap(150), (100, 50));
     }
 }

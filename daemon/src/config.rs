@@ -6,7 +6,16 @@
 //! bpffs = "/sys/fs/bpf/rttfair"
 //! load = ["fairtt"]                # CCAs to load at start (already loaded ones are adopted)
 //! unload_on_exit = false           # leave CCAs registered when the daemon stops
-//! max_flows = 10000                # cap on exported per-flow series
+//! per_flow = "off"                 # per-flow series: "off" (default: per-CCA and
+//!                                  # per-group aggregates only), "all", or "top:N"
+//!                                  # (the N flows with the highest throughput)
+//! max_flows = 10000                # hard cap on flows with per-flow series
+//! refresh_ms = 0                   # 0: read and encode at every scrape (scrapes
+//!                                  # arriving together share one encode); N: a
+//!                                  # background task re-encodes every N ms while
+//!                                  # scraped and scrapes get the latest body (up
+//!                                  # to 2N ms old); set 1000 with per_flow = "all"
+//!                                  # at thousands of flows
 //! native_flows = false             # also export connections on kernel CCAs
 //!                                  # (cubic, native bbr) of the daemon's netns;
 //!                                  # off by default: on a busy server that is
@@ -31,7 +40,14 @@ pub struct Config {
     pub bpffs: PathBuf,
     pub load: Vec<String>,
     pub unload_on_exit: bool,
+    /// Which flows get per-flow series (see [`PerFlow`]).
+    pub per_flow: PerFlow,
     pub max_flows: usize,
+    /// How old a served exposition may be, in ms: while scrapers come, a
+    /// background task re-reads and re-encodes at this interval and scrapes
+    /// are answered from the latest body, so concurrent or slow scrapers
+    /// never wait for an encode. 0 (the default) encodes at every scrape.
+    pub refresh_ms: u64,
     /// Also export connections on kernel CCAs, read with a BPF socket
     /// iterator, so they can be compared with rttfair's flows.
     pub native_flows: bool,
@@ -46,7 +62,9 @@ impl Default for Config {
             bpffs: PathBuf::from(rttfair_loader::BpfFs::DEFAULT_ROOT),
             load: Vec::new(),
             unload_on_exit: false,
+            per_flow: PerFlow::Off,
             max_flows: 10_000,
+            refresh_ms: 0,
             native_flows: false,
             group_prefix_v4: 24,
             group_prefix_v6: 64,
@@ -111,6 +129,9 @@ impl Config {
         if self.max_flows == 0 || self.max_flows > 1_000_000 {
             bail!("max_flows: must be 1..=1000000, got {}", self.max_flows);
         }
+        if self.refresh_ms > 60_000 {
+            bail!("refresh_ms: must be 0..=60000, got {}", self.refresh_ms);
+        }
         if self.group_prefix_v4 > 32 {
             bail!(
                 "group_prefix_v4: must be 0..=32, got {}",
@@ -124,6 +145,55 @@ impl Config {
             );
         }
         Ok(())
+    }
+}
+
+/// Which flows get per-flow series. Per-flow families times flows is ~18
+/// series per flow (180k at 10k flows), more than a Prometheus operator
+/// accepts by default: the aggregates are always there, per-flow series
+/// are opt-in and capped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
+pub enum PerFlow {
+    /// No per-flow series: per-CCA histograms and per-group aggregates only.
+    Off,
+    /// Every flow (up to `max_flows`).
+    All,
+    /// The N flows with the highest throughput (ties: lowest flow id first).
+    Top(usize),
+}
+
+impl PerFlow {
+    /// How many flows get per-flow series, given the hard cap `max_flows`.
+    pub fn limit(self, max_flows: usize) -> usize {
+        match self {
+            PerFlow::Off => 0,
+            PerFlow::All => max_flows,
+            PerFlow::Top(n) => n.min(max_flows),
+        }
+    }
+}
+
+impl std::str::FromStr for PerFlow {
+    type Err = anyhow::Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "off" => Ok(PerFlow::Off),
+            "all" => Ok(PerFlow::All),
+            _ => match s.strip_prefix("top:").map(str::parse::<usize>) {
+                Some(Ok(n)) if (1..=1_000_000).contains(&n) => Ok(PerFlow::Top(n)),
+                _ => bail!(
+                    "expected \"off\", \"all\" or \"top:N\" with N in 1..=1000000, got \"{s}\""
+                ),
+            },
+        }
+    }
+}
+
+impl TryFrom<String> for PerFlow {
+    type Error = anyhow::Error;
+    fn try_from(s: String) -> Result<Self> {
+        s.parse()
     }
 }
 
@@ -144,6 +214,11 @@ mod tests {
             "group_prefix_v4 = 33",
             "lsiten = \"x\"",
             "max_flows = -1",
+            "per_flow = \"some\"",
+            "per_flow = \"top:0\"",
+            "per_flow = \"top:x\"",
+            "per_flow = 5",
+            "refresh_ms = 60001",
         ] {
             assert!(Config::parse(bad).is_err(), "{bad} accepted");
         }
@@ -151,6 +226,22 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("max_flows: "), "{e}");
+        let e = Config::parse("per_flow = \"top:0\"")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("per_flow: "), "{e}");
+    }
+
+    #[test]
+    fn per_flow_is_off_by_default_and_capped() {
+        let c = Config::parse("").unwrap();
+        assert_eq!(c.per_flow, PerFlow::Off);
+        assert_eq!(c.per_flow.limit(c.max_flows), 0);
+        let c = Config::parse("per_flow = \"top:100\"\nmax_flows = 50").unwrap();
+        assert_eq!(c.per_flow, PerFlow::Top(100));
+        assert_eq!(c.per_flow.limit(c.max_flows), 50);
+        let c = Config::parse("per_flow = \"all\"").unwrap();
+        assert_eq!(c.per_flow.limit(c.max_flows), 10_000);
     }
 
     #[test]

@@ -6,7 +6,8 @@ use prometheus_client::metrics::MetricType;
 
 use crate::families::{Family, Source, FAMILIES};
 use crate::labels::FlowLabels;
-use crate::snapshot::{Snapshot, Throughputs};
+use crate::snapshot::{FlowSample, Snapshot, Throughputs};
+use std::collections::BTreeMap;
 
 type Labels = Vec<(&'static str, String)>;
 
@@ -29,7 +30,7 @@ fn family(
         Source::FlowInfo => samples(enc, f, &info(snap)),
         Source::Flow(covers, value) => {
             let v: Vec<(&FlowLabels, f64)> = snap
-                .flows
+                .exported()
                 .iter()
                 .filter(|s| covers.includes(s))
                 .filter_map(|s| value(s).map(|x| (&s.labels, x)))
@@ -38,7 +39,7 @@ fn family(
         }
         Source::FlowState(covers, label, state) => {
             let v: Vec<(FlowLabels, f64)> = snap
-                .flows
+                .exported()
                 .iter()
                 .filter(|s| covers.includes(s))
                 .filter_map(|s| {
@@ -63,6 +64,7 @@ fn family(
                 .collect();
             samples(enc, f, &v)
         }
+        Source::Histogram(value, bounds) => histograms(enc, f, snap, *value, bounds),
         Source::PerCca(agg) => {
             let v: Vec<(Labels, f64)> = t
                 .per_cca
@@ -83,9 +85,43 @@ fn family(
     }
 }
 
+/// One histogram per CCA over every flow read (not only those with
+/// per-flow series), buckets as the table gives them plus +Inf.
+fn histograms(
+    enc: &mut DescriptorEncoder,
+    f: &Family,
+    snap: &Snapshot,
+    value: fn(&FlowSample) -> Option<f64>,
+    bounds: &[f64],
+) -> Result<(), std::fmt::Error> {
+    // Per CCA: (sum, count, non-cumulative count per bucket, +Inf last).
+    let mut per_cca: BTreeMap<&str, (f64, u64, Vec<u64>)> = BTreeMap::new();
+    for s in &snap.flows {
+        let Some(v) = value(s) else { continue };
+        let (sum, count, buckets) = per_cca
+            .entry(s.cca.as_str())
+            .or_insert_with(|| (0.0, 0, vec![0; bounds.len() + 1]));
+        *sum += v;
+        *count += 1;
+        buckets[bounds.partition_point(|b| *b < v)] += 1;
+    }
+    let mut m = enc.encode_descriptor(f.name, f.help, None, f.ty)?;
+    for (cca, (sum, count, counts)) in per_cca {
+        let buckets: Vec<(f64, u64)> = bounds
+            .iter()
+            .copied()
+            .chain([f64::MAX]) // the encoder writes f64::MAX as +Inf
+            .zip(counts)
+            .collect();
+        m.encode_family(&vec![("cca", cca)])?
+            .encode_histogram::<()>(sum, count, &buckets, None)?;
+    }
+    Ok(())
+}
+
 /// `rttfair_flow_info`: the identity of every flow, once.
 fn info(snap: &Snapshot) -> Vec<(FlowLabels, f64)> {
-    snap.flows
+    snap.exported()
         .iter()
         .map(|s| {
             let (l, p) = (s.flow.local, s.flow.peer);
@@ -176,6 +212,7 @@ mod tests {
             ..Flow::default()
         };
         let snap = Snapshot {
+            per_flow: 1,
             flows: vec![FlowSample {
                 flow,
                 rate: 1e6,
@@ -221,5 +258,60 @@ mod tests {
         assert!(has("rttfair_jain_index_ratio{cca=\"qfair\"} 1.0"), "{text}");
         assert!(!text.contains("rttfair_fairtt_alpha_seconds{"), "{text}");
         assert!(!text.contains("rttfair_adbbr_regime{"), "{text}");
+    }
+
+    /// With per-flow series off, flows still feed the per-CCA histograms
+    /// (every flow, bucketed by its value) and the group aggregates.
+    #[test]
+    fn flows_without_per_flow_series_feed_the_histograms() {
+        let sample = |id: u64, rtt_ms: u64, rate: f64| FlowSample {
+            flow: Flow {
+                id,
+                cca: Some(Cca::Fairtt),
+                min_rtt: Duration::from_millis(rtt_ms),
+                cwnd: 20,
+                ..Flow::default()
+            },
+            rate,
+            kind: Kind::Project,
+            cca: "fairtt".into(),
+            group: "10.20.0.0/24".into(),
+            labels: FlowLabels::default(),
+        };
+        let snap = Snapshot {
+            per_flow: 0,
+            flows: vec![sample(1, 15, 2e6), sample(2, 40, 1e6)],
+            native_readable: Err("disabled".into()),
+            omitted: 0,
+            omitted_total: 0,
+            counters: vec![],
+            loaded: vec![(Cca::Fairtt, true)],
+            capacity: 1024,
+            maps_present: true,
+            previous_scrape_seconds: 0.0,
+        };
+        let mut registry = prometheus_client::registry::Registry::default();
+        registry.register_collector(Box::new(One(snap)));
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        let has = |l: &str| text.lines().any(|x| x == l);
+        assert!(!text.contains("rttfair_flow_min_rtt_seconds{"), "{text}");
+        assert!(!text.contains("rttfair_flow_info{"), "{text}");
+        for line in [
+            "# TYPE rttfair_cca_min_rtt_seconds histogram",
+            "rttfair_cca_min_rtt_seconds_count{cca=\"fairtt\"} 2",
+            "rttfair_cca_min_rtt_seconds_bucket{le=\"0.01\",cca=\"fairtt\"} 0",
+            "rttfair_cca_min_rtt_seconds_bucket{le=\"0.02\",cca=\"fairtt\"} 1",
+            "rttfair_cca_min_rtt_seconds_bucket{le=\"0.05\",cca=\"fairtt\"} 2",
+            "rttfair_cca_min_rtt_seconds_bucket{le=\"+Inf\",cca=\"fairtt\"} 2",
+            "rttfair_cca_cwnd_segments_bucket{le=\"16.0\",cca=\"fairtt\"} 0",
+            "rttfair_cca_cwnd_segments_bucket{le=\"64.0\",cca=\"fairtt\"} 2",
+            "rttfair_group_active_flows{cca=\"fairtt\",group=\"10.20.0.0/24\"} 2.0",
+            "rttfair_group_throughput_bytes_per_second{cca=\"fairtt\",group=\"10.20.0.0/24\"} 3000000.0",
+            "rttfair_flows_read 2.0",
+            "rttfair_flows_exported 0.0",
+        ] {
+            assert!(has(line), "missing {line}:\n{text}");
+        }
     }
 }

@@ -54,6 +54,9 @@ pub enum Source {
     Counters(fn(&Counters) -> f64),
     /// Per project CCA: 1 if this installation registered it.
     Loaded,
+    /// Per CCA, a histogram over every flow read (capped or not) for which
+    /// `value` gives a number, with these bucket upper bounds (+Inf added).
+    Histogram(fn(&FlowSample) -> Option<f64>, &'static [f64]),
     /// Per CCA, over the throughputs of its active flows.
     PerCca(fn(&[f64]) -> f64),
     /// Per CCA and destination group, over the throughputs of its active flows.
@@ -72,20 +75,22 @@ impl Source {
             Source::Flow(..) => "cca, flow".into(),
             Source::FlowState(_, label, _) => format!("cca, flow, {label}"),
             Source::Counters(_) | Source::Loaded | Source::PerCca(_) => "cca".into(),
+            Source::Histogram(..) => "cca, le".into(),
             Source::PerGroup(_) => "cca, group".into(),
             Source::Host(_) => String::new(),
         }
     }
 
     /// The series it has, for the reference.
-    fn scope(&self) -> &'static str {
+    fn scope(&self) -> String {
         match self {
-            Source::FlowInfo => "every flow",
-            Source::Flow(c, _) | Source::FlowState(c, _, _) => c.doc(),
-            Source::Counters(_) | Source::Loaded => "per project CCA",
-            Source::PerCca(_) => "per CCA with active flows",
-            Source::PerGroup(_) => "per CCA and destination group",
-            Source::Host(_) => "host",
+            Source::FlowInfo => "every flow".into(),
+            Source::Flow(c, _) | Source::FlowState(c, _, _) => c.doc().into(),
+            Source::Counters(_) | Source::Loaded => "per project CCA".into(),
+            Source::PerCca(_) => "per CCA with active flows".into(),
+            Source::Histogram(_, b) => format!("per CCA with flows, {} buckets", b.len() + 1),
+            Source::PerGroup(_) => "per CCA and destination group".into(),
+            Source::Host(_) => "host".into(),
         }
     }
 }
@@ -102,7 +107,20 @@ pub struct Family {
     pub source: Source,
 }
 
-use MetricType::{Counter, Gauge};
+use MetricType::{Counter, Gauge, Histogram};
+
+/// RTT buckets, seconds: 100 us (veth) to 5 s (satellite, bufferbloat).
+pub static RTT_BUCKETS: &[f64] = &[
+    0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0,
+];
+/// Rate buckets, bytes/s: 1 kB/s to 10 GB/s (80 Gbit/s), ~3 per decade.
+pub static RATE_BUCKETS: &[f64] = &[
+    1e3, 3e3, 1e4, 3e4, 1e5, 3e5, 1e6, 3e6, 1e7, 3e7, 1e8, 3e8, 1e9, 3e9, 1e10,
+];
+/// Window buckets, segments: powers of 4 from 1 to 65536.
+pub static CWND_BUCKETS: &[f64] = &[
+    1.0, 4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0, 16384.0, 65536.0,
+];
 
 fn secs(d: std::time::Duration) -> f64 {
     d.as_secs_f64()
@@ -148,6 +166,11 @@ pub static FAMILIES: &[Family] = &[
     Family { name: "rttfair_qfair_pacing_floor", help: "1 when the qfair window is below 6 packets, so pacing rather than cwnd limits the flow", unit: "", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.qfair().map(|q| q.pacing_floor as u8 as f64)) },
     Family { name: "rttfair_qfair_drains_ok", help: "qfair synchronised drains that emptied the queue", unit: "", ty: Counter, source: Source::Flow(Covers::Project, |s| s.flow.qfair().map(|q| q.drains_ok as f64)) },
     Family { name: "rttfair_qfair_drains_failed", help: "qfair drains that did not empty the queue (a queue qfair does not own)", unit: "", ty: Counter, source: Source::Flow(Covers::Project, |s| s.flow.qfair().map(|q| q.drains_failed as f64)) },
+    // Per CCA: distributions over every flow, whatever the per_flow setting.
+    Family { name: "rttfair_cca_min_rtt_seconds", help: "Distribution of the flows' minimum RTT, per CCA", unit: "seconds", ty: Histogram, source: Source::Histogram(|s| Some(secs(s.flow.min_rtt)), RTT_BUCKETS) },
+    Family { name: "rttfair_cca_smoothed_rtt_seconds", help: "Distribution of the flows' kernel smoothed RTT (srtt), per CCA", unit: "seconds", ty: Histogram, source: Source::Histogram(|s| Some(secs(s.flow.srtt)), RTT_BUCKETS) },
+    Family { name: "rttfair_cca_throughput_bytes_per_second", help: "Distribution of the flows' delivery rate between their two latest exports, per CCA", unit: "bytes/s", ty: Histogram, source: Source::Histogram(|s| Some(s.rate), RATE_BUCKETS) },
+    Family { name: "rttfair_cca_cwnd_segments", help: "Distribution of the flows' congestion window, per CCA", unit: "segments", ty: Histogram, source: Source::Histogram(|s| Some(s.flow.cwnd as f64), CWND_BUCKETS) },
     // Host level.
     Family { name: "rttfair_cca_loaded", help: "1 if the CCA is registered by this installation", unit: "", ty: Gauge, source: Source::Loaded },
     Family { name: "rttfair_sockets", help: "Sockets currently using the CCA (init minus release)", unit: "", ty: Gauge, source: Source::Counters(|c| c.sockets() as f64) },
@@ -155,14 +178,17 @@ pub static FAMILIES: &[Family] = &[
     Family { name: "rttfair_export_failed", help: "Flows that could not get a per-flow export entry (map full); they are still controlled", unit: "", ty: Counter, source: Source::Counters(|c| c.export_failed as f64) },
     Family { name: "rttfair_probe_rtt_entries", help: "ProbeRTT entries, all flows of the CCA", unit: "", ty: Counter, source: Source::Counters(|c| c.probe_rtt_entries as f64) },
     Family { name: "rttfair_flow_map_capacity", help: "Capacity of the per-flow export map", unit: "entries", ty: Gauge, source: Source::Host(|s| s.capacity as f64) },
-    Family { name: "rttfair_flows_exported", help: "Per-flow series in this scrape", unit: "", ty: Gauge, source: Source::Host(|s| s.flows.len() as f64) },
-    Family { name: "rttfair_flows_omitted", help: "Flows left out of scrapes by the max_flows cap", unit: "", ty: Counter, source: Source::Host(|s| s.omitted_total as f64) },
-    Family { name: "rttfair_flows_omitted_last_scrape", help: "Flows left out of this scrape by the max_flows cap", unit: "", ty: Gauge, source: Source::Host(|s| s.omitted as f64) },
+    Family { name: "rttfair_flows_read", help: "Flows read this refresh (all feed the aggregates)", unit: "", ty: Gauge, source: Source::Host(|s| s.flows.len() as f64) },
+    Family { name: "rttfair_flows_exported", help: "Flows with per-flow series this refresh (per_flow setting)", unit: "", ty: Gauge, source: Source::Host(|s| s.per_flow as f64) },
+    Family { name: "rttfair_flows_omitted", help: "Flows denied per-flow series by the cap (per_flow top:N, max_flows), summed over refreshes; 0 while per_flow is off", unit: "", ty: Counter, source: Source::Host(|s| s.omitted_total as f64) },
+    Family { name: "rttfair_flows_omitted_last_scrape", help: "Flows denied per-flow series by the cap in this refresh", unit: "", ty: Gauge, source: Source::Host(|s| s.omitted as f64) },
     Family { name: "rttfair_native_flows_readable", help: "1 if connections on kernel CCAs (cubic, native bbr) could be read this scrape", unit: "", ty: Gauge, source: Source::Host(|s| s.native_readable.is_ok() as u8 as f64) },
     Family { name: "rttfair_maps_present", help: "1 if the pinned maps exist (some CCA was loaded)", unit: "", ty: Gauge, source: Source::Host(|s| s.maps_present as u8 as f64) },
-    Family { name: "rttfair_previous_scrape_duration_seconds", help: "Time the previous scrape spent reading the maps", unit: "seconds", ty: Gauge, source: Source::Host(|s| s.previous_scrape_seconds) },
+    Family { name: "rttfair_previous_scrape_duration_seconds", help: "Time the previous refresh spent reading the maps", unit: "seconds", ty: Gauge, source: Source::Host(|s| s.previous_scrape_seconds) },
     // Fairness: of per-flow throughput, over the flows with a sample.
     Family { name: "rttfair_jain_index_ratio", help: "Jain's fairness index of per-flow throughput over the CCA's active flows (1 = fair)", unit: "ratio", ty: Gauge, source: Source::PerCca(rttfair_loader::fairness::jain) },
+    Family { name: "rttfair_group_active_flows", help: "Flows with a throughput sample, per CCA and destination group", unit: "", ty: Gauge, source: Source::PerGroup(|v| v.len() as f64) },
+    Family { name: "rttfair_group_throughput_bytes_per_second", help: "Summed delivery rate of the group's active flows", unit: "bytes/s", ty: Gauge, source: Source::PerGroup(|v| v.iter().sum()) },
     Family { name: "rttfair_group_jain_index_ratio", help: "Jain's index of per-flow throughput within a destination group", unit: "ratio", ty: Gauge, source: Source::PerGroup(rttfair_loader::fairness::jain) },
     Family { name: "rttfair_active_flows", help: "Flows with a throughput sample, per CCA", unit: "", ty: Gauge, source: Source::PerCca(|v| v.len() as f64) },
 ];
@@ -184,11 +210,24 @@ pub fn reference() -> String {
          do not edit by hand: `RTTFAIR_BLESS=1 cargo test -p rttfair-daemon\n\
          metrics_reference` rewrites it, and the same test fails while it is\n\
          stale.\n\n\
+         By default (`per_flow = \"off\"`) the daemon exports per-CCA\n\
+         histograms and per-group aggregates over every flow, and no per-flow\n\
+         series. `per_flow = \"top:N\"` adds per-flow series for the N flows\n\
+         with the highest throughput (ties: lowest id), `per_flow = \"all\"`\n\
+         for every flow up to `max_flows`; flows the cap leaves out are\n\
+         counted in `rttfair_flows_omitted_total`.\n\n\
+         Series per host: about 15 + 90 per CCA with flows (4 histograms of\n\
+         10 to 16 buckets plus `_sum` and `_count`, counters) + 3 per CCA and\n\
+         destination group, whatever the number of flows; each flow with\n\
+         per-flow series adds 14 to 19 (core, mode, info and its CCA's own\n\
+         families). At 10k flows: ~0.4k series by default, ~180k with\n\
+         `per_flow = \"all\"`, ~1.9k with `per_flow = \"top:100\"`.\n\n\
          Per-flow series carry only `cca` and `flow`; the 4-tuple, destination\n\
          group and network namespace are labels of `rttfair_flow_info`, to be\n\
-         joined in PromQL:\n\n\
+         joined in PromQL on the scrape target and the flow (flow ids repeat\n\
+         across hosts):\n\n\
          ```\n\
-         rttfair_flow_min_rtt_seconds * on(flow) group_left(peer_addr) rttfair_flow_info\n\
+         rttfair_flow_min_rtt_seconds * on(instance, flow) group_left(peer_addr) rttfair_flow_info\n\
          ```\n\n\
          Connections on kernel CCAs (when `native_flows` is set) have `flow`\n\
          labels `sk<cookie>` and their CCA's name as `cca`.\n\n\
@@ -198,6 +237,7 @@ pub fn reference() -> String {
     for f in FAMILIES {
         let ty = match f.ty {
             MetricType::Counter => "counter",
+            MetricType::Histogram => "histogram",
             _ => "gauge",
         };
         let _ = writeln!(

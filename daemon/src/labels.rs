@@ -11,7 +11,7 @@ use prometheus_client::encoding::{EncodeLabelSet, LabelSetEncoder};
 /// rendered text goes through the first label's key writer, which passes
 /// text through unchanged. The values are label-safe by construction (CCA
 /// names and decimal ids), so nothing needs escaping.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FlowLabels(String);
 
 impl FlowLabels {

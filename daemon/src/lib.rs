@@ -4,15 +4,18 @@
 //! it can be killed and restarted at any time. It
 //! - loads the CCAs named in its config, adopting any already pinned;
 //! - serves `/metrics` (OpenMetrics text, prometheus-client) and `/healthz`;
-//! - reads the pinned maps at scrape time ([`collector`]), so a closed flow's
-//!   series is gone at the next scrape and an idle daemon does no work, and
-//!   exports what the table of metric families ([`families`]) lists;
+//! - reads the pinned maps while scraped ([`collector`]), at most every
+//!   `refresh_ms` and off the scrape path, so a closed flow's series is gone
+//!   within a refresh and an unscraped daemon does no work, and exports what
+//!   the table of metric families ([`families`]) lists: per-CCA and
+//!   per-group aggregates always, per-flow series as `per_flow` allows;
 //! - on SIGTERM/SIGINT stops serving and, unless configured otherwise,
 //!   leaves the CCAs registered, so a restart never disturbs traffic.
 
 pub mod collector;
 pub mod config;
 mod encode;
+mod exposition;
 pub mod families;
 mod labels;
 pub mod server;

@@ -15,14 +15,11 @@ use rttfair_loader::{BpfFs, Cca};
 
 use crate::collector::FlowCollector;
 use crate::config::Config;
+use crate::exposition::Exposition;
 
 struct App {
-    registry: Registry,
+    exposition: Arc<Exposition>,
     collector: Arc<FlowCollector>,
-    /// Size of the previous exposition. At 10k flows the body is ~10-25 MB,
-    /// and growing a String to that size by doubling spent a fifth of the
-    /// scrape in memmove; the next body is allocated at about this size.
-    last_body_len: std::sync::atomic::AtomicUsize,
 }
 
 /// Run the daemon until SIGTERM/SIGINT.
@@ -45,13 +42,14 @@ async fn serve(config: Config) -> Result<()> {
         let cca: Cca = name.parse()?;
         match lifecycle::load(cca, &fs, &LoadOptions::default())? {
             LoadOutcome::AlreadyLoaded => {
-                eprintln!("rttfair-daemon: adopted {cca} (already loaded)")
+                tracing::info!("adopted {cca} (already loaded)")
             }
-            _ => eprintln!("rttfair-daemon: loaded {cca}"),
+            _ => tracing::info!("loaded {cca}"),
         }
     }
     let collector = Arc::new(FlowCollector::new(
         fs.clone(),
+        config.per_flow,
         config.max_flows,
         config.group_prefix_v4,
         config.group_prefix_v6,
@@ -59,16 +57,25 @@ async fn serve(config: Config) -> Result<()> {
     ));
     let mut registry = Registry::default();
     registry.register_collector(Box::new(SharedCollector(collector.clone())));
-    let app = Arc::new(App {
+    let exposition = Exposition::new(
         registry,
+        std::time::Duration::from_millis(config.refresh_ms),
+    );
+    exposition.spawn_refresher();
+    let app = Arc::new(App {
+        exposition,
         collector,
-        last_body_len: Default::default(),
     });
     let router = Router::new()
         .route("/metrics", get(metrics))
         .route("/healthz", get(healthz))
         .with_state(app);
-    eprintln!("rttfair-daemon: serving http://{}/metrics", config.listen);
+    tracing::info!(
+        per_flow = ?config.per_flow,
+        refresh_ms = config.refresh_ms,
+        "serving http://{}/metrics",
+        config.listen
+    );
     axum::serve(listener, router)
         .with_graceful_shutdown(shutdown_signal())
         .await
@@ -77,13 +84,13 @@ async fn serve(config: Config) -> Result<()> {
         for cca in Cca::ALL {
             if lifecycle::is_loaded(cca, &fs) {
                 match lifecycle::unregister(cca, &fs, false) {
-                    Ok(()) => eprintln!("rttfair-daemon: unloaded {cca}"),
-                    Err(e) => eprintln!("rttfair-daemon: kept {cca}: {e}"),
+                    Ok(()) => tracing::info!("unloaded {cca}"),
+                    Err(e) => tracing::warn!("kept {cca}: {e}"),
                 }
             }
         }
     }
-    eprintln!("rttfair-daemon: stopped");
+    tracing::info!("stopped");
     Ok(())
 }
 
@@ -107,34 +114,56 @@ async fn metrics(State(app): State<Arc<App>>, headers: axum::http::HeaderMap) ->
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|a| a.contains("application/openmetrics-text"));
-    // Map reads are syscalls: keep them off the async workers.
-    let res = tokio::task::spawn_blocking(move || {
-        use std::sync::atomic::Ordering::Relaxed;
-        let hint = app.last_body_len.load(Relaxed);
-        let mut body = String::with_capacity(hint + hint / 8);
-        let res = prometheus_client::encoding::text::encode(&mut body, &app.registry);
-        app.last_body_len.store(body.len(), Relaxed);
-        res.map(|_| body)
-    })
-    .await;
-    match res {
-        Ok(Ok(body)) if openmetrics => (
+    let gzip = headers
+        .get(header::ACCEPT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("gzip"));
+    if gzip && openmetrics {
+        app.exposition
+            .gzip_wanted
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    match app.exposition.get().await {
+        Ok(body) if openmetrics && gzip => {
+            match tokio::task::spawn_blocking(move || body.gzip()).await {
+                Ok(z) => (
+                    [
+                        (
+                            header::CONTENT_TYPE,
+                            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                        ),
+                        (header::CONTENT_ENCODING, "gzip"),
+                    ],
+                    z,
+                )
+                    .into_response(),
+                Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "encoding failed\n").into_response(),
+            }
+        }
+        Ok(body) if openmetrics => (
             [(
                 header::CONTENT_TYPE,
                 "application/openmetrics-text; version=1.0.0; charset=utf-8",
             )],
-            body,
+            body.openmetrics.clone(),
         )
             .into_response(),
-        Ok(Ok(body)) => (
-            [(
-                header::CONTENT_TYPE,
-                "text/plain; version=0.0.4; charset=utf-8",
-            )],
-            to_prometheus_text(&body),
-        )
-            .into_response(),
-        _ => (StatusCode::INTERNAL_SERVER_ERROR, "encoding failed\n").into_response(),
+        // The conversion of a large body is CPU work: off the async workers.
+        Ok(body) => match tokio::task::spawn_blocking(move || body.classic()).await {
+            Ok(text) => (
+                [(
+                    header::CONTENT_TYPE,
+                    "text/plain; version=0.0.4; charset=utf-8",
+                )],
+                text,
+            )
+                .into_response(),
+            Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "encoding failed\n").into_response(),
+        },
+        Err(_) => {
+            tracing::error!("encoding /metrics failed");
+            (StatusCode::INTERNAL_SERVER_ERROR, "encoding failed\n").into_response()
+        }
     }
 }
 

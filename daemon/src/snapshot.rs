@@ -29,7 +29,9 @@ pub struct FlowSample {
     pub cca: String,
     /// The destination group (the peer's prefix, as configured).
     pub group: String,
-    /// `cca` and `flow`, rendered once for every family of the flow.
+    /// `cca` and `flow`, rendered once for every family of the flow; empty
+    /// for a flow without per-flow series (rendering 10k label sets nobody
+    /// reads would cost more than the aggregates).
     pub labels: FlowLabels,
 }
 
@@ -48,7 +50,11 @@ impl FlowSample {
 /// Everything one scrape exports.
 #[derive(Debug)]
 pub struct Snapshot {
+    /// Every flow read, in the order per-flow series are granted: highest
+    /// throughput first, ties by flow id. The aggregates cover all of them.
     pub flows: Vec<FlowSample>,
+    /// How many of `flows`, from the front, get per-flow series.
+    pub per_flow: usize,
     /// Whether kernel-CCA connections could be read, and why not.
     pub native_readable: Result<(), String>,
     pub omitted: usize,
@@ -69,6 +75,11 @@ pub struct Throughputs {
 }
 
 impl Snapshot {
+    /// The flows that get per-flow series.
+    pub fn exported(&self) -> &[FlowSample] {
+        &self.flows[..self.per_flow.min(self.flows.len())]
+    }
+
     /// The inputs of the fairness families.
     pub fn throughputs(&self) -> Throughputs {
         let mut t = Throughputs::default();

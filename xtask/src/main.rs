@@ -7,6 +7,8 @@
 //!                     integration); N runs with per-test pass counts
 //! - `demo`            deps + build + the main job (see README)
 //! - `bench <name>`    benchmarks that print figures (never timed assertions)
+//! - `man [DIR]`       man pages of rttfairctl (clap_mangen), default target/man
+//! - `deb`             the Debian package (cargo-deb): binary, unit, config, completions, man
 //!
 //! Tasks that need root say so before doing anything.
 
@@ -62,8 +64,15 @@ fn run(args: &[String]) -> Result<()> {
             cargo(&["build", "--release", "-p", "rttfairctl"])?;
             cargo_run_bin("rttfair-bench", &[&["soak"], &strs(rest)[..]].concat())
         }
+        "man" => {
+            let dir = rest.first().map(PathBuf::from);
+            man(&dir.unwrap_or_else(|| target_dir().join("man")))
+        }
+        "deb" => deb(),
         "help" | "--help" | "-h" => {
-            println!("usage: cargo xtask <deps|build|test|demo|bench NAME|soak [SECONDS]>");
+            println!(
+                "usage: cargo xtask <deps|build|test|demo|bench NAME|soak [SECONDS]|man [DIR]|deb>"
+            );
             println!("benches: single-flow, verifier, lab-accuracy, daemon");
             Ok(())
         }
@@ -128,6 +137,7 @@ fn deps() -> Result<()> {
 /// flakiness report issue 20 asks for. Any failed run fails the task.
 fn test(rest: &[String]) -> Result<()> {
     deps()?;
+    ensure_cargo_deb()?; // the package test builds the .deb
     let (repeat, rest) = split_repeat(rest)?;
     let mut total = Tally::default();
     let mut per_test: std::collections::BTreeMap<String, (u32, u32)> = Default::default();
@@ -292,6 +302,71 @@ fn bench(rest: &[String]) -> Result<()> {
         cargo(&["build", "--release", "-p", "rttfairctl"])?;
     }
     cargo_run_bin("rttfair-bench", &strs(rest))
+}
+
+/// Build rttfairctl and write its man pages into `dir`.
+fn man(dir: &std::path::Path) -> Result<()> {
+    cargo(&["build", "--release", "-p", "rttfairctl"])?;
+    let ctl = target_dir().join("release/rttfairctl");
+    sh(ctl.to_str().unwrap(), &["man", dir.to_str().unwrap()], &[])?;
+    println!("man pages in {}", dir.display());
+    Ok(())
+}
+
+/// cargo-deb, installed with cargo if missing (a crates.io package; the
+/// first install compiles it, a few minutes).
+fn ensure_cargo_deb() -> Result<()> {
+    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let have = Command::new(&cargo)
+        .args(["deb", "--version"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have {
+        eprintln!("xtask: installing cargo-deb");
+        sh(&cargo, &["install", "--locked", "cargo-deb"], &[])?;
+    }
+    Ok(())
+}
+
+/// The .deb: the assets clap generates (completions, man pages) and the
+/// unit pointed at /usr/bin are staged in target/deb-assets, then cargo-deb
+/// packs what cli/Cargo.toml's [package.metadata.deb] lists.
+fn deb() -> Result<()> {
+    ensure_cargo_deb()?;
+    cargo(&["build", "--release", "-p", "rttfairctl"])?;
+    let ctl = target_dir().join("release/rttfairctl");
+    let stage = target_dir().join("deb-assets");
+    let _ = std::fs::remove_dir_all(&stage);
+    std::fs::create_dir_all(stage.join("completions"))?;
+    sh(
+        ctl.to_str().unwrap(),
+        &["man", stage.join("man").to_str().unwrap()],
+        &[],
+    )?;
+    for (shell, file) in [
+        ("bash", "rttfairctl"),
+        ("zsh", "_rttfairctl"),
+        ("fish", "rttfairctl.fish"),
+    ] {
+        let out = Command::new(&ctl)
+            .args(["completions", shell])
+            .output()
+            .context("run rttfairctl completions")?;
+        if !out.status.success() {
+            bail!("rttfairctl completions {shell} failed");
+        }
+        std::fs::write(stage.join("completions").join(file), out.stdout)?;
+    }
+    // The unit in deploy/ documents a manual install to /usr/local/bin; the
+    // package installs to /usr/bin.
+    let unit =
+        std::fs::read_to_string(workspace_root().join("deploy/systemd/rttfair-daemon.service"))?;
+    std::fs::write(
+        stage.join("rttfair-daemon.service"),
+        unit.replace("/usr/local/bin/rttfairctl", "/usr/bin/rttfairctl"),
+    )?;
+    cargo(&["deb", "-p", "rttfairctl", "--no-build"])?;
+    Ok(())
 }
 
 fn cargo_run_bin(bin: &str, args: &[&str]) -> Result<()> {

@@ -414,14 +414,12 @@ fn soak(args: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// Scrape latency and RSS of `rttfairctl daemon` with 1k and 10k synthetic
-/// flows in the map, and its idle CPU at one scrape per second.
+/// Scrape latency, body size, series and RSS of `rttfairctl daemon` with 1k
+/// and 10k synthetic flows in the map, for each per-flow setting: default
+/// (aggregates only), every flow encoded at each scrape (`refresh_ms = 0`,
+/// the old path) and every flow with the background refresh; 50 concurrent
+/// scrapers at 10k flows; idle CPU at one scrape per second.
 fn daemon_bench() -> Result<()> {
-    use rttfair_loader::flows::write_synthetic;
-    use rttfair_loader::lifecycle::{create_shared_maps, LoadOptions};
-    use rttfair_loader::Flow;
-    use std::io::{Read, Write};
-
     let ctl = std::env::current_exe()?.with_file_name("rttfairctl");
     if !ctl.exists() {
         bail!(
@@ -429,153 +427,285 @@ fn daemon_bench() -> Result<()> {
             ctl.display()
         );
     }
+    const MODES: &[(&str, &str)] = &[
+        ("default (per_flow off)", ""),
+        (
+            "per_flow all, refresh_ms 0",
+            "per_flow = \"all\"\nrefresh_ms = 0\n",
+        ),
+        ("per_flow all, refresh_ms 1000", "per_flow = \"all\"\n"),
+    ];
     for n in [1_000usize, 10_000] {
-        let fs = BpfFs::new(format!(
-            "/sys/fs/bpf/rttfair-bench-daemon-{}-{n}",
-            std::process::id()
-        ));
-        create_shared_maps(
-            &fs,
-            &LoadOptions {
-                flows_max: Some(65_536),
-                object: None,
-            },
-        )?;
-        // Whatever happens below, the private maps and the daemon go.
-        struct Cleanup {
-            fs: BpfFs,
-            cfg: std::path::PathBuf,
-            child: Option<std::process::Child>,
-        }
-        impl Drop for Cleanup {
-            fn drop(&mut self) {
-                if let Some(c) = self.child.as_mut() {
-                    let _ = c.kill();
-                    let _ = c.wait();
-                }
-                let _ = std::fs::remove_file(&self.cfg);
-                rttfair_loader::lifecycle::remove_unused(&self.fs);
+        let maps = bench_daemon::SyntheticMaps::new(n)?;
+        for (mode, extra) in MODES {
+            let d = bench_daemon::Daemon::start(&ctl, &maps, extra)?;
+            let read = d.sample("rttfair_flows_read")?;
+            if read != n as f64 {
+                bail!("daemon read {read} flows of {n}");
             }
-        }
-        let cfg = std::env::temp_dir().join(format!("rttfair-bench-{n}.toml"));
-        let mut cleanup = Cleanup {
-            fs: fs.clone(),
-            cfg: cfg.clone(),
-            child: None,
-        };
-        let flows: Vec<Flow> = (0..n as u64)
-            .map(|i| Flow {
-                id: i + 1,
-                cca: Some(Cca::ALL[(i % 3) as usize]),
-                local: (
-                    [10, 10, (i >> 8) as u8, i as u8],
-                    10_000 + (i % 50_000) as u16,
-                )
-                    .into(),
-                peer: ([10, 20, 0, (i % 200) as u8], 5201).into(),
-                btlbw_bps: 1_250_000 + i,
-                min_rtt: Duration::from_micros(10_000 + i % 100),
-                delivered_bytes: i * 1000,
-                started_at: Duration::from_nanos(1),
-                exported_at: Duration::from_nanos(1_000_000_000 + i),
-                ..Flow::default()
-            })
-            .collect();
-        write_synthetic(&fs, &flows)?;
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?
-            .local_addr()?
-            .port();
-        // Only the synthetic flows: the host's own connections on kernel
-        // CCAs would change the count from run to run.
-        std::fs::write(
-            &cfg,
-            format!("max_flows = {}\nnative_flows = false\n", n + 1),
-        )?;
-        let child = std::process::Command::new(&ctl)
-            .args([
-                "daemon",
-                "--config",
-                cfg.to_str().unwrap(),
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-            ])
-            .env("RTTFAIR_BPFFS", fs.root())
-            .stderr(std::process::Stdio::null())
-            .spawn()?;
-        let child = cleanup.child.insert(child);
-        let get = || -> Result<(Duration, usize)> {
-            let t = std::time::Instant::now();
-            let mut s = std::net::TcpStream::connect(("127.0.0.1", port))?;
-            write!(
-                s,
-                "GET /metrics HTTP/1.0\r\nAccept: application/openmetrics-text\r\n\r\n"
-            )?;
-            // Sized for the largest body, so the client's own buffer growth
-            // is not timed as the daemon's (Prometheus streams the body).
-            let mut body = Vec::with_capacity(32 << 20);
-            s.read_to_end(&mut body)?;
-            Ok((t.elapsed(), body.len()))
-        };
-        let mut up = false;
-        for _ in 0..100 {
-            if get().is_ok() {
-                up = true;
-                break;
+            let rss0 = rss_kib(d.pid());
+            let mut lat = Vec::new();
+            let (mut bytes, mut series) = (0, 0);
+            for _ in 0..50 {
+                let (t, body) = d.scrape()?;
+                lat.push(t.as_secs_f64() * 1e3);
+                bytes = body.len();
+                series = body
+                    .split(|b| *b == b'\n')
+                    .filter(|l| !l.is_empty() && l[0] != b'#')
+                    .count();
             }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        if !up {
-            bail!("daemon did not start");
-        }
-        let rss0 = rss_kib(child.id());
-        {
-            let mut s = std::net::TcpStream::connect(("127.0.0.1", port))?;
-            write!(s, "GET /metrics HTTP/1.0\r\n\r\n")?;
-            let mut body = String::new();
-            s.read_to_string(&mut body)?;
-            let series = body
-                .lines()
-                .filter(|l| l.starts_with("rttfair_flow_cwnd_segments{"))
-                .count();
-            if series != n {
-                bail!("daemon exported {series} flows of {n}");
+            let mut zlat = Vec::new();
+            let mut zbytes = 0;
+            for _ in 0..50 {
+                let (t, n) = d.scrape_gzip()?;
+                zlat.push(t.as_secs_f64() * 1e3);
+                zbytes = n;
             }
-        }
-        let mut lat = Vec::new();
-        let mut bytes = 0;
-        for _ in 0..50 {
-            let (d, b) = get()?;
-            lat.push(d.as_secs_f64() * 1e3);
-            bytes = b;
-        }
-        lat.sort_by(|a, b| a.partial_cmp(b).unwrap());
-        let rss1 = rss_kib(child.id());
-        println!(
-            "{n:>6} flows: scrape p50 {:.1} ms, p90 {:.1} ms, p99 {:.1} ms, {} kB per scrape; daemon RSS {} -> {} KiB",
-            lat[lat.len() / 2],
-            lat[lat.len() * 9 / 10],
-            lat[(lat.len() * 99 / 100).min(lat.len() - 1)],
-            bytes / 1000,
-            rss0,
-            rss1
-        );
-        if n == 1_000 {
-            let cpu0 = cpu_ticks(child.id());
-            let t0 = std::time::Instant::now();
-            for _ in 0..20 {
-                get()?;
-                std::thread::sleep(Duration::from_secs(1));
-            }
-            let cpu = (cpu_ticks(child.id()) - cpu0) as f64 / 100.0; // USER_HZ
+            let map_read_ms = d.sample("rttfair_previous_scrape_duration_seconds")? * 1e3;
             println!(
-                "  1k flows, 1 scrape/s for {:.0} s: daemon CPU {:.2}% of one core",
-                t0.elapsed().as_secs_f64(),
-                cpu / t0.elapsed().as_secs_f64() * 100.0
+                "{n:>6} flows, {mode}: scrape p50 {:.1} ms, p90 {:.1} ms, p99 {:.1} ms; {} kB, {series} series per scrape; map read {map_read_ms:.1} ms; daemon RSS {} -> {} KiB",
+                pct(&mut lat, 50),
+                pct(&mut lat, 90),
+                pct(&mut lat, 99),
+                bytes / 1000,
+                rss0,
+                rss_kib(d.pid())
             );
+            println!(
+                "  with gzip (as Prometheus scrapes): p50 {:.1} ms, p99 {:.1} ms, {} kB on the wire",
+                pct(&mut zlat, 50),
+                pct(&mut zlat, 99),
+                zbytes / 1000
+            );
+            if n == 10_000 {
+                // 50 scrapers at once (gzip, as Prometheus), 4 scrapes each.
+                let (errors, mut lat, peak) = d.concurrent(50, 4)?;
+                println!(
+                    "  50 concurrent scrapers x 4: {errors} errors, p50 {:.1} ms, p99 {:.1} ms, peak daemon RSS {peak} KiB",
+                    pct(&mut lat, 50),
+                    pct(&mut lat, 99)
+                );
+            }
+            if n == 1_000 && extra.is_empty() {
+                let cpu0 = cpu_ticks(d.pid());
+                let t0 = std::time::Instant::now();
+                for _ in 0..20 {
+                    d.scrape()?;
+                    std::thread::sleep(Duration::from_secs(1));
+                }
+                let cpu = (cpu_ticks(d.pid()) - cpu0) as f64 / 100.0; // USER_HZ
+                println!(
+                    "  1k flows, 1 scrape/s for {:.0} s: daemon CPU {:.2}% of one core",
+                    t0.elapsed().as_secs_f64(),
+                    cpu / t0.elapsed().as_secs_f64() * 100.0
+                );
+            }
         }
-        drop(cleanup);
     }
     Ok(())
+}
+
+/// The `p`th percentile (nearest rank) of `v`.
+fn pct(v: &mut [f64], p: usize) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[(v.len() * p / 100).min(v.len() - 1)]
+}
+
+/// A daemon over private maps of synthetic flows, for `daemon_bench`.
+mod bench_daemon {
+    use std::io::{Read, Write};
+    use std::path::{Path, PathBuf};
+    use std::time::{Duration, Instant};
+
+    use anyhow::{bail, Context, Result};
+    use rttfair_loader::flows::write_synthetic;
+    use rttfair_loader::lifecycle::{create_shared_maps, remove_unused, LoadOptions};
+    use rttfair_loader::{BpfFs, Cca, Flow};
+
+    /// Private pinned maps holding `n` synthetic flows; removed on drop.
+    pub struct SyntheticMaps {
+        pub fs: BpfFs,
+        pub n: usize,
+    }
+
+    impl SyntheticMaps {
+        pub fn new(n: usize) -> Result<Self> {
+            let fs = BpfFs::new(format!(
+                "/sys/fs/bpf/rttfair-bench-daemon-{}-{n}",
+                std::process::id()
+            ));
+            create_shared_maps(
+                &fs,
+                &LoadOptions {
+                    flows_max: Some(65_536),
+                    object: None,
+                },
+            )?;
+            let maps = SyntheticMaps { fs, n };
+            let flows: Vec<Flow> = (0..n as u64)
+                .map(|i| Flow {
+                    id: i + 1,
+                    cca: Some(Cca::ALL[(i % 3) as usize]),
+                    local: (
+                        [10, 10, (i >> 8) as u8, i as u8],
+                        10_000 + (i % 50_000) as u16,
+                    )
+                        .into(),
+                    peer: ([10, 20, 0, (i % 200) as u8], 5201).into(),
+                    btlbw_bps: 1_250_000 + i,
+                    min_rtt: Duration::from_micros(10_000 + i % 100),
+                    srtt: Duration::from_micros(12_000 + i % 1000),
+                    cwnd: 10 + (i % 500) as u32,
+                    delivered_bytes: i * 1000,
+                    started_at: Duration::from_nanos(1),
+                    exported_at: Duration::from_nanos(1_000_000_000 + i),
+                    ..Flow::default()
+                })
+                .collect();
+            write_synthetic(&maps.fs, &flows)?;
+            Ok(maps)
+        }
+    }
+
+    impl Drop for SyntheticMaps {
+        fn drop(&mut self) {
+            remove_unused(&self.fs);
+        }
+    }
+
+    /// A running `rttfairctl daemon`; killed and its config removed on drop.
+    pub struct Daemon {
+        child: std::process::Child,
+        cfg: PathBuf,
+        port: u16,
+    }
+
+    impl Daemon {
+        /// Start it on `maps` with `extra` config lines, and wait until it
+        /// answers.
+        pub fn start(ctl: &Path, maps: &SyntheticMaps, extra: &str) -> Result<Daemon> {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")?
+                .local_addr()?
+                .port();
+            let cfg = std::env::temp_dir()
+                .join(format!("rttfair-bench-{}-{port}.toml", std::process::id()));
+            // Only the synthetic flows: the host's own connections on kernel
+            // CCAs would change the count from run to run.
+            std::fs::write(
+                &cfg,
+                format!("max_flows = {}\nnative_flows = false\n{extra}", maps.n + 1),
+            )?;
+            let child = std::process::Command::new(ctl)
+                .args(["daemon", "--config", cfg.to_str().unwrap()])
+                .args(["--listen", &format!("127.0.0.1:{port}")])
+                .env("RTTFAIR_BPFFS", maps.fs.root())
+                .stderr(std::process::Stdio::null())
+                .spawn()?;
+            let d = Daemon { child, cfg, port };
+            for _ in 0..100 {
+                if d.scrape().is_ok() {
+                    return Ok(d);
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            bail!("daemon did not start")
+        }
+
+        pub fn pid(&self) -> u32 {
+            self.child.id()
+        }
+
+        /// One OpenMetrics scrape: its time to the last byte, and the body.
+        pub fn scrape(&self) -> Result<(Duration, Vec<u8>)> {
+            scrape(self.port, false)
+        }
+
+        /// One scrape as Prometheus makes it (gzip accepted): time and
+        /// bytes on the wire.
+        pub fn scrape_gzip(&self) -> Result<(Duration, usize)> {
+            scrape(self.port, true).map(|(t, b)| (t, b.len()))
+        }
+
+        /// An unlabelled sample's value in a fresh scrape.
+        pub fn sample(&self, name: &str) -> Result<f64> {
+            let (_, body) = self.scrape()?;
+            let text = String::from_utf8(body)?;
+            text.lines()
+                .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+                .with_context(|| format!("no sample {name}"))
+        }
+
+        /// `clients` threads scraping `each` times at once: errors, latencies
+        /// in ms, and the daemon's peak RSS (KiB) seen meanwhile.
+        pub fn concurrent(&self, clients: usize, each: usize) -> Result<(usize, Vec<f64>, u64)> {
+            let port = self.port;
+            let pid = self.pid();
+            let done = std::sync::atomic::AtomicBool::new(false);
+            std::thread::scope(|s| {
+                let sampler = s.spawn(|| {
+                    let mut peak = 0;
+                    while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                        peak = peak.max(super::rss_kib(pid));
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                    peak
+                });
+                let workers: Vec<_> = (0..clients)
+                    .map(|_| {
+                        s.spawn(move || {
+                            (0..each)
+                                .map(|_| scrape(port, true).map(|(t, _)| t.as_secs_f64() * 1e3))
+                                .collect::<Vec<_>>()
+                        })
+                    })
+                    .collect();
+                let results: Vec<Result<f64>> = workers
+                    .into_iter()
+                    .flat_map(|w| w.join().unwrap())
+                    .collect();
+                done.store(true, std::sync::atomic::Ordering::Relaxed);
+                let peak = sampler.join().unwrap();
+                let errors = results.iter().filter(|r| r.is_err()).count();
+                let lat = results.into_iter().filter_map(Result::ok).collect();
+                Ok((errors, lat, peak))
+            })
+        }
+    }
+
+    impl Drop for Daemon {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+            let _ = std::fs::remove_file(&self.cfg);
+        }
+    }
+
+    fn scrape(port: u16, gzip: bool) -> Result<(Duration, Vec<u8>)> {
+        let t = Instant::now();
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port))?;
+        let enc = if gzip {
+            "Accept-Encoding: gzip\r\n"
+        } else {
+            ""
+        };
+        write!(
+            s,
+            "GET /metrics HTTP/1.0\r\nAccept: application/openmetrics-text\r\n{enc}\r\n"
+        )?;
+        // Sized for the largest body, so the client's own buffer growth is
+        // not timed as the daemon's (Prometheus streams the body).
+        let mut body = Vec::with_capacity(32 << 20);
+        s.read_to_end(&mut body)?;
+        let elapsed = t.elapsed();
+        if !body.starts_with(b"HTTP/1.1 200") && !body.starts_with(b"HTTP/1.0 200") {
+            bail!(
+                "scrape failed: {}",
+                String::from_utf8_lossy(&body[..body.len().min(80)])
+            );
+        }
+        Ok((elapsed, body))
+    }
 }
 
 fn rss_kib(pid: u32) -> u64 {
