@@ -19,6 +19,8 @@
 //! Results (the bottom of the result side; no network code):
 //! - [`results`]: the result types (flow series, repetitions, summary,
 //!   runs, sweep points).
+//! - [`accounting`]: goodput and utilization over one window from
+//!   counters that cannot exceed the link, with their measurement error.
 //! - [`summary`]: metrics of a repetition from its series, and their mean.
 //! - [`files`]: every CSV/JSON of the results folder.
 //! - [`plot`]: PNG plots of a repetition and of a sweep.
@@ -35,11 +37,13 @@
 //! - [`topology`]: the dumbbell built from those, with per-flow delay/loss.
 //! - [`selfcheck`]: measures base RTTs and rate before a run reports.
 //! - [`qstats`]: the bottleneck qdisc's counters, sampled over a run.
+//! - [`rcvbytes`]: the receivers' in-order byte counters (via `ss`).
 //! - [`iperf`]: iperf3 servers and clients and their JSON.
 //! - [`sock`]: TCP sockets with a chosen CCA; TCP_INFO.
 //! - [`ccas`]: loads the project's CCAs for a run and leases them.
 //! - [`churn`]: many short connections, for reliability tests and soak.
 
+pub mod accounting;
 pub mod builtin;
 pub mod ccas;
 pub mod churn;
@@ -52,6 +56,7 @@ pub mod netns;
 pub mod plan;
 pub mod plot;
 pub mod qstats;
+pub mod rcvbytes;
 pub mod results;
 pub mod run;
 pub mod scenario;

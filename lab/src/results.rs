@@ -10,6 +10,7 @@ use std::time::Duration;
 use rttfair_loader::Flow;
 use serde::Serialize;
 
+use crate::plan::Window;
 use crate::qstats::QueueSample;
 use crate::scenario::{FlowSpec, Scenario};
 use crate::selfcheck::RttCheck;
@@ -117,7 +118,7 @@ pub struct FlowResult {
     pub rtt_ms: Vec<(f64, f64)>,
     pub retransmits: u64,
     pub bytes_received: u64,
-    /// Mean goodput over the measurement window, bit/s.
+    /// Goodput over the measurement window (the same for every flow), bit/s.
     pub mean_goodput: f64,
     pub congestion: String,
 }
@@ -133,8 +134,16 @@ pub struct Summary {
     pub stdr: f64,
     /// Mean goodput of the first group over the second (1 with one group).
     pub group_ratio: f64,
-    /// Sum of goodputs over the goodput capacity rate x MSS / wire packet.
+    /// Sum of goodputs over the goodput capacity rate x MSS / wire packet,
+    /// over the window (see [`crate::accounting`]).
     pub utilization: f64,
+    /// Bytes the bottleneck sent over rate x window.
+    pub link_utilization: f64,
+    /// Measurement error of both utilizations (a fraction): neither
+    /// exceeds 1 by more than this.
+    pub utilization_error: f64,
+    /// The window goodput, utilization and Jain are computed over.
+    pub window: Option<Window>,
     pub retrans_ratio: f64,
     pub rtt_mean_ms: f64,
     pub rtt_p95_ms: f64,

@@ -11,11 +11,13 @@ use rttfair_loader::fairness as metrics;
 use rttfair_loader::flows::FlowReader;
 use rttfair_loader::BpfFs;
 
+use crate::accounting::{self, EdgeCounts, FlowSpan};
 use crate::ccas::CcaSession;
 use crate::iperf::{self, ClientSpec};
 use crate::link::Bottleneck;
 use crate::plan::Plan;
 use crate::qstats::QueueSampler;
+use crate::rcvbytes;
 use crate::results::{BpfSample, FlowResult};
 use crate::scenario::{FlowSpec, Scenario, MSS, WIRE_PACKET};
 use crate::selfcheck::{self, RttCheck};
@@ -220,18 +222,13 @@ fn run_rep(
     let bpf_thread = spawn_bpf_sampler(fs, &plan.flows, net, t0, stop.clone());
 
     let handles = start_flows(plan, net, t0);
-    if let Some((b, base)) = bar {
-        while !handles.iter().all(|h| h.is_finished()) {
-            std::thread::sleep(Duration::from_millis(250));
-            b.set_position(base + (t0.elapsed().as_secs_f64().min(plan.duration_s)) as u64);
-        }
-    }
-    let mut flows = Vec::new();
+    let (edge_a, edge_b) = read_window_edges(plan, net, t0, &handles, bar)?;
+    let mut runs = Vec::new();
     for (h, spec) in handles.into_iter().zip(&plan.flows) {
         let r = h
             .join()
             .map_err(|_| anyhow::anyhow!("flow {} thread panicked", spec.index))??;
-        flows.push(flow_result(plan, spec.clone(), r)?);
+        runs.push((spec.clone(), r));
     }
     stop.store(true, Ordering::Relaxed);
     let queue = sampler.finish();
@@ -239,12 +236,33 @@ fn run_rep(
     if let Some((b, base)) = bar {
         b.set_position(base + plan.duration_s.ceil() as u64);
     }
+    let spans: Vec<FlowSpan> = runs
+        .iter()
+        .map(|(spec, r)| FlowSpan {
+            start_s: spec.start_s,
+            total_bytes: r.client.received_bytes,
+        })
+        .collect();
+    let window = accounting::account(
+        &spans,
+        &edge_a,
+        &edge_b,
+        &queue,
+        plan.rate_bit,
+        crate::link::htb_burst_bytes(plan.rate_bit),
+        MSS as f64 / WIRE_PACKET as f64,
+    );
+    let flows: Vec<FlowResult> = runs
+        .into_iter()
+        .enumerate()
+        .map(|(i, (spec, r))| flow_result(spec, r, window.flow_goodput_bps[i]))
+        .collect::<Result<_>>()?;
     let drops = queue
         .last()
         .map(|q| q.stats.drops.saturating_sub(drops_before))
         .unwrap_or(0) as u64;
     let loss_drops = net.random_loss_drops() - loss_before;
-    let summary = summarize(plan, &flows, &queue, drops, loss_drops);
+    let summary = summarize(plan, &flows, &queue, &window, drops, loss_drops);
     Ok(RepResult {
         flows,
         queue,
@@ -284,9 +302,9 @@ fn start_flows(
         .collect()
 }
 
-/// A flow's series in run time and its mean goodput over the window;
-/// refuses a flow that did not run the CCA it was given.
-fn flow_result(plan: &Plan, spec: FlowSpec, r: iperf::FullResult) -> Result<FlowResult> {
+/// A flow's series in run time with its goodput over the window; refuses
+/// a flow that did not run the CCA it was given.
+fn flow_result(spec: FlowSpec, r: iperf::FullResult, window_goodput: f64) -> Result<FlowResult> {
     if r.client.congestion != spec.cca {
         bail!(
             "flow {} ran {} instead of {}",
@@ -306,20 +324,66 @@ fn flow_result(plan: &Plan, spec: FlowSpec, r: iperf::FullResult) -> Result<Flow
         .iter()
         .map(|i| (i.0 + spec.start_s, i.2 as f64 / 1e3))
         .collect();
-    let lo = plan.window.start_s.max(spec.start_s);
-    let window: Vec<f64> = goodput
-        .iter()
-        .filter(|(t, _)| *t > lo + 1e-9)
-        .map(|(_, b)| *b)
-        .collect();
     Ok(FlowResult {
-        mean_goodput: metrics::mean(&window),
+        mean_goodput: window_goodput,
         goodput,
         rtt_ms,
         retransmits: r.client.retransmits,
         bytes_received: r.client.received_bytes,
         congestion: r.client.congestion.clone(),
         spec,
+    })
+}
+
+/// Wait for the flows while reading the receivers' byte counters at the
+/// window's start and end (and moving the progress bar).
+fn read_window_edges(
+    plan: &Plan,
+    net: &Dumbbell,
+    t0: Instant,
+    flows: &[std::thread::JoinHandle<Result<iperf::FullResult>>],
+    bar: Option<(&indicatif::ProgressBar, u64)>,
+) -> Result<(EdgeCounts, EdgeCounts)> {
+    let edges = [plan.window.start_s, plan.window.end_s];
+    let mut read: Vec<EdgeCounts> = Vec::new();
+    while !flows.iter().all(|h| h.is_finished()) || read.len() < edges.len() {
+        let now = t0.elapsed().as_secs_f64();
+        if let Some(&due) = edges.get(read.len()) {
+            if now >= due {
+                read.push(edge_counts(plan, net, t0)?);
+                continue;
+            }
+        }
+        if flows.iter().all(|h| h.is_finished()) {
+            // Every flow ended before this edge: its counters are final.
+            read.push(edge_counts(plan, net, t0)?);
+            continue;
+        }
+        let next_edge = edges.get(read.len()).map(|d| d - now).unwrap_or(f64::MAX);
+        std::thread::sleep(Duration::from_secs_f64(next_edge.clamp(0.0, 0.25)));
+        if let Some((b, base)) = bar {
+            b.set_position(base + (t0.elapsed().as_secs_f64().min(plan.duration_s)) as u64);
+        }
+    }
+    let b = read.pop().unwrap_or_default();
+    let a = read.pop().unwrap_or_default();
+    Ok((a, b))
+}
+
+/// The receivers' counters now, per flow.
+fn edge_counts(plan: &Plan, net: &Dumbbell, t0: Instant) -> Result<EdgeCounts> {
+    let r = rcvbytes::read(&net.rcv, t0)?;
+    Ok(EdgeCounts {
+        t_s: r.t_s,
+        uncertainty_s: r.uncertainty_s,
+        per_flow: plan
+            .flows
+            .iter()
+            .map(|f| {
+                let addr: std::net::IpAddr = net.sender(f.index).into();
+                r.bytes_by_peer.get(&addr).copied()
+            })
+            .collect(),
     })
 }
 

@@ -5,15 +5,18 @@ use std::collections::BTreeMap;
 
 use rttfair_loader::fairness as metrics;
 
+use crate::accounting::WindowAccounting;
 use crate::plan::Plan;
 use crate::qstats::QueueSample;
 use crate::results::{FlowResult, Summary};
 
-/// All metrics of one repetition, from its raw series.
+/// All metrics of one repetition, from its raw series and the window's
+/// accounting (which gave each flow's `mean_goodput`).
 pub fn summarize(
     plan: &Plan,
     flows: &[FlowResult],
     queue: &[QueueSample],
+    window: &WindowAccounting,
     queue_drops: u64,
     random_loss_drops: u64,
 ) -> Summary {
@@ -40,7 +43,10 @@ pub fn summarize(
         rts_by_group: groups.map(|v| metrics::rts(v.iter().sum(), v.len(), mean_all)),
         stdr,
         group_ratio,
-        utilization: goodputs.iter().sum::<f64>() / plan.goodput_capacity_bps(),
+        utilization: window.utilization,
+        link_utilization: window.link_utilization,
+        utilization_error: window.error,
+        window: window.window,
         retrans_ratio: metrics::retransmission_ratio(retrans, delivered_pkts),
         rtt_mean_ms: metrics::mean(&rtts),
         rtt_p95_ms: metrics::percentile(&rtts, 95.0),
@@ -162,6 +168,9 @@ pub fn mean_summary(all: &[Summary]) -> Summary {
         stdr: m(&|s| s.stdr),
         group_ratio: m(&|s| s.group_ratio),
         utilization: m(&|s| s.utilization),
+        link_utilization: m(&|s| s.link_utilization),
+        utilization_error: m(&|s| s.utilization_error),
+        window: all[0].window,
         retrans_ratio: m(&|s| s.retrans_ratio),
         rtt_mean_ms: m(&|s| s.rtt_mean_ms),
         rtt_p95_ms: m(&|s| s.rtt_p95_ms),
