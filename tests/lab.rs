@@ -122,6 +122,18 @@ fn invalid_scenarios_are_refused_naming_the_field() {
     }
     let out = t.run(&["lab", "run", "no-such-scenario"]);
     assert_one_line_error(&out, "embedded");
+    for spec in ["2/2", "x/3", "1"] {
+        let out = t.run(&[
+            "lab",
+            "sweep",
+            "shallow-grid",
+            "--cca",
+            "bbr",
+            "--shard",
+            spec,
+        ]);
+        assert_one_line_error(&out, &format!("bad shard '{spec}'"));
+    }
     let _ = std::fs::remove_dir_all(&dir);
     assert!(netns::stale().is_empty());
 }

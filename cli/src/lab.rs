@@ -33,14 +33,20 @@ pub fn run(fs: &BpfFs, cmd: LabCommand) -> Result<()> {
         LabCommand::Sweep {
             scenario,
             cca,
+            shard,
             common,
         } => {
+            let shard = shard
+                .map(|spec| spec.parse::<rttfair_lab::grid::Shard>())
+                .transpose()
+                .map_err(anyhow::Error::msg)?;
             let s = prepare(&scenario, &common)?;
             let sweep = s
                 .sweep
                 .clone()
                 .ok_or_else(|| anyhow::anyhow!("{scenario} has no [sweep] table"))?;
-            let (points, dir) = rttfair_lab::sweep::run(&s, &sweep, &cca, &options(fs, &common))?;
+            let (points, dir) =
+                rttfair_lab::sweep::run_shard(&s, &sweep, &cca, shard, &options(fs, &common))?;
             println!(
                 "{:<8} {:>10} {:>8} {:>7} {:>7} {:>7} {:>8}",
                 "cca", "x", "y", "jain", "ratio", "util", "qdelay"

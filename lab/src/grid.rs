@@ -60,9 +60,83 @@ pub fn expand(
     Ok(out)
 }
 
+/// One machine's share of a sweep: `--shard I/N` runs the points whose
+/// position in [`expand`]'s order is I modulo N (0-based I). Every point
+/// is one plan with all its repetitions, so they stay together; the same
+/// scenario and CCA list give every machine the same order, so N shards
+/// partition the grid exactly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Shard {
+    pub index: u32,
+    pub count: u32,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+
+    fn from_str(spec: &str) -> Result<Shard, String> {
+        let bad = |why: &str| format!("bad shard '{spec}': {why} (expected I/N with 0 <= I < N)");
+        let (i, n) = spec.split_once('/').ok_or_else(|| bad("no '/'"))?;
+        let index: u32 = i.trim().parse().map_err(|_| bad("I is not a number"))?;
+        let count: u32 = n.trim().parse().map_err(|_| bad("N is not a number"))?;
+        if count == 0 {
+            return Err(bad("N must be at least 1"));
+        }
+        if index >= count {
+            return Err(bad("I must be less than N"));
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+impl Shard {
+    /// The points of this shard, in their order.
+    pub fn select(&self, points: Vec<PointPlan>) -> Vec<PointPlan> {
+        points
+            .into_iter()
+            .enumerate()
+            .filter(|(k, _)| *k as u64 % self.count as u64 == self.index as u64)
+            .map(|(_, p)| p)
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shards_partition_the_points_exactly() {
+        let s = Scenario::from_toml(GRID).unwrap();
+        let ccas = ["bbr".to_string(), "cubic".to_string()];
+        let all = expand(&s, s.sweep.as_ref().unwrap(), &ccas).unwrap();
+        for n in 1..=14u32 {
+            let mut seen: Vec<PointKey> = Vec::new();
+            for i in 0..n {
+                let shard: Shard = format!("{i}/{n}").parse().unwrap();
+                let mine = shard.select(expand(&s, s.sweep.as_ref().unwrap(), &ccas).unwrap());
+                // Balanced to within one point.
+                assert!(mine.len().abs_diff(all.len() / n as usize) <= 1);
+                seen.extend(mine.into_iter().map(|p| p.key));
+            }
+            assert_eq!(seen.len(), all.len(), "N = {n}");
+            for p in &all {
+                assert_eq!(seen.iter().filter(|k| **k == p.key).count(), 1, "N = {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn bad_shard_specs_are_one_clear_line() {
+        for spec in ["3/2", "2/2", "1/0", "a/2", "1-2", "1/b", "-1/2", ""] {
+            let e = spec.parse::<Shard>().unwrap_err();
+            assert!(
+                !e.contains('\n') && e.starts_with("bad shard"),
+                "{spec}: {e}"
+            );
+        }
+        assert_eq!("1/3".parse(), Ok(Shard { index: 1, count: 3 }));
+    }
 
     const GRID: &str = r#"
 name = "g"

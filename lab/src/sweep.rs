@@ -23,8 +23,23 @@ pub fn run(
     ccas: &[String],
     opts: &RunOptions,
 ) -> Result<(Vec<SweepPoint>, PathBuf)> {
-    let plans =
+    run_shard(base, sweep, ccas, None, opts)
+}
+
+/// As [`run`], only the points of `shard` (all of them with `None`). A
+/// shard's folder holds its own points only.
+pub fn run_shard(
+    base: &Scenario,
+    sweep: &Sweep,
+    ccas: &[String],
+    shard: Option<grid::Shard>,
+    opts: &RunOptions,
+) -> Result<(Vec<SweepPoint>, PathBuf)> {
+    let mut plans =
         grid::expand(base, sweep, ccas).map_err(|e| anyhow::anyhow!("{}: {e}", base.name))?;
+    if let Some(sh) = shard {
+        plans = sh.select(plans);
+    }
     let dir = opts.out_dir.join(format!("{}-sweep", base.name));
     std::fs::create_dir_all(&dir)?;
     let inner = RunOptions {
