@@ -43,6 +43,23 @@ fn ci_smoke_scenario_self_checks_and_fills_the_link() {
         "cubic utilization {:.1}%",
         r.summary.utilization * 100.0
     );
+    // Accounting that adds up: goodput and the link's sent bytes over one
+    // window (warm-up to end) never exceed the link beyond the published
+    // measurement error, and goodput never exceeds what the link sent.
+    let rep = &r.reps[0].summary;
+    let w = rep.window.expect("a measurement window");
+    println!(
+        "window {:.3}-{:.3} s: utilization {:.4} link {:.4} error {:.4}",
+        w.start_s, w.end_s, rep.utilization, rep.link_utilization, rep.utilization_error
+    );
+    assert!(
+        (w.start_s - s.warmup_s).abs() < 0.5 && (w.end_s - s.duration_s).abs() < 0.5,
+        "window {w:?} is not warm-up..end"
+    );
+    assert!(rep.utilization_error > 0.0 && rep.utilization_error < 0.02);
+    assert!(rep.utilization <= 1.0 + rep.utilization_error);
+    assert!(rep.link_utilization <= 1.0 + rep.utilization_error);
+    assert!(rep.utilization <= rep.link_utilization + rep.utilization_error);
     for f in [
         "summary.json",
         "scenario.toml",
@@ -105,6 +122,18 @@ fn invalid_scenarios_are_refused_naming_the_field() {
     }
     let out = t.run(&["lab", "run", "no-such-scenario"]);
     assert_one_line_error(&out, "embedded");
+    for spec in ["2/2", "x/3", "1"] {
+        let out = t.run(&[
+            "lab",
+            "sweep",
+            "shallow-grid",
+            "--cca",
+            "bbr",
+            "--shard",
+            spec,
+        ]);
+        assert_one_line_error(&out, &format!("bad shard '{spec}'"));
+    }
     let _ = std::fs::remove_dir_all(&dir);
     assert!(netns::stale().is_empty());
 }

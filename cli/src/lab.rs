@@ -11,11 +11,8 @@ use crate::{LabArgs, LabCommand};
 pub fn run(fs: &BpfFs, cmd: LabCommand) -> Result<()> {
     match cmd {
         LabCommand::Scenarios => {
-            // Parsed as `lab run`/`lab sweep` would: sweep scenarios carry
-            // a [sweep] table that a plain scenario refuses.
             for (name, _) in builtin::SCENARIOS {
-                let (s, _) = builtin::resolve_with_sweep(name)
-                    .map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+                let s = builtin::resolve(name).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
                 println!("{name:<24} {}", s.description);
             }
             Ok(())
@@ -36,12 +33,20 @@ pub fn run(fs: &BpfFs, cmd: LabCommand) -> Result<()> {
         LabCommand::Sweep {
             scenario,
             cca,
+            shard,
             common,
         } => {
-            let (_, sweep) = builtin::resolve_with_sweep(&scenario)?;
-            let sweep = sweep.ok_or_else(|| anyhow::anyhow!("{scenario} has no [sweep] table"))?;
+            let shard = shard
+                .map(|spec| spec.parse::<rttfair_lab::grid::Shard>())
+                .transpose()
+                .map_err(anyhow::Error::msg)?;
             let s = prepare(&scenario, &common)?;
-            let (points, dir) = rttfair_lab::sweep::run(&s, &sweep, &cca, &options(fs, &common))?;
+            let sweep = s
+                .sweep
+                .clone()
+                .ok_or_else(|| anyhow::anyhow!("{scenario} has no [sweep] table"))?;
+            let (points, dir) =
+                rttfair_lab::sweep::run_shard(&s, &sweep, &cca, shard, &options(fs, &common))?;
             println!(
                 "{:<8} {:>10} {:>8} {:>7} {:>7} {:>7} {:>8}",
                 "cca", "x", "y", "jain", "ratio", "util", "qdelay"

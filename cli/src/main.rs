@@ -220,6 +220,12 @@ pub enum LabCommand {
         /// Comma-separated CCAs, e.g. bbr,fairtt.
         #[arg(long, value_delimiter = ',', required = true)]
         cca: Vec<String>,
+        /// Run only shard I of N (0-based): the points whose position in
+        /// the grid is I modulo N, each with all its repetitions.
+        /// (Parsed by the command, so a bad spec is one line like every
+        /// other error.)
+        #[arg(long, value_name = "I/N")]
+        shard: Option<String>,
         #[command(flatten)]
         common: LabArgs,
     },

@@ -1,6 +1,8 @@
 //! The scenarios in `scenarios/`, embedded so `rttfairctl lab run NAME`
 //! works from an installed binary with no checkout.
 
+use crate::scenario::{Scenario, Sweep};
+
 /// (name, TOML text) of every embedded scenario.
 pub const SCENARIOS: &[(&str, &str)] = &[
     (
@@ -62,61 +64,49 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     ),
 ];
 
-/// Resolve a scenario argument: a file path if it exists, else an embedded name.
-pub fn resolve(arg: &str) -> anyhow::Result<crate::scenario::Scenario> {
-    Ok(resolve_with_sweep(arg)?.0)
+/// Resolve a scenario argument: a file path if it exists, else an embedded
+/// name. The text is parsed and validated once, its `[sweep]` table (if
+/// any) included, so errors name the line of the text as written.
+pub fn resolve(arg: &str) -> anyhow::Result<Scenario> {
+    let (origin, text) = text_of(arg)?;
+    Scenario::from_toml(&text).map_err(|e| anyhow::anyhow!("{origin}: {e}"))
 }
 
-/// As [`resolve`], also returning the file's `[sweep]` table, if any.
-pub fn resolve_with_sweep(
-    arg: &str,
-) -> anyhow::Result<(crate::scenario::Scenario, Option<crate::sweep::Sweep>)> {
-    let path = std::path::Path::new(arg);
-    let (origin, text) =
-        if path.exists() {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| anyhow::anyhow!("cannot read scenario {}: {e}", path.display()))?;
-            (path.display().to_string(), text)
-        } else {
-            match SCENARIOS.iter().find(|(n, _)| *n == arg) {
-                Some((n, text)) => (format!("embedded scenario {n}"), text.to_string()),
-                None => {
-                    anyhow::bail!(
-                "no scenario file '{arg}' and no embedded scenario of that name (embedded: {})",
-                SCENARIOS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
-            )
-                }
-            }
-        };
-    let (base, sweep) = match crate::sweep::split(&text) {
-        Ok(x) => x,
-        // Not even TOML: let the scenario parser name the line.
-        Err(_) => (text.clone(), None),
-    };
-    let s = crate::scenario::Scenario::from_toml(&base)
-        .map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
+/// As [`resolve`], also returning the scenario's `[sweep]` table, if any.
+pub fn resolve_with_sweep(arg: &str) -> anyhow::Result<(Scenario, Option<Sweep>)> {
+    let s = resolve(arg)?;
+    let sweep = s.sweep.clone();
     Ok((s, sweep))
+}
+
+/// Where a scenario argument comes from (for messages) and its text.
+fn text_of(arg: &str) -> anyhow::Result<(String, String)> {
+    let path = std::path::Path::new(arg);
+    if path.exists() {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("cannot read scenario {}: {e}", path.display()))?;
+        return Ok((path.display().to_string(), text));
+    }
+    match SCENARIOS.iter().find(|(n, _)| *n == arg) {
+        Some((n, text)) => Ok((format!("embedded scenario {n}"), text.to_string())),
+        None => anyhow::bail!(
+            "no scenario file '{arg}' and no embedded scenario of that name (embedded: {})",
+            SCENARIOS
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
     fn every_embedded_scenario_is_valid() {
+        // Parsing validates every sweep point as well.
         for (name, _) in super::SCENARIOS {
-            let (s, sweep) =
-                super::resolve_with_sweep(name).unwrap_or_else(|e| panic!("{name}: {e}"));
-            if let Some(sw) = sweep {
-                for x in &sw.x.values {
-                    let p = crate::sweep::apply(&s, &sw.x.param, *x)
-                        .unwrap_or_else(|e| panic!("{name}: {e}"));
-                    if let Some(y) = &sw.y {
-                        for v in &y.values {
-                            crate::sweep::apply(&p, &y.param, *v)
-                                .unwrap_or_else(|e| panic!("{name}: {e}"));
-                        }
-                    }
-                }
-            }
+            super::resolve(name).unwrap_or_else(|e| panic!("{name}: {e}"));
         }
     }
 }

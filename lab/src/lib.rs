@@ -1,22 +1,67 @@
 //! rttfair-lab: real kernel TCP through emulated networks on one host.
 //!
-//! [`netns`] owns network namespaces (unique names, cleanup on drop, panic,
-//! Ctrl-C, and of leftovers of killed runs); [`link`] builds veth links with
-//! rate limits and drop-tail buffers; [`sock`] opens TCP sockets inside a
-//! namespace with a chosen congestion control and reads TCP_INFO.
+//! The pipeline, one direction only (each stage imports only the ones
+//! before it):
+//!
+//! ```text
+//!  TOML text --scenario--> Scenario --plan--> Plan --run--> RunResult --files/plot--> results folder
+//!                  [sweep] --grid--> Vec<Plan> --sweep--> SweepPoint... --files/plot--> sweep.csv, heatmaps
+//! ```
+//!
+//! Description and resolution:
+//! - [`scenario`]: the file format; parsed and validated once (every sweep
+//!   point included), errors name field and line.
+//! - [`builtin`]: the embedded scenarios; resolves a name or a path.
+//! - [`plan`]: a scenario resolved once: rate, buffer bytes, flows with
+//!   their RTT/CCA/start/stop, the measurement window, repetitions.
+//! - [`grid`]: a `[sweep]` table expanded to one plan per point.
+//!
+//! Results (the bottom of the result side; no network code):
+//! - [`results`]: the result types (flow series, repetitions, summary,
+//!   runs, sweep points).
+//! - [`accounting`]: goodput and utilization over one window from
+//!   counters that cannot exceed the link, with their measurement error.
+//! - [`summary`]: metrics of a repetition from its series, and their mean.
+//! - [`files`]: every CSV/JSON of the results folder.
+//! - [`plot`]: PNG plots of a repetition and of a sweep.
+//!
+//! Execution:
+//! - [`run`]: runs a plan: network, self-check, flows, sampling, summary.
+//! - [`sweep`]: runs every point of a grid and writes the sweep's files.
+//!
+//! The emulated network and its instruments:
+//! - [`netns`]: network namespaces (unique names, cleanup on drop, panic,
+//!   Ctrl-C, and of leftovers of killed runs).
+//! - [`link`]: veth links, the HTB rate limit and drop-tail buffer.
+//! - [`delay`]: the user-space delay element on the reverse path.
+//! - [`topology`]: the dumbbell built from those, with per-flow delay/loss.
+//! - [`selfcheck`]: measures base RTTs and rate before a run reports.
+//! - [`qstats`]: the bottleneck qdisc's counters, sampled over a run.
+//! - [`rcvbytes`]: the receivers' in-order byte counters (via `ss`).
+//! - [`iperf`]: iperf3 servers and clients and their JSON.
+//! - [`sock`]: TCP sockets with a chosen CCA; TCP_INFO.
+//! - [`ccas`]: loads the project's CCAs for a run and leases them.
+//! - [`churn`]: many short connections, for reliability tests and soak.
 
+pub mod accounting;
 pub mod builtin;
 pub mod ccas;
 pub mod churn;
 pub mod delay;
+pub mod files;
+pub mod grid;
 pub mod iperf;
 pub mod link;
 pub mod netns;
+pub mod plan;
 pub mod plot;
 pub mod qstats;
+pub mod rcvbytes;
+pub mod results;
 pub mod run;
 pub mod scenario;
 pub mod selfcheck;
 pub mod sock;
+pub mod summary;
 pub mod sweep;
 pub mod topology;

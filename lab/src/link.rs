@@ -51,11 +51,17 @@ pub struct Bottleneck {
     pub limit_bytes: u64,
 }
 
+/// HTB's burst (and cburst) at `rate_bit`: at least one HZ tick of data
+/// (HZ=250) so HTB can hold the rate. Over any span the bottleneck sends at
+/// most rate x span + this many bytes.
+pub fn htb_burst_bytes(rate_bit: u64) -> u64 {
+    (rate_bit / 8 / 250).max(3000)
+}
+
 /// Install the bottleneck as HTB (rate) + bfifo (buffer) on `ifname`'s egress.
 pub fn shape(ns: &Netns, ifname: &str, b: Bottleneck) -> Result<()> {
     let rate = format!("{}bit", b.rate_bit);
-    // Burst of at least one HZ tick of data (HZ=250) so HTB can hold the rate.
-    let burst = format!("{}b", (b.rate_bit / 8 / 250).max(3000));
+    let burst = format!("{}b", htb_burst_bytes(b.rate_bit));
     let limit = b.limit_bytes.to_string();
     ns.exec(
         "tc",

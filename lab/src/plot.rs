@@ -7,8 +7,9 @@ use std::sync::Once;
 use anyhow::{Context, Result};
 use plotters::prelude::*;
 
-use crate::run::RepResult;
-use crate::scenario::Scenario;
+use crate::plan::Plan;
+use crate::results::{RepResult, Summary, SweepPoint};
+use crate::scenario::WIRE_PACKET;
 
 static FONT: Once = Once::new();
 const FONT_PATHS: &[&str] = &[
@@ -46,7 +47,7 @@ fn color(i: usize) -> RGBColor {
 }
 
 /// Goodput of every flow over time.
-pub fn throughput(path: &Path, s: &Scenario, r: &RepResult) -> Result<()> {
+pub fn throughput(path: &Path, plan: &Plan, r: &RepResult) -> Result<()> {
     let text = ensure_font();
     let root = BitMapBackend::new(path, (1000, 500)).into_drawing_area();
     root.fill(&WHITE)?;
@@ -54,14 +55,17 @@ pub fn throughput(path: &Path, s: &Scenario, r: &RepResult) -> Result<()> {
         .flows
         .iter()
         .flat_map(|f| f.goodput.iter().map(|p| p.1 / 1e6))
-        .fold(s.bottleneck.rate_mbit, f64::max)
+        .fold(plan.rate_bit as f64 / 1e6, f64::max)
         * 1.05;
     let mut b = ChartBuilder::on(&root);
     b.margin(10).x_label_area_size(40).y_label_area_size(60);
     if text {
-        b.caption(format!("{}: goodput per flow", s.name), ("sans-serif", 20));
+        b.caption(
+            format!("{}: goodput per flow", plan.scenario.name),
+            ("sans-serif", 20),
+        );
     }
-    let mut chart = b.build_cartesian_2d(0f64..s.duration_s, 0f64..ymax)?;
+    let mut chart = b.build_cartesian_2d(0f64..plan.duration_s, 0f64..ymax)?;
     if text {
         chart
             .configure_mesh()
@@ -101,11 +105,11 @@ pub fn throughput(path: &Path, s: &Scenario, r: &RepResult) -> Result<()> {
 }
 
 /// Bottleneck queue (packets) over time.
-pub fn queue(path: &Path, s: &Scenario, r: &RepResult) -> Result<()> {
+pub fn queue(path: &Path, plan: &Plan, r: &RepResult) -> Result<()> {
     let text = ensure_font();
     let root = BitMapBackend::new(path, (1000, 400)).into_drawing_area();
     root.fill(&WHITE)?;
-    let limit_pkts = s.buffer_bytes() as f64 / crate::scenario::WIRE_PACKET as f64;
+    let limit_pkts = plan.buffer_bytes as f64 / WIRE_PACKET as f64;
     let ymax = r
         .queue
         .iter()
@@ -116,9 +120,12 @@ pub fn queue(path: &Path, s: &Scenario, r: &RepResult) -> Result<()> {
     let mut b = ChartBuilder::on(&root);
     b.margin(10).x_label_area_size(40).y_label_area_size(60);
     if text {
-        b.caption(format!("{}: bottleneck queue", s.name), ("sans-serif", 20));
+        b.caption(
+            format!("{}: bottleneck queue", plan.scenario.name),
+            ("sans-serif", 20),
+        );
     }
-    let mut chart = b.build_cartesian_2d(0f64..s.duration_s, 0f64..ymax)?;
+    let mut chart = b.build_cartesian_2d(0f64..plan.duration_s, 0f64..ymax)?;
     if text {
         chart
             .configure_mesh()
@@ -133,7 +140,7 @@ pub fn queue(path: &Path, s: &Scenario, r: &RepResult) -> Result<()> {
         color(0),
     ))?;
     chart.draw_series(LineSeries::new(
-        vec![(0.0, limit_pkts), (s.duration_s, limit_pkts)],
+        vec![(0.0, limit_pkts), (plan.duration_s, limit_pkts)],
         RED.stroke_width(1),
     ))?;
     root.present()
@@ -216,8 +223,8 @@ pub fn sweep_lines(
     path: &Path,
     title: &str,
     x_label: &str,
-    points: &[crate::sweep::Point],
-    metric: fn(&crate::run::Summary) -> f64,
+    points: &[SweepPoint],
+    metric: fn(&Summary) -> f64,
 ) -> Result<()> {
     let text = ensure_font();
     let mut xs: Vec<f64> = points.iter().map(|p| p.x).collect();

@@ -20,8 +20,17 @@
 //! rtt_ms = 5.0
 //! ```
 //!
-//! Every problem is reported as `field: reason`, e.g.
-//! `flows[1].rtt_ms: must be > 0 and <= 2000 ms, got -3`.
+//! An optional `[sweep]` table turns the file into a grid of scenarios (see
+//! [`Sweep`]); every point of the grid is validated when the file is read.
+//!
+//! Every problem is reported as `field (line N): reason`, e.g.
+//! `flows[1].rtt_ms (line 14): must be between 0 and 2000 ms, got -3`; the
+//! line is the one of the original text, also for a sweep point.
+//!
+//! Lines come from the TOML parser's own spans (toml_edit, which `toml`
+//! parses with), not from serde_path_to_error: most errors are found by
+//! [`Scenario::validate`] after deserialization, where only the document's
+//! spans can turn a field path back into a line.
 
 use std::path::Path;
 
@@ -56,6 +65,32 @@ pub struct Scenario {
     pub interval_s: f64,
     pub bottleneck: Bottleneck,
     pub flows: Vec<FlowGroup>,
+    /// The grid, for `lab sweep`; a resolved point has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<Sweep>,
+}
+
+/// One axis of a sweep: a scenario parameter and the values it takes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Axis {
+    pub param: String,
+    pub values: Vec<f64>,
+}
+
+/// A `[sweep]` table: one scenario run over a grid of one or two
+/// parameters (see [`Scenario::with_param`] for the parameters).
+///
+/// ```toml
+/// [sweep]
+/// x = { param = "bottleneck.buffer.bdp", values = [0.5, 1, 2, 5, 10] }
+/// y = { param = "flows[1].rtt_ms", values = [2, 10, 50, 200] }   # optional
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sweep {
+    pub x: Axis,
+    pub y: Option<Axis>,
 }
 
 fn one() -> u32 {
@@ -109,6 +144,83 @@ pub struct FlowGroup {
     pub stop_s: Option<f64>,
 }
 
+impl Buffer {
+    /// Exactly one way of giving the size, and a sensible one.
+    fn validate(&self) -> Result<(), ScenarioError> {
+        let ways = [
+            self.bytes.is_some(),
+            self.packets.is_some(),
+            self.bdp.is_some(),
+        ]
+        .iter()
+        .filter(|x| **x)
+        .count();
+        if ways != 1 {
+            return Err(err(
+                "bottleneck.buffer",
+                "give exactly one of bytes, packets, bdp",
+            ));
+        }
+        if let Some(bdp) = self.bdp {
+            in_range("bottleneck.buffer.bdp", bdp, 0.001, 1000.0, "")?;
+            let rtt = self.rtt_ms.ok_or_else(|| {
+                err(
+                    "bottleneck.buffer.rtt_ms",
+                    "required with bdp (the BDP's reference RTT)",
+                )
+            })?;
+            in_range("bottleneck.buffer.rtt_ms", rtt, 0.01, 5000.0, " ms")?;
+        } else if self.rtt_ms.is_some() {
+            return Err(err("bottleneck.buffer.rtt_ms", "only meaningful with bdp"));
+        }
+        if self.bytes == Some(0) || self.packets == Some(0) {
+            return Err(err("bottleneck.buffer", "must hold at least one packet"));
+        }
+        Ok(())
+    }
+}
+
+impl FlowGroup {
+    /// Check group `i` of a scenario lasting `duration_s`.
+    fn validate(&self, i: usize, duration_s: f64) -> Result<(), ScenarioError> {
+        let p = |name: &str| format!("flows[{i}].{name}");
+        if self.count == 0 || self.count > 64 {
+            return Err(err(
+                p("count"),
+                format!("must be 1..=64, got {}", self.count),
+            ));
+        }
+        if self.cca.trim().is_empty()
+            || self.cca.len() > 15
+            || !self
+                .cca
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_')
+        {
+            return Err(err(
+                p("cca"),
+                format!("not a congestion control name: {:?}", self.cca),
+            ));
+        }
+        match (self.rtt_ms, self.one_way_delay_ms) {
+            (Some(r), None) => in_range(&p("rtt_ms"), r, 0.0, 2000.0, " ms")?,
+            (None, Some(d)) => in_range(&p("one_way_delay_ms"), d, 0.0, 1000.0, " ms")?,
+            _ => {
+                return Err(err(
+                    p("rtt_ms"),
+                    "give exactly one of rtt_ms, one_way_delay_ms",
+                ))
+            }
+        }
+        in_range(&p("loss_pct"), self.loss_pct, 0.0, 50.0, " %")?;
+        in_range(&p("start_s"), self.start_s, 0.0, duration_s - 1.0, " s")?;
+        if let Some(stop) = self.stop_s {
+            in_range(&p("stop_s"), stop, self.start_s + 1.0, duration_s, " s")?;
+        }
+        Ok(())
+    }
+}
+
 /// One flow after expanding groups.
 #[derive(Debug, Clone, Serialize)]
 pub struct FlowSpec {
@@ -121,17 +233,20 @@ pub struct FlowSpec {
     pub stop_s: f64,
 }
 
-/// A scenario error: the field path and what is wrong with it.
+/// A scenario error: the field path, its line in the text it was read
+/// from (when known) and what is wrong with it.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{field}: {reason}")]
+#[error("{field}{}: {reason}", line.map(|l| format!(" (line {l})")).unwrap_or_default())]
 pub struct ScenarioError {
     pub field: String,
+    pub line: Option<usize>,
     pub reason: String,
 }
 
 fn err(field: impl Into<String>, reason: impl Into<String>) -> ScenarioError {
     ScenarioError {
         field: field.into(),
+        line: None,
         reason: reason.into(),
     }
 }
@@ -148,27 +263,12 @@ fn in_range(field: &str, v: f64, lo: f64, hi: f64, unit: &str) -> Result<(), Sce
 }
 
 impl Scenario {
-    /// Parse and validate TOML text.
+    /// Parse and validate TOML text, including every point of its sweep.
     pub fn from_toml(text: &str) -> Result<Scenario, ScenarioError> {
-        let s: Scenario = toml::from_str(text).map_err(|e| {
-            let field = e
-                .span()
-                .map(|sp| locate(text, sp.start))
-                .unwrap_or_default();
-            let msg = match e.message().trim() {
-                "" => "not valid TOML".to_string(),
-                m => m.replace('\n', " "),
-            };
-            err(
-                if field.is_empty() {
-                    "scenario".to_string()
-                } else {
-                    field
-                },
-                msg,
-            )
-        })?;
-        s.validate()?;
+        let s: Scenario = toml::from_str(text).map_err(|e| syntax_error(text, &e))?;
+        s.validate()
+            .and_then(|()| s.validate_sweep())
+            .map_err(|e| with_line(text, e))?;
         Ok(s)
     }
 
@@ -179,7 +279,36 @@ impl Scenario {
         Scenario::from_toml(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
     }
 
+    /// Check every field of one scenario (not its sweep's points).
     pub fn validate(&self) -> Result<(), ScenarioError> {
+        self.validate_timing()?;
+        in_range(
+            "bottleneck.rate_mbit",
+            self.bottleneck.rate_mbit,
+            0.1,
+            10_000.0,
+            " Mbit/s",
+        )?;
+        self.bottleneck.buffer.validate()?;
+        if self.flows.is_empty() {
+            return Err(err("flows", "at least one flow is needed"));
+        }
+        let mut total = 0u32;
+        for (i, f) in self.flows.iter().enumerate() {
+            f.validate(i, self.duration_s)?;
+            total += f.count;
+        }
+        if total > 200 {
+            return Err(err(
+                "flows",
+                format!("at most 200 flows in all, got {total}"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Name, duration, repetitions and the sampling periods.
+    fn validate_timing(&self) -> Result<(), ScenarioError> {
         if self.name.trim().is_empty() {
             return Err(err("name", "must not be empty"));
         }
@@ -192,82 +321,89 @@ impl Scenario {
         }
         in_range("warmup_s", self.warmup_s, 0.0, self.duration_s - 0.5, " s")?;
         in_range("queue_sample_ms", self.queue_sample_ms, 1.0, 1000.0, " ms")?;
-        in_range("interval_s", self.interval_s, 0.1, 10.0, " s")?;
-        in_range(
-            "bottleneck.rate_mbit",
-            self.bottleneck.rate_mbit,
-            0.1,
-            10_000.0,
-            " Mbit/s",
-        )?;
-        let b = &self.bottleneck.buffer;
-        let ways = [b.bytes.is_some(), b.packets.is_some(), b.bdp.is_some()]
-            .iter()
-            .filter(|x| **x)
-            .count();
-        if ways != 1 {
-            return Err(err(
-                "bottleneck.buffer",
-                "give exactly one of bytes, packets, bdp",
-            ));
-        }
-        if let Some(bdp) = b.bdp {
-            in_range("bottleneck.buffer.bdp", bdp, 0.001, 1000.0, "")?;
-            let rtt = b.rtt_ms.ok_or_else(|| {
-                err(
-                    "bottleneck.buffer.rtt_ms",
-                    "required with bdp (the BDP's reference RTT)",
-                )
-            })?;
-            in_range("bottleneck.buffer.rtt_ms", rtt, 0.01, 5000.0, " ms")?;
-        } else if b.rtt_ms.is_some() {
-            return Err(err("bottleneck.buffer.rtt_ms", "only meaningful with bdp"));
-        }
-        if b.bytes == Some(0) || b.packets == Some(0) {
-            return Err(err("bottleneck.buffer", "must hold at least one packet"));
-        }
-        if self.flows.is_empty() {
-            return Err(err("flows", "at least one flow is needed"));
-        }
-        let mut total = 0u32;
-        for (i, f) in self.flows.iter().enumerate() {
-            let p = |name: &str| format!("flows[{i}].{name}");
-            if f.count == 0 || f.count > 64 {
-                return Err(err(p("count"), format!("must be 1..=64, got {}", f.count)));
-            }
-            total += f.count;
-            if f.cca.trim().is_empty()
-                || f.cca.len() > 15
-                || !f.cca.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-            {
-                return Err(err(
-                    p("cca"),
-                    format!("not a congestion control name: {:?}", f.cca),
-                ));
-            }
-            match (f.rtt_ms, f.one_way_delay_ms) {
-                (Some(r), None) => in_range(&p("rtt_ms"), r, 0.0, 2000.0, " ms")?,
-                (None, Some(d)) => in_range(&p("one_way_delay_ms"), d, 0.0, 1000.0, " ms")?,
-                _ => {
-                    return Err(err(
-                        p("rtt_ms"),
-                        "give exactly one of rtt_ms, one_way_delay_ms",
-                    ))
+        in_range("interval_s", self.interval_s, 0.1, 10.0, " s")
+    }
+
+    /// Every point of the `[sweep]` grid is a valid scenario; an error
+    /// names the axis value that makes it invalid.
+    fn validate_sweep(&self) -> Result<(), ScenarioError> {
+        let Some(sweep) = &self.sweep else {
+            return Ok(());
+        };
+        let check_axis =
+            |base: &Scenario, name: &str, a: &Axis| -> Result<Vec<Scenario>, ScenarioError> {
+                if a.values.is_empty() {
+                    return Err(err(format!("sweep.{name}.values"), "must not be empty"));
                 }
+                a.values
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| {
+                        base.with_param(&a.param, *v).map_err(|e| {
+                            let field = if e.field == "sweep.param" {
+                                format!("sweep.{name}.param")
+                            } else {
+                                format!("sweep.{name}.values[{i}]")
+                            };
+                            err(field, e.reason)
+                        })
+                    })
+                    .collect()
+            };
+        for point in check_axis(self, "x", &sweep.x)? {
+            if let Some(y) = &sweep.y {
+                check_axis(&point, "y", y)?;
             }
-            in_range(&p("loss_pct"), f.loss_pct, 0.0, 50.0, " %")?;
-            in_range(&p("start_s"), f.start_s, 0.0, self.duration_s - 1.0, " s")?;
-            if let Some(stop) = f.stop_s {
-                in_range(&p("stop_s"), stop, f.start_s + 1.0, self.duration_s, " s")?;
-            }
-        }
-        if total > 200 {
-            return Err(err(
-                "flows",
-                format!("at most 200 flows in all, got {total}"),
-            ));
         }
         Ok(())
+    }
+
+    /// A copy with sweep parameter `param` set to `v`, validated. The
+    /// parameters: `bottleneck.buffer.bdp`, `bottleneck.rate_mbit`,
+    /// `flows[N].rtt_ms`, `flows[N].loss_pct`, `flows[N].count`. An unknown
+    /// parameter is an error of field `sweep.param`; an invalid result names
+    /// the parameter and value.
+    pub fn with_param(&self, param: &str, v: f64) -> Result<Scenario, ScenarioError> {
+        let mut s = self.clone();
+        s.sweep = None;
+        let unsupported = |why: String| err("sweep.param", why);
+        match param {
+            "bottleneck.buffer.bdp" => {
+                if s.bottleneck.buffer.bdp.is_none() {
+                    return Err(unsupported(
+                        "a sweep over bottleneck.buffer.bdp needs the base buffer given in bdp"
+                            .into(),
+                    ));
+                }
+                s.bottleneck.buffer.bdp = Some(v);
+            }
+            "bottleneck.rate_mbit" => s.bottleneck.rate_mbit = v,
+            p if p.starts_with("flows[") => {
+                let (idx, field) = p[6..]
+                    .split_once("].")
+                    .ok_or_else(|| unsupported(format!("not a sweep parameter: {p}")))?;
+                let i: usize = idx
+                    .parse()
+                    .map_err(|_| unsupported(format!("not a flow index in {p}")))?;
+                let f = s
+                    .flows
+                    .get_mut(i)
+                    .ok_or_else(|| unsupported(format!("{p}: there is no flows[{i}]")))?;
+                match field {
+                    "rtt_ms" => {
+                        f.rtt_ms = Some(v);
+                        f.one_way_delay_ms = None;
+                    }
+                    "loss_pct" => f.loss_pct = v,
+                    "count" => f.count = v as u32,
+                    _ => return Err(unsupported(format!("{p}: {field} cannot be swept"))),
+                }
+            }
+            _ => return Err(unsupported(format!("not a sweep parameter: {param}"))),
+        }
+        s.validate()
+            .map_err(|e| err(e.field.clone(), format!("{param} = {v} makes {e}")))?;
+        Ok(s)
     }
 
     /// Groups expanded into individual flows.
@@ -325,24 +461,88 @@ impl Scenario {
     }
 }
 
-/// "line N" for a byte offset, to point at the offending TOML.
-fn locate(text: &str, offset: usize) -> String {
-    let line = text[..offset.min(text.len())].matches('\n').count() + 1;
-    let key = text
-        .lines()
-        .nth(line - 1)
+/// A deserialization error: the key on the offending line (when the line
+/// starts with one) and the line.
+fn syntax_error(text: &str, e: &toml::de::Error) -> ScenarioError {
+    let line = e.span().map(|sp| line_at(text, sp.start));
+    let key = line
+        .and_then(|l| text.lines().nth(l - 1))
         .and_then(|l| l.split('=').next())
         .map(|k| k.trim().trim_matches(['[', ']']).to_string())
         .unwrap_or_default();
     // Only name a key that looks like one; otherwise point at the line.
-    let is_key = key.len() <= 64
+    let is_key = !key.is_empty()
+        && key.len() <= 64
         && key
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
-    if key.is_empty() || !is_key {
-        format!("line {line}")
-    } else {
-        format!("{key} (line {line})")
+    let reason = match e.message().trim() {
+        "" => "not valid TOML".to_string(),
+        m => m.replace('\n', " "),
+    };
+    ScenarioError {
+        field: if is_key { key } else { "scenario".into() },
+        line,
+        reason,
+    }
+}
+
+/// 1-based line of a byte offset.
+fn line_at(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+/// `e` with the line of its field in `text`: the field's value if the file
+/// has it, else the nearest enclosing table that it has (a missing key is
+/// missing from that table).
+fn with_line(text: &str, mut e: ScenarioError) -> ScenarioError {
+    if let Ok(doc) = toml_edit::ImDocument::parse(text) {
+        e.line = span_of(doc.as_table(), &e.field).map(|start| line_at(text, start));
+    }
+    e
+}
+
+/// Start offset of the deepest node of the document that exists along a
+/// field path such as `flows[1].rtt_ms` or `sweep.x.values[2]`.
+fn span_of(root: &toml_edit::Table, path: &str) -> Option<usize> {
+    let segs: Vec<&str> = path.split('.').collect();
+    span_in_table(root, &segs)
+}
+
+fn span_in_table(t: &toml_edit::Table, segs: &[&str]) -> Option<usize> {
+    let here = t.span().map(|s| s.start);
+    let Some((seg, rest)) = segs.split_first() else {
+        return here;
+    };
+    let (key, index) = split_index(seg);
+    let Some(child) = t.get(key) else { return here };
+    span_below(child, index, rest).or(here)
+}
+
+fn span_below(child: &toml_edit::Item, index: Option<usize>, rest: &[&str]) -> Option<usize> {
+    let here = child.span().map(|s| s.start);
+    let deeper = match (index, child) {
+        (Some(i), toml_edit::Item::ArrayOfTables(a)) => {
+            a.get(i).and_then(|t| span_in_table(t, rest))
+        }
+        (Some(i), toml_edit::Item::Value(toml_edit::Value::Array(a))) => {
+            a.get(i).and_then(|v| v.span()).map(|s| s.start)
+        }
+        (Some(_), _) => None,
+        (None, toml_edit::Item::Table(t)) => span_in_table(t, rest),
+        (None, item) => rest.split_first().and_then(|(seg, rest)| {
+            let (key, index) = split_index(seg);
+            item.get(key).and_then(|c| span_below(c, index, rest))
+        }),
+    };
+    deeper.or(here)
+}
+
+/// `flows[2]` -> (`flows`, Some(2)); `rtt_ms` -> (`rtt_ms`, None).
+fn split_index(seg: &str) -> (&str, Option<usize>) {
+    match seg.split_once('[') {
+        Some((k, i)) => (k, i.trim_end_matches(']').parse().ok()),
+        None => (seg, None),
     }
 }
 
@@ -406,5 +606,51 @@ one_way_delay_ms = 5
         assert_eq!(e.field, "flows[1].count");
         let e = error_of("name = 3");
         assert!(e.field.contains("name"), "{e}");
+    }
+
+    #[test]
+    fn errors_name_the_line_of_the_text() {
+        // OK's lines: 1 is empty, `rtt_ms = 20` is line 9, `count = 2` 12.
+        let e = error_of(&OK.replace("rtt_ms = 20\n", "rtt_ms = -3\n"));
+        assert_eq!(
+            (e.field.as_str(), e.line),
+            ("flows[0].rtt_ms", Some(9)),
+            "{e}"
+        );
+        assert!(
+            e.to_string().starts_with("flows[0].rtt_ms (line 9): "),
+            "{e}"
+        );
+        let e = error_of(&OK.replace("count = 2", "count = 0"));
+        assert_eq!(e.line, Some(12), "{e}");
+        // A missing key: the line of the table it is missing from.
+        let e = error_of(&OK.replace(
+            "buffer = { bdp = 2.0, rtt_ms = 20.0 }",
+            "buffer = { bdp = 2.0 }",
+        ));
+        assert_eq!(e.line, Some(6), "{e}");
+        // A type error found by the deserializer.
+        let e = error_of(&OK.replace("duration_s = 10", "duration_s = \"long\""));
+        assert_eq!((e.field.as_str(), e.line), ("duration_s", Some(3)), "{e}");
+    }
+
+    #[test]
+    fn sweep_point_errors_name_the_value_and_its_line() {
+        let with_sweep = format!(
+            "{OK}\n[sweep]\nx = {{ param = \"bottleneck.buffer.bdp\", values = [1, 2] }}\n[sweep.y]\nparam = \"flows[1].rtt_ms\"\nvalues = [10,\n 5000]\n"
+        );
+        let s = Scenario::from_toml(&with_sweep.replace("5000", "50")).unwrap();
+        assert_eq!(s.sweep.as_ref().unwrap().x.values, [1.0, 2.0]);
+        let last = with_sweep.lines().count();
+        let e = error_of(&with_sweep);
+        assert_eq!(e.field, "sweep.y.values[1]", "{e}");
+        assert_eq!(e.line, Some(last), "{e}");
+        assert!(e.reason.contains("flows[1].rtt_ms = 5000"), "{e}");
+        let e = error_of(&with_sweep.replace("flows[1].rtt_ms", "flows[7].rtt_ms"));
+        assert_eq!(e.field, "sweep.y.param", "{e}");
+        assert_eq!(e.line, Some(last - 2), "{e}");
+        let e = error_of(&with_sweep.replace("[1, 2]", "[1, 0]"));
+        assert_eq!(e.field, "sweep.x.values[1]", "{e}");
+        assert_eq!(e.line, Some(last - 4), "{e}");
     }
 }

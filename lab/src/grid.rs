@@ -1,0 +1,182 @@
+//! Sweep expansion: a scenario's `[sweep]` table and a list of CCAs become
+//! one [`Plan`] per grid point, directly from the parsed scenario (no text
+//! is printed and parsed again).
+
+use serde::Serialize;
+
+use crate::plan::Plan;
+use crate::scenario::{Scenario, ScenarioError, Sweep};
+
+/// Where a point sits in the grid.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PointKey {
+    pub cca: String,
+    pub x: f64,
+    pub y: Option<f64>,
+}
+
+/// One point of the grid, ready to run.
+#[derive(Debug, Clone)]
+pub struct PointPlan {
+    pub key: PointKey,
+    pub plan: Plan,
+}
+
+/// Every point of `sweep` over `base`, for each CCA in `ccas`, in the
+/// order a sweep runs them: CCA, then y, then x.
+pub fn expand(
+    base: &Scenario,
+    sweep: &Sweep,
+    ccas: &[String],
+) -> Result<Vec<PointPlan>, ScenarioError> {
+    let ys: Vec<Option<f64>> = match &sweep.y {
+        Some(a) => a.values.iter().map(|v| Some(*v)).collect(),
+        None => vec![None],
+    };
+    let mut out = Vec::new();
+    for cca in ccas {
+        let with_cca = base.with_cca(cca);
+        for y in &ys {
+            for x in &sweep.x.values {
+                let mut s = with_cca.with_param(&sweep.x.param, *x)?;
+                if let (Some(a), Some(yv)) = (&sweep.y, y) {
+                    s = s.with_param(&a.param, *yv)?;
+                }
+                s.name = match y {
+                    Some(yv) => format!("{}-x{}-y{}", base.name, x, yv),
+                    None => format!("{}-x{}", base.name, x),
+                };
+                out.push(PointPlan {
+                    key: PointKey {
+                        cca: cca.clone(),
+                        x: *x,
+                        y: *y,
+                    },
+                    plan: Plan::resolve(&s)?,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// One machine's share of a sweep: `--shard I/N` runs the points whose
+/// position in [`expand`]'s order is I modulo N (0-based I). Every point
+/// is one plan with all its repetitions, so they stay together; the same
+/// scenario and CCA list give every machine the same order, so N shards
+/// partition the grid exactly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Shard {
+    pub index: u32,
+    pub count: u32,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+
+    fn from_str(spec: &str) -> Result<Shard, String> {
+        let bad = |why: &str| format!("bad shard '{spec}': {why} (expected I/N with 0 <= I < N)");
+        let (i, n) = spec.split_once('/').ok_or_else(|| bad("no '/'"))?;
+        let index: u32 = i.trim().parse().map_err(|_| bad("I is not a number"))?;
+        let count: u32 = n.trim().parse().map_err(|_| bad("N is not a number"))?;
+        if count == 0 {
+            return Err(bad("N must be at least 1"));
+        }
+        if index >= count {
+            return Err(bad("I must be less than N"));
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+impl Shard {
+    /// The points of this shard, in their order.
+    pub fn select(&self, points: Vec<PointPlan>) -> Vec<PointPlan> {
+        points
+            .into_iter()
+            .enumerate()
+            .filter(|(k, _)| *k as u64 % self.count as u64 == self.index as u64)
+            .map(|(_, p)| p)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_partition_the_points_exactly() {
+        let s = Scenario::from_toml(GRID).unwrap();
+        let ccas = ["bbr".to_string(), "cubic".to_string()];
+        let all = expand(&s, s.sweep.as_ref().unwrap(), &ccas).unwrap();
+        for n in 1..=14u32 {
+            let mut seen: Vec<PointKey> = Vec::new();
+            for i in 0..n {
+                let shard: Shard = format!("{i}/{n}").parse().unwrap();
+                let mine = shard.select(expand(&s, s.sweep.as_ref().unwrap(), &ccas).unwrap());
+                // Balanced to within one point.
+                assert!(mine.len().abs_diff(all.len() / n as usize) <= 1);
+                seen.extend(mine.into_iter().map(|p| p.key));
+            }
+            assert_eq!(seen.len(), all.len(), "N = {n}");
+            for p in &all {
+                assert_eq!(seen.iter().filter(|k| **k == p.key).count(), 1, "N = {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn bad_shard_specs_are_one_clear_line() {
+        for spec in ["3/2", "2/2", "1/0", "a/2", "1-2", "1/b", "-1/2", ""] {
+            let e = spec.parse::<Shard>().unwrap_err();
+            assert!(
+                !e.contains('\n') && e.starts_with("bad shard"),
+                "{spec}: {e}"
+            );
+        }
+        assert_eq!("1/3".parse(), Ok(Shard { index: 1, count: 3 }));
+    }
+
+    const GRID: &str = r#"
+name = "g"
+duration_s = 10
+[bottleneck]
+rate_mbit = 10
+buffer = { bdp = 1.0, rtt_ms = 20.0 }
+[[flows]]
+cca = "cubic"
+rtt_ms = 20
+[[flows]]
+cca = "cubic"
+rtt_ms = 20
+[sweep]
+x = { param = "bottleneck.buffer.bdp", values = [0.5, 2] }
+y = { param = "flows[1].rtt_ms", values = [10, 40, 80] }
+"#;
+
+    #[test]
+    fn expands_every_point_to_a_resolved_plan() {
+        let s = Scenario::from_toml(GRID).unwrap();
+        let ccas = ["bbr".to_string(), "cubic".to_string()];
+        let points = expand(&s, s.sweep.as_ref().unwrap(), &ccas).unwrap();
+        assert_eq!(points.len(), 2 * 3 * 2);
+        let p = &points[7]; // cubic, y = 10, x = 2
+        assert_eq!(
+            p.key,
+            PointKey {
+                cca: "cubic".into(),
+                x: 2.0,
+                y: Some(10.0)
+            }
+        );
+        assert_eq!(p.plan.scenario.name, "g-x2-y10");
+        assert_eq!(p.plan.flows[1].rtt_ms, 10.0);
+        assert_eq!(p.plan.flows[0].rtt_ms, 20.0);
+        assert_eq!(p.plan.label, "cubic");
+        // 2 BDP of 10 Mbit/s x 20 ms.
+        assert_eq!(p.plan.buffer_bytes, 50_000);
+        assert!(p.plan.scenario.sweep.is_none());
+        assert_eq!(points[0].plan.label, "bbr");
+    }
+}

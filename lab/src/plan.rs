@@ -1,0 +1,160 @@
+//! The plan of a run: a validated [`Scenario`] resolved once into the
+//! concrete quantities the run uses (bit rate, buffer bytes, one entry per
+//! flow with its RTT, CCA, start and stop, the measurement window, the
+//! repetitions). Nothing after this stage goes back to the scenario to
+//! recompute them.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::scenario::{FlowSpec, Scenario, ScenarioError, MSS, WIRE_PACKET};
+
+/// The part of every repetition the summary measures: the same interval of
+/// run time for every flow, the warm-up excluded.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Window {
+    /// Seconds since the run started.
+    pub start_s: f64,
+    pub end_s: f64,
+}
+
+impl Window {
+    pub fn seconds(&self) -> f64 {
+        self.end_s - self.start_s
+    }
+}
+
+/// A scenario resolved for running.
+#[derive(Debug, Clone, Serialize)]
+pub struct Plan {
+    /// The scenario this plan came from (written to the results folder).
+    pub scenario: Scenario,
+    /// The CCA label of the run: the CCA if all flows share one, else the
+    /// CCAs joined by `+`.
+    pub label: String,
+    /// Bottleneck rate, bit/s.
+    pub rate_bit: u64,
+    /// Drop-tail buffer as the qdisc counts it (whole packets, >= 2).
+    pub buffer_bytes: u64,
+    pub flows: Vec<FlowSpec>,
+    /// The distinct CCAs of the flows, sorted.
+    pub ccas: Vec<String>,
+    pub window: Window,
+    pub repetitions: u32,
+    pub duration_s: f64,
+    pub interval_s: f64,
+    #[serde(skip)]
+    pub queue_sample: Duration,
+}
+
+impl Plan {
+    /// Resolve a scenario (validated again: a scenario built in code, e.g.
+    /// by `with_cca`, has not been through the parser).
+    pub fn resolve(s: &Scenario) -> Result<Plan, ScenarioError> {
+        s.validate()?;
+        let flows = s.flows();
+        let mut ccas: Vec<String> = flows.iter().map(|f| f.cca.clone()).collect();
+        ccas.sort();
+        ccas.dedup();
+        let mut scenario = s.clone();
+        scenario.sweep = None;
+        Ok(Plan {
+            label: ccas.join("+"),
+            rate_bit: s.rate_bit(),
+            buffer_bytes: s.buffer_bytes(),
+            flows,
+            ccas,
+            window: Window {
+                start_s: s.warmup_s,
+                end_s: s.duration_s,
+            },
+            repetitions: s.repetitions,
+            duration_s: s.duration_s,
+            interval_s: s.interval_s,
+            queue_sample: Duration::from_secs_f64(s.queue_sample_ms / 1e3),
+            scenario,
+        })
+    }
+
+    /// The most goodput the bottleneck can carry, bit/s: its rate times the
+    /// payload share of a full-size packet.
+    pub fn goodput_capacity_bps(&self) -> f64 {
+        self.rate_bit as f64 * MSS as f64 / WIRE_PACKET as f64
+    }
+
+    /// Name of the results folder: the scenario name made safe for a path,
+    /// and the CCA label.
+    pub fn dir_name(&self) -> String {
+        // The label keeps its `+` (folder names have always carried it).
+        format!("{}-{}", sanitize(&self.scenario.name), self.label)
+    }
+}
+
+/// The CCA label of a scenario (see [`Plan::label`]).
+pub fn label_of(s: &Scenario) -> String {
+    let mut c: Vec<&str> = s.flows.iter().map(|f| f.cca.as_str()).collect();
+    c.sort();
+    c.dedup();
+    c.join("+")
+}
+
+/// Path-safe: anything but ASCII alphanumerics, `-` and `_` becomes `_`.
+pub fn sanitize(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TWO: &str = r#"
+name = "p"
+duration_s = 20
+warmup_s = 5
+[bottleneck]
+rate_mbit = 10
+buffer = { packets = 10 }
+[[flows]]
+group = "a"
+cca = "cubic"
+rtt_ms = 20
+[[flows]]
+cca = "bbr"
+count = 2
+one_way_delay_ms = 5
+start_s = 3
+stop_s = 15
+"#;
+
+    #[test]
+    fn resolves_every_quantity_once() {
+        let p = Plan::resolve(&Scenario::from_toml(TWO).unwrap()).unwrap();
+        assert_eq!(p.rate_bit, 10_000_000);
+        assert_eq!(p.buffer_bytes, 10 * WIRE_PACKET);
+        assert_eq!(p.label, "bbr+cubic");
+        assert_eq!(p.ccas, ["bbr", "cubic"]);
+        assert_eq!(p.flows.len(), 3);
+        assert_eq!(p.flows[1].group, "g1");
+        assert_eq!(p.flows[2].rtt_ms, 10.0);
+        assert_eq!((p.flows[2].start_s, p.flows[2].stop_s), (3.0, 15.0));
+        assert_eq!((p.flows[0].start_s, p.flows[0].stop_s), (0.0, 20.0));
+        assert_eq!(
+            p.window,
+            Window {
+                start_s: 5.0,
+                end_s: 20.0
+            }
+        );
+        assert_eq!(p.queue_sample, Duration::from_millis(10));
+        assert_eq!(p.dir_name(), "p-bbr+cubic");
+    }
+}

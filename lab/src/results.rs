@@ -1,0 +1,190 @@
+//! What a run produces, as types: per-flow series, per-repetition results,
+//! the summary metrics, a whole run and a sweep point. The bottom of the
+//! lab's result side: computed by [`crate::summary`], written by
+//! [`crate::files`], drawn by [`crate::plot`].
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use rttfair_loader::Flow;
+use serde::Serialize;
+
+use crate::plan::Window;
+use crate::qstats::QueueSample;
+use crate::scenario::{FlowSpec, Scenario};
+use crate::selfcheck::RttCheck;
+
+/// One BPF export sample of a flow: a row of `bpf.csv`, whose columns are
+/// these fields, in this order. A projection of the loader's typed
+/// [`Flow`] (units in the names); the fields of a CCA other than the flow's
+/// are zero.
+#[derive(Debug, Clone, Serialize)]
+pub struct BpfSample {
+    pub t: f64,
+    pub flow: usize,
+    pub mode: &'static str,
+    pub btlbw_mbit: f64,
+    pub min_rtt_ms: f64,
+    pub last_rtt_ms: f64,
+    pub cwnd: u32,
+    pub pacing_mbit: f64,
+    pub probe_rtt_entries: u32,
+    pub fairtt_alpha_ms: f64,
+    pub fairtt_coef: f64,
+    pub fairtt_wfcount: u16,
+    #[serde(serialize_with = "zero_one")]
+    pub fairtt_active: bool,
+    pub adbbr_nrtt_ms: f64,
+    pub adbbr_regime: &'static str,
+    pub adbbr_factor: f64,
+    pub adbbr_rtt_std_ms: f64,
+    pub qfair_alpha_pkts: f64,
+    pub qfair_backlog_pkts: f64,
+    pub qfair_qdelay_ms: f64,
+    pub qfair_standing_rtt_ms: f64,
+    /// x^, the smoothed per-round delivery rate.
+    pub qfair_xhat_mbit: f64,
+    pub qfair_gain: f64,
+    pub qfair_target_cwnd: u32,
+    #[serde(serialize_with = "zero_one")]
+    pub qfair_competitive: bool,
+    pub qfair_drains_ok: u32,
+    pub qfair_drains_failed: u32,
+    #[serde(serialize_with = "zero_one")]
+    pub qfair_pacing_floor: bool,
+}
+
+impl BpfSample {
+    /// The sample of `f` taken `t` seconds into the run, as lab flow `flow`.
+    pub fn project(t: f64, flow: usize, f: &Flow) -> BpfSample {
+        let ft = f.fairtt().copied().unwrap_or_default();
+        let ab = f.adbbr().copied().unwrap_or_default();
+        let q = f.qfair().copied().unwrap_or_default();
+        let ms = |d: Duration| round(d.as_secs_f64() * 1e3, 3);
+        let mbit = |bps: u64| round(bps as f64 * 8.0 / 1e6, 3);
+        BpfSample {
+            t: round(t, 2),
+            flow,
+            mode: f.mode.name(),
+            btlbw_mbit: mbit(f.btlbw_bps),
+            min_rtt_ms: ms(f.min_rtt),
+            last_rtt_ms: ms(f.last_rtt),
+            cwnd: f.cwnd,
+            pacing_mbit: mbit(f.pacing_rate_bps),
+            probe_rtt_entries: f.probe_rtt_entries,
+            fairtt_alpha_ms: ms(ft.alpha),
+            fairtt_coef: round(ft.coefficient, 4),
+            fairtt_wfcount: ft.wfcount,
+            fairtt_active: ft.active,
+            adbbr_nrtt_ms: ms(ab.nrtt),
+            adbbr_regime: ab.regime.name(),
+            adbbr_factor: round(ab.factor, 4),
+            adbbr_rtt_std_ms: ms(ab.rtt_std),
+            qfair_alpha_pkts: round(q.alpha_pkts, 3),
+            qfair_backlog_pkts: round(q.backlog_pkts, 3),
+            qfair_qdelay_ms: ms(q.qdelay),
+            qfair_standing_rtt_ms: ms(q.standing_rtt),
+            qfair_xhat_mbit: mbit(q.rate_bps),
+            qfair_gain: round(q.gain, 4),
+            qfair_target_cwnd: q.target_cwnd,
+            qfair_competitive: q.competitive,
+            qfair_drains_ok: q.drains_ok,
+            qfair_drains_failed: q.drains_failed,
+            qfair_pacing_floor: q.pacing_floor,
+        }
+    }
+}
+
+/// `v` to `decimals` places, so the CSV holds what the sample resolves.
+fn round(v: f64, decimals: i32) -> f64 {
+    let scale = 10f64.powi(decimals);
+    (v * scale).round() / scale
+}
+
+/// Flags as 1/0 in the CSV.
+fn zero_one<S: serde::Serializer>(v: &bool, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_u8(*v as u8)
+}
+
+/// One flow's measurements in one repetition.
+#[derive(Debug, Clone, Serialize)]
+pub struct FlowResult {
+    #[serde(flatten)]
+    pub spec: FlowSpec,
+    /// Receiver-side goodput per interval: (end time since run start, bit/s).
+    pub goodput: Vec<(f64, f64)>,
+    /// Sender smoothed RTT at each interval end (TCP_INFO via iperf3), ms.
+    pub rtt_ms: Vec<(f64, f64)>,
+    pub retransmits: u64,
+    pub bytes_received: u64,
+    /// Goodput over the measurement window (the same for every flow), bit/s.
+    pub mean_goodput: f64,
+    pub congestion: String,
+}
+
+/// Metrics of one repetition (or their mean over repetitions).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Summary {
+    pub jain: f64,
+    pub jain_by_group: BTreeMap<String, f64>,
+    pub goodput_mbit_by_group: BTreeMap<String, f64>,
+    pub rts_by_group: BTreeMap<String, f64>,
+    /// STDR of the first group against the second (0 with one group).
+    pub stdr: f64,
+    /// Mean goodput of the first group over the second (1 with one group).
+    pub group_ratio: f64,
+    /// Sum of goodputs over the goodput capacity rate x MSS / wire packet,
+    /// over the window (see [`crate::accounting`]).
+    pub utilization: f64,
+    /// Bytes the bottleneck sent over rate x window.
+    pub link_utilization: f64,
+    /// Measurement error of both utilizations (a fraction): neither
+    /// exceeds 1 by more than this.
+    pub utilization_error: f64,
+    /// The window goodput, utilization and Jain are computed over.
+    pub window: Option<Window>,
+    pub retrans_ratio: f64,
+    pub rtt_mean_ms: f64,
+    pub rtt_p95_ms: f64,
+    /// Queueing delay at the bottleneck: backlog x 8 / rate.
+    pub qdelay_mean_ms: f64,
+    pub qdelay_p95_ms: f64,
+    pub queue_drops: u64,
+    pub random_loss_drops: u64,
+    /// First time after which Jain's index of the interval goodputs stays >= 0.95.
+    pub convergence_s: Option<f64>,
+    pub flow_goodput_mbit: Vec<f64>,
+}
+
+/// One repetition.
+#[derive(Debug, Clone, Serialize)]
+pub struct RepResult {
+    pub flows: Vec<FlowResult>,
+    #[serde(skip)]
+    pub queue: Vec<QueueSample>,
+    #[serde(skip)]
+    pub bpf: Vec<BpfSample>,
+    pub summary: Summary,
+}
+
+/// A whole run of a scenario.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunResult {
+    pub scenario: Scenario,
+    pub rtt_check: Vec<RttCheck>,
+    pub rate_check_goodput_mbit: f64,
+    pub reps: Vec<RepResult>,
+    /// Mean of the repetitions' summaries.
+    pub summary: Summary,
+    pub dir: PathBuf,
+}
+
+/// One grid point of a sweep and its summary.
+#[derive(Debug, Clone, Serialize)]
+pub struct SweepPoint {
+    pub cca: String,
+    pub x: f64,
+    pub y: Option<f64>,
+    pub summary: Summary,
+}

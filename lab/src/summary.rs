@@ -1,0 +1,206 @@
+//! The metrics of a repetition, computed from its raw series, and their
+//! mean over repetitions.
+
+use std::collections::BTreeMap;
+
+use rttfair_loader::fairness as metrics;
+
+use crate::accounting::WindowAccounting;
+use crate::plan::Plan;
+use crate::qstats::QueueSample;
+use crate::results::{FlowResult, Summary};
+
+/// All metrics of one repetition, from its raw series and the window's
+/// accounting (which gave each flow's `mean_goodput`).
+pub fn summarize(
+    plan: &Plan,
+    flows: &[FlowResult],
+    queue: &[QueueSample],
+    window: &WindowAccounting,
+    queue_drops: u64,
+    random_loss_drops: u64,
+) -> Summary {
+    let goodputs: Vec<f64> = flows.iter().map(|f| f.mean_goodput).collect();
+    let groups = GroupGoodputs::of(flows);
+    let mean_all = metrics::mean(&goodputs);
+    let delivered_pkts: f64 = flows
+        .iter()
+        .map(|f| f.bytes_received as f64 / crate::scenario::MSS as f64)
+        .sum();
+    let retrans: f64 = flows.iter().map(|f| f.retransmits as f64).sum();
+    let lo = plan.window.start_s;
+    let rtts: Vec<f64> = flows
+        .iter()
+        .flat_map(|f| f.rtt_ms.iter().filter(|(t, _)| *t > lo).map(|(_, r)| *r))
+        .collect();
+    let qdelays = queueing_delays_ms(plan, queue);
+    let (times, series) = interval_goodputs(plan, flows);
+    let (stdr, group_ratio) = groups.first_vs_second();
+    Summary {
+        jain: metrics::jain(&goodputs),
+        jain_by_group: groups.map(metrics::jain),
+        goodput_mbit_by_group: groups.map(|v| metrics::mean(v) / 1e6),
+        rts_by_group: groups.map(|v| metrics::rts(v.iter().sum(), v.len(), mean_all)),
+        stdr,
+        group_ratio,
+        utilization: window.utilization,
+        link_utilization: window.link_utilization,
+        utilization_error: window.error,
+        window: window.window,
+        retrans_ratio: metrics::retransmission_ratio(retrans, delivered_pkts),
+        rtt_mean_ms: metrics::mean(&rtts),
+        rtt_p95_ms: metrics::percentile(&rtts, 95.0),
+        qdelay_mean_ms: metrics::mean(&qdelays),
+        qdelay_p95_ms: metrics::percentile(&qdelays, 95.0),
+        queue_drops,
+        random_loss_drops,
+        convergence_s: metrics::convergence_time(&times, &series, 0.95),
+        flow_goodput_mbit: goodputs.iter().map(|g| g / 1e6).collect(),
+    }
+}
+
+/// Mean goodputs of the flows by group, groups in order of first appearance.
+struct GroupGoodputs {
+    order: Vec<String>,
+    by_group: BTreeMap<String, Vec<f64>>,
+}
+
+impl GroupGoodputs {
+    fn of(flows: &[FlowResult]) -> GroupGoodputs {
+        let mut by_group: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+        let mut order: Vec<String> = Vec::new();
+        for f in flows {
+            if !order.contains(&f.spec.group) {
+                order.push(f.spec.group.clone());
+            }
+            by_group
+                .entry(f.spec.group.clone())
+                .or_default()
+                .push(f.mean_goodput);
+        }
+        GroupGoodputs { order, by_group }
+    }
+
+    /// A metric of each group's goodputs, by group name.
+    fn map(&self, f: impl Fn(&[f64]) -> f64) -> BTreeMap<String, f64> {
+        self.by_group
+            .iter()
+            .map(|(g, v)| (g.clone(), f(v)))
+            .collect()
+    }
+
+    /// STDR and goodput ratio of the first group against the second
+    /// (0 and 1 with one group).
+    fn first_vs_second(&self) -> (f64, f64) {
+        if self.order.len() < 2 {
+            return (0.0, 1.0);
+        }
+        let mean = |g: &str| metrics::mean(&self.by_group[g]);
+        let (a, b) = (mean(&self.order[0]), mean(&self.order[1]));
+        (
+            metrics::stdr(a, b),
+            if b > 0.0 { a / b } else { f64::INFINITY },
+        )
+    }
+}
+
+/// Queueing delay at the bottleneck (backlog x 8 / rate) of every queue
+/// sample after the warm-up, ms.
+fn queueing_delays_ms(plan: &Plan, queue: &[QueueSample]) -> Vec<f64> {
+    queue
+        .iter()
+        .filter(|q| q.t > plan.window.start_s)
+        .map(|q| q.stats.backlog_bytes as f64 * 8.0 / plan.rate_bit as f64 * 1e3)
+        .collect()
+}
+
+/// For convergence: the interval end times of the longest flow and, for
+/// each, the goodputs of the flows active in that interval.
+fn interval_goodputs(plan: &Plan, flows: &[FlowResult]) -> (Vec<f64>, Vec<Vec<f64>>) {
+    let mut times = Vec::new();
+    let mut series = Vec::new();
+    let Some(longest) = flows.iter().max_by_key(|f| f.goodput.len()) else {
+        return (times, series);
+    };
+    for &(t, _) in &longest.goodput {
+        let active: Vec<f64> = flows
+            .iter()
+            .filter_map(|f| {
+                f.goodput
+                    .iter()
+                    .find(|(tt, _)| (tt - t).abs() < plan.interval_s / 2.0)
+                    .map(|x| x.1)
+            })
+            .collect();
+        times.push(t);
+        series.push(active);
+    }
+    (times, series)
+}
+
+/// Mean of several summaries, field by field.
+pub fn mean_summary(all: &[Summary]) -> Summary {
+    if all.is_empty() {
+        return Summary::default();
+    }
+    let m = |f: &dyn Fn(&Summary) -> f64| metrics::mean(&all.iter().map(f).collect::<Vec<_>>());
+    let mean_map = |f: &dyn Fn(&Summary) -> &BTreeMap<String, f64>| {
+        let mut out = BTreeMap::new();
+        for k in f(&all[0]).keys() {
+            out.insert(
+                k.clone(),
+                metrics::mean(
+                    &all.iter()
+                        .filter_map(|s| f(s).get(k).copied())
+                        .collect::<Vec<_>>(),
+                ),
+            );
+        }
+        out
+    };
+    let conv: Vec<f64> = all.iter().filter_map(|s| s.convergence_s).collect();
+    let n_flows = all[0].flow_goodput_mbit.len();
+    Summary {
+        jain: m(&|s| s.jain),
+        jain_by_group: mean_map(&|s| &s.jain_by_group),
+        goodput_mbit_by_group: mean_map(&|s| &s.goodput_mbit_by_group),
+        rts_by_group: mean_map(&|s| &s.rts_by_group),
+        stdr: m(&|s| s.stdr),
+        group_ratio: m(&|s| s.group_ratio),
+        utilization: m(&|s| s.utilization),
+        link_utilization: m(&|s| s.link_utilization),
+        utilization_error: m(&|s| s.utilization_error),
+        window: all[0].window,
+        retrans_ratio: m(&|s| s.retrans_ratio),
+        rtt_mean_ms: m(&|s| s.rtt_mean_ms),
+        rtt_p95_ms: m(&|s| s.rtt_p95_ms),
+        qdelay_mean_ms: m(&|s| s.qdelay_mean_ms),
+        qdelay_p95_ms: m(&|s| s.qdelay_p95_ms),
+        queue_drops: m(&|s| s.queue_drops as f64) as u64,
+        random_loss_drops: m(&|s| s.random_loss_drops as f64) as u64,
+        convergence_s: (conv.len() == all.len()).then(|| metrics::mean(&conv)),
+        flow_goodput_mbit: (0..n_flows)
+            .map(|i| {
+                metrics::mean(
+                    &all.iter()
+                        .filter_map(|s| s.flow_goodput_mbit.get(i).copied())
+                        .collect::<Vec<_>>(),
+                )
+            })
+            .collect(),
+    }
+}
+
+/// A summary in one line.
+pub fn one_line(s: &Summary) -> String {
+    format!(
+        "jain {:.3}  ratio {:.2}  util {:.1}%  retrans {:.2}%  rtt {:.1}/{:.1} ms  qdelay {:.1} ms",
+        s.jain,
+        s.group_ratio,
+        s.utilization * 100.0,
+        s.retrans_ratio * 100.0,
+        s.rtt_mean_ms,
+        s.rtt_p95_ms,
+        s.qdelay_mean_ms
+    )
+}
