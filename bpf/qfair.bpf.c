@@ -233,13 +233,24 @@ static __always_inline bool qfair_cruising(const struct rf_bbr *bbr)
  * packets set by the flow's own rate (the kernel's burst size), the same for
  * every RTT, and g's target includes it (Eq. 8), so the fixed point stays
  * RTT-neutral.
+ *
+ * The burst size is the kernel's (1 ms of data, at most 64 KB) at the lower
+ * of the pacing rate and BtlBw, the core's max-filtered *delivery* rate. Not
+ * the pacing rate alone: the pacer runs on w plus this room (Eq. 9), so a
+ * room sized by the pacer feeds itself. Measured: 20 vs 2 ms at 0.1 BDP,
+ * the 2 ms flow paced at 720 Mbit/s with 130 packets of room and the 20 ms
+ * flow starved (96% of its packets retransmitted). BtlBw is bounded by
+ * what the path delivers, so at 20 Mbit/s the room stays 0.
  */
 #define QFAIR_BURSTS 3
-static __always_inline __u32 qfair_burst_budget(struct sock *sk)
+static __always_inline __u32 qfair_burst_budget(struct sock *sk, const struct rf_bbr *bbr)
 {
-	__u32 goal = bbr_tso_segs_goal(sk);
+	__u64 rate = rf_min(bbr_btlbw_bytes_per_sec(sk, bbr), (__u64)sk->sk_pacing_rate);
+	__u64 bytes = rf_min(rate >> sk->sk_pacing_shift,
+			     (__u64)(GSO_LEGACY_MAX_SIZE - 1 - MAX_TCP_HEADER_EST));
+	__u32 segs = (__u32)(bytes / (tcp_sk(sk)->mss_cache ?: 1));
 
-	return goal > 2 ? QFAIR_BURSTS * goal : 0;
+	return segs > 2 ? QFAIR_BURSTS * segs : 0;
 }
 
 /* The tcp ms clock of the next drain. Wall clock: the next TAI multiple of
@@ -374,7 +385,7 @@ static __noinline void qfair_update_round(struct sock *sk, struct rf_bbr *bbr,
 	 * pacer runs at 1.1 x the whole window (w and its burst room) per D:
 	 * paced on w alone it capped a microsecond flow below what its window
 	 * allows (w = 24-34 packets beside 135 of burst room). */
-	budget = qfair_burst_budget(sk);
+	budget = qfair_burst_budget(sk, bbr);
 	qf->gain_x256 = (__u16)qf_gain_x256(d_us, p.tau_g_ms * 1000,
 					    qf->alpha_x1024 + budget * (__u32)QF_UNIT,
 					    qf->backlog_x1024, p.g_cap_x256);
@@ -535,7 +546,7 @@ static __always_inline __u32 cca_cwnd_budget(struct sock *sk, struct rf_bbr *bbr
 {
 	if (!qfair_cruising(bbr))
 		return bbr_quantization_budget(sk, bbr, target);
-	return rf_max(target, (__u32)BBR_CWND_MIN_TARGET) + qfair_burst_budget(sk);
+	return rf_max(target, (__u32)BBR_CWND_MIN_TARGET) + qfair_burst_budget(sk, bbr);
 }
 
 /* Eq. 9: the per-round update sets the pacing rate; during a drain, half. */
