@@ -9,6 +9,7 @@ pub mod builtin;
 pub mod ccas;
 pub mod churn;
 pub mod delay;
+pub mod fairness_grid;
 pub mod iperf;
 pub mod link;
 pub mod netns;

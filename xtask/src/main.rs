@@ -6,7 +6,9 @@
 //! - `test [--repeat N]` deps + the whole test suite (unit and kernel
 //!                     integration); N runs with per-test pass counts
 //! - `demo`            deps + build + the main job (see README)
-//! - `bench <name>`    benchmarks that print figures (never timed assertions)
+//! - `bench <name>`    benchmarks that print figures (never timed assertions);
+//!                     `bench fairness-grid --cca LIST [--rate R] [--quick]
+//!                     [--reps N]` is issue 14's two-flow grid
 //!
 //! Tasks that need root say so before doing anything.
 
@@ -64,7 +66,8 @@ fn run(args: &[String]) -> Result<()> {
         }
         "help" | "--help" | "-h" => {
             println!("usage: cargo xtask <deps|build|test|demo|bench NAME|soak [SECONDS]>");
-            println!("benches: single-flow, verifier, lab-accuracy, daemon");
+            println!("benches: single-flow, verifier, lab-accuracy, daemon, fairness-grid");
+            println!("  fairness-grid --cca LIST [--rate MBIT] [--quick] [--reps N] [--out DIR]");
             Ok(())
         }
         other => bail!("unknown task '{other}' (try: cargo xtask help)"),
