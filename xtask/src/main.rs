@@ -6,9 +6,9 @@
 //! - `test [--repeat N]` deps + the whole test suite (unit and kernel
 //!                     integration); N runs with per-test pass counts
 //! - `demo`            deps + build + the main job (see README)
-//! - `bench <name>`    benchmarks that print figures (never timed assertions);
-//!                     `bench fairness-grid --cca LIST [--rate R] [--quick]
-//!                     [--reps N]` is issue 14's two-flow grid
+//! - `bench <name>`    benchmarks that print figures (never timed assertions)
+//! - `bench fairness-grid --cca LIST [--rate R] [--quick] [--reps N]`
+//!   issue 14's two-flow grid, side-by-side tables per CCA
 //!
 //! Tasks that need root say so before doing anything.
 
