@@ -40,8 +40,9 @@
  *   g       1 + clamp((D / tau_g)(alpha - a^)/alpha, +-1/8): the rate moves
  *           by the same fraction per second whatever the RTT, tau_g = 1 s
  *                                                                     (Eq. 8)
- *   pacing  1.1 w / D (the window binds); w / D below 6 packets, where
- *           cwnd's floor of 4 would otherwise queue more than alpha   (Eq. 9)
+ *   pacing  1.1 w' / D, w' = w + its TSO burst room (the window binds);
+ *           w / D below 6 packets, where cwnd's floor of 4 would
+ *           otherwise queue more than alpha                           (Eq. 9)
  *
  * R^ is a running minimum: the core's 10 s expiry (which adopts a queue-
  * inflated sample) is disarmed in steady state. Instead every qfair flow
@@ -218,17 +219,39 @@ static __always_inline bool qfair_cruising(const struct rf_bbr *bbr)
 }
 
 /*
- * Room in cwnd for one TSO/GSO burst beyond w, only where bursts are bigger
- * than the kernel's minimum of 2 segments (above ~24 Mbit/s per flow).
- * Below, a 2-packet allowance per flow would be queue beyond alpha: two
- * flows would hold 6 packets in a 3-packet buffer (0.1 BDP at 20 Mbit/s)
- * and lose 15% of their packets (measured).
+ * Room in cwnd for TSO/GSO bursts beyond w: three bursts, as Linux BBR's
+ * quantization budget, but only where bursts are bigger than the kernel's
+ * minimum of 2 segments (above ~24 Mbit/s per flow). Below, a 2-packet
+ * allowance per flow would be queue beyond alpha: two flows would hold 6
+ * packets in a 3-packet buffer (0.1 BDP at 20 Mbit/s) and lose 15% of their
+ * packets (measured).
+ *
+ * Why three, not one: on a microsecond path (veth, a LAN) one burst is 45
+ * segments of 64 KB, far more than x^ R^ (6 packets at 6 us): the sender
+ * must have the next burst ready while one is with the receiver and one is
+ * being acknowledged. With one burst of room cwnd was 65-70 packets and one
+ * flow reached 0.71x native bbr (docs/results.md). The room is a number of
+ * packets set by the flow's own rate (the kernel's burst size), the same for
+ * every RTT, and g's target includes it (Eq. 8), so the fixed point stays
+ * RTT-neutral.
+ *
+ * The burst size is the kernel's (1 ms of data, at most 64 KB) at the lower
+ * of the pacing rate and BtlBw, the core's max-filtered *delivery* rate. Not
+ * the pacing rate alone: the pacer runs on w plus this room (Eq. 9), so a
+ * room sized by the pacer feeds itself. Measured: 20 vs 2 ms at 0.1 BDP,
+ * the 2 ms flow paced at 720 Mbit/s with 130 packets of room and the 20 ms
+ * flow starved (96% of its packets retransmitted). BtlBw is bounded by
+ * what the path delivers, so at 20 Mbit/s the room stays 0.
  */
-static __always_inline __u32 qfair_burst_budget(struct sock *sk)
+#define QFAIR_BURSTS 3
+static __always_inline __u32 qfair_burst_budget(struct sock *sk, const struct rf_bbr *bbr)
 {
-	__u32 goal = bbr_tso_segs_goal(sk);
+	__u64 rate = rf_min(bbr_btlbw_bytes_per_sec(sk, bbr), (__u64)sk->sk_pacing_rate);
+	__u64 bytes = rf_min(rate >> sk->sk_pacing_shift,
+			     (__u64)(GSO_LEGACY_MAX_SIZE - 1 - MAX_TCP_HEADER_EST));
+	__u32 segs = (__u32)(bytes / (tcp_sk(sk)->mss_cache ?: 1));
 
-	return goal > 2 ? goal : 0;
+	return segs > 2 ? QFAIR_BURSTS * segs : 0;
 }
 
 /* The tcp ms clock of the next drain. Wall clock: the next TAI multiple of
@@ -298,7 +321,7 @@ static __noinline void qfair_update_round(struct sock *sk, struct rf_bbr *bbr,
 	struct qfair_hot *hot = qfair_hot_of(bbr);
 	struct qfair_tunables p;
 	__u64 dt_us, sample, alpha_hi, pace;
-	__u32 delivered, lost, rtprop = bbr->min_rtt_us, d_us, ai;
+	__u32 delivered, lost, rtprop = bbr->min_rtt_us, d_us, ai, budget;
 
 	if (!(hot->flags & QF_CRUISE)) {
 		if (bbr->mode == RTTFAIR_MODE_STARTUP) {
@@ -359,12 +382,16 @@ static __noinline void qfair_update_round(struct sock *sk, struct rf_bbr *bbr,
 
 	/* Eq. 8-9: correction, window, pacing. The backlog the window really
 	 * holds is alpha plus the burst room in cwnd: g steers to that, so
-	 * the burst room is never "corrected" in proportion to the RTT. */
+	 * the burst room is never "corrected" in proportion to the RTT. The
+	 * pacer runs at 1.1 x the whole window (w and its burst room) per D:
+	 * paced on w alone it capped a microsecond flow below what its window
+	 * allows (w = 24-34 packets beside 135 of burst room). */
+	budget = qfair_burst_budget(sk, bbr);
 	qf->gain_x256 = (__u16)qf_gain_x256(d_us, p.tau_g_ms * 1000,
-					    qf->alpha_x1024 + qfair_burst_budget(sk) * (__u32)QF_UNIT,
+					    qf->alpha_x1024 + budget * (__u32)QF_UNIT,
 					    qf->backlog_x1024, p.g_cap_x256);
 	hot->w = qf_target_cwnd(qf->xhat, rtprop, qf->gain_x256, qf->alpha_x1024);
-	pace = qf_pacing_rate(hot->w, d_us, tp->mss_cache);
+	pace = qf_pacing_rate(hot->w + budget, d_us, tp->mss_cache);
 	if (pace)
 		sk->sk_pacing_rate = rf_min(pace, (__u64)sk->sk_max_pacing_rate);
 
@@ -521,12 +548,12 @@ static __always_inline __u32 cca_ack_aggregation_cwnd(struct sock *sk, struct rf
 	return qfair_cruising(bbr) ? 0 : bbr_ack_aggregation_cwnd(bbr);
 }
 
-/* In cruise: w (at least the core's 4) plus at most one burst, not three. */
+/* In cruise: w (at least the core's 4) plus the burst room above. */
 static __always_inline __u32 cca_cwnd_budget(struct sock *sk, struct rf_bbr *bbr, __u32 target)
 {
 	if (!qfair_cruising(bbr))
 		return bbr_quantization_budget(sk, bbr, target);
-	return rf_max(target, (__u32)BBR_CWND_MIN_TARGET) + qfair_burst_budget(sk);
+	return rf_max(target, (__u32)BBR_CWND_MIN_TARGET) + qfair_burst_budget(sk, bbr);
 }
 
 /* Eq. 9: the per-round update sets the pacing rate; during a drain, half. */

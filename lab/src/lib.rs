@@ -28,6 +28,8 @@
 //! Execution:
 //! - [`run`]: runs a plan: network, self-check, flows, sampling, summary.
 //! - [`sweep`]: runs every point of a grid and writes the sweep's files.
+//! - [`fairness_grid`]: issue 14's two-flow grid, every CCA back to back at
+//!   each point, printed side by side (`cargo xtask bench fairness-grid`).
 //!
 //! The emulated network and its instruments:
 //! - [`netns`]: network namespaces (unique names, cleanup on drop, panic,
@@ -48,6 +50,7 @@ pub mod builtin;
 pub mod ccas;
 pub mod churn;
 pub mod delay;
+pub mod fairness_grid;
 pub mod files;
 pub mod grid;
 pub mod iperf;

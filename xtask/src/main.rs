@@ -7,6 +7,8 @@
 //!                     integration); N runs with per-test pass counts
 //! - `demo`            deps + build + the main job (see README)
 //! - `bench <name>`    benchmarks that print figures (never timed assertions)
+//! - `bench fairness-grid --cca LIST [--rate R] [--quick] [--reps N]`
+//!   issue 14's two-flow grid, side-by-side tables per CCA
 //! - `man [DIR]`       man pages of rttfairctl (clap_mangen), default target/man
 //! - `deb`             the Debian package (cargo-deb): binary, unit, config, completions, man
 //!
@@ -73,7 +75,8 @@ fn run(args: &[String]) -> Result<()> {
             println!(
                 "usage: cargo xtask <deps|build|test|demo|bench NAME|soak [SECONDS]|man [DIR]|deb>"
             );
-            println!("benches: single-flow, verifier, lab-accuracy, daemon");
+            println!("benches: single-flow, verifier, lab-accuracy, daemon, fairness-grid");
+            println!("  fairness-grid --cca LIST [--rate MBIT] [--quick] [--reps N] [--out DIR]");
             Ok(())
         }
         other => bail!("unknown task '{other}' (try: cargo xtask help)"),
