@@ -20,6 +20,11 @@
  *   ProbeRTT  not every 10 s, but when rRTT > RTprop + Y has held for 10 s,
  *             Y = max(X * std(RTT history), Z_min), X = 0.5, Z_min = 5 ms
  *             (Alg. 3, Eq. 13): a queue that does not go away, not a timer.
+ *             RTprop is therefore the minimum RTT since the last ProbeRTT:
+ *             the core's 10 s window does not expire it (it would re-read
+ *             RTprop from a queued sample and hide the queue Alg. 3 looks
+ *             for); when Alg. 3 fires, the next sample replaces RTprop and
+ *             the dwell's minimum follows, as BBR's expiry does.
  *
  * Eq. 12 as printed is not dimensionless (with seconds it multiplies the rate
  * by 100 at 10 ms of queueing). The interpretation is a runtime tunable
@@ -28,6 +33,9 @@
  * 2 normalized nRTT/(3 eta), 3 reference 1 ms/eta; each clamped to [1/16, 2/3].
  * Alg. 1 leaves alpha unset: 1.25, the same threshold at which Alg. 2 starts
  * regulating, so nRTT is held steady exactly while the rate is regulated.
+ * Not in the paper: an absolute floor (adbbr.eta_floor_us, 1 ms) under the
+ * RTT-ratio thresholds of Alg. 1 and 2 (adbbr_math.h), so that microsecond
+ * host noise is not read as queueing; it binds only where nRTT < 4 ms.
  * docs/algorithms.md has the reasoning and the deviations table.
  *
  * State: the BBR core in icsk_ca_priv; the RTT history (16 samples, one per
@@ -36,6 +44,7 @@
  * GPL-2.0: struct_ops programs must be GPL-compatible.
  */
 #define RTTFAIR_CCA RTTFAIR_CCA_ADBBR
+#define RTTFAIR_HOOK_MIN_RTT_EXPIRED
 #include "bbr_core.h"
 #include "adbbr_math.h"
 
@@ -49,6 +58,7 @@
 #define ADBBR_DEF_PROBE_HOLD_MS 10000
 #define ADBBR_DEF_GAMMA_MODE ADBBR_GAMMA_RATIO
 #define ADBBR_DEF_GAMMA_REF_US 1000
+#define ADBBR_DEF_ETA_FLOOR_US 1000
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -68,7 +78,8 @@ struct adbbr_flow {
 	__u32 std_us;
 	__u32 factor_x1024;
 	__u8 regime;
-	__u8 _pad[3];
+	__u8 probe_due;           /* Alg. 3 fired: RTprop is stale until re-read */
+	__u8 _pad[2];
 };
 
 struct {
@@ -88,6 +99,7 @@ static __always_inline struct adbbr_tunables adbbr_params(void)
 		.probe_hold_ms = ADBBR_DEF_PROBE_HOLD_MS,
 		.gamma_mode = ADBBR_DEF_GAMMA_MODE,
 		.gamma_ref_us = ADBBR_DEF_GAMMA_REF_US,
+		.eta_floor_us = ADBBR_DEF_ETA_FLOOR_US,
 	};
 	__u32 zero = 0;
 	struct adbbr_tunables *t = bpf_map_lookup_elem(&ADBBR_TUNABLES_MAP, &zero);
@@ -107,6 +119,8 @@ static __always_inline struct adbbr_tunables adbbr_params(void)
 			p.gamma_mode = t->gamma_mode;
 		if (t->gamma_ref_us)
 			p.gamma_ref_us = t->gamma_ref_us;
+		if (t->eta_floor_us)
+			p.eta_floor_us = t->eta_floor_us;
 	}
 	return p;
 }
@@ -127,7 +141,7 @@ static __always_inline void adbbr_update_nrtt(struct adbbr_flow *af, __u32 rrtt_
 					      __u32 rtprop_us, __u32 now_ms,
 					      const struct adbbr_tunables *p)
 {
-	__u64 threshold = (__u64)rtprop_us * p->alpha_ppm / PPM;
+	__u64 threshold = adbbr_alpha_threshold_us(rtprop_us, p->alpha_ppm, p->eta_floor_us);
 
 	if (rtprop_us == ~0U)
 		return;
@@ -217,20 +231,26 @@ static __always_inline void cca_on_rate_sample(struct sock *sk, struct rf_bbr *b
 		af->std_us = adbbr_history_std(af);
 	}
 
-	/* Alg. 3 lines 5-14: a queue above RTprop + Y that persists. */
+	/* Alg. 3 lines 5-14: a queue above RTprop + Y that persists for
+	 * probe_hold_ms sends the flow to ProbeRTT (phase_timer = 0). */
 	y = adbbr_y_us(af->std_us, p.x_ppm, p.zmin_us);
-	if (bbr->min_rtt_us != ~0U && (__u64)rrtt > (__u64)bbr->min_rtt_us + y) {
-		if (!af->queue_since_ms)
+	if (bbr->mode != RTTFAIR_MODE_PROBE_RTT && bbr->min_rtt_us != ~0U &&
+	    (__u64)rrtt > (__u64)bbr->min_rtt_us + y) {
+		if (!af->queue_since_ms) {
 			af->queue_since_ms = adbbr_stamp(now);
+		} else if (now - af->queue_since_ms >= p.probe_hold_ms) {
+			af->probe_due = 1;
+			af->queue_since_ms = 0;
+		}
 	} else {
 		af->queue_since_ms = 0;
 	}
 
 	/* Alg. 2: the regime and its factor for this ACK (ProbeBW only). */
 	if (bbr->mode == RTTFAIR_MODE_PROBE_BW && af->nrtt_us) {
-		af->regime = adbbr_regime(rrtt, af->nrtt_us);
+		af->regime = adbbr_regime(rrtt, af->nrtt_us, p.eta_floor_us);
 		af->factor_x1024 = adbbr_pacing_factor_x1024(rrtt, af->nrtt_us, p.gamma_mode,
-							     p.gamma_ref_us);
+							     p.gamma_ref_us, p.eta_floor_us);
 	} else {
 		af->regime = ADBBR_REGIME_NORMAL;
 		af->factor_x1024 = FACTOR_UNIT;
@@ -252,22 +272,28 @@ static __always_inline __u64 cca_pacing_rate(struct sock *sk, struct rf_bbr *bbr
 	return adbbr_apply_factor(rate, af->factor_x1024);
 }
 
-/* Alg. 3: ProbeRTT when the queue condition has held for probe_hold_ms;
- * the 10 s RTprop expiry alone no longer triggers it. */
+/* Alg. 3 owns RTprop's staleness: only a fired Alg. 3 makes the next
+ * sample replace RTprop; the 10 s window is ignored. */
+static __always_inline bool cca_min_rtt_expired(struct sock *sk, struct rf_bbr *bbr,
+					       bool window_expired)
+{
+	struct adbbr_flow *af = adbbr_flow_of(sk, false);
+
+	return af && af->probe_due;
+}
+
+/* Alg. 3 lines 8-10: ProbeRTT once the queue condition has held for
+ * probe_hold_ms; the 10 s RTprop expiry alone never triggers it. The flag
+ * stays up until RTprop has been re-read (the core stamps it now). */
 static __always_inline bool cca_probe_rtt_due(struct sock *sk, struct rf_bbr *bbr,
 					      bool min_rtt_expired)
 {
 	struct adbbr_flow *af = adbbr_flow_of(sk, false);
-	struct adbbr_tunables p;
-	__u32 now;
 
-	if (!af || !af->queue_since_ms)
+	if (!af || !af->probe_due)
 		return false;
-	p = adbbr_params();
-	now = tcp_now_ms(tcp_sk(sk));
-	if (now - af->queue_since_ms < p.probe_hold_ms)
-		return false;
-	af->queue_since_ms = 0; /* phase_timer = 0 */
+	if (bbr->min_rtt_stamp_ms == tcp_now_ms(tcp_sk(sk)))
+		af->probe_due = 0;
 	return true;
 }
 

@@ -244,6 +244,89 @@ fn adbbr_skips_probe_rtt_on_a_stable_path_where_bbr1_probes_every_10s() {
     assert_success(&t.run(&["unload", "bbr1", "adbbr"]));
 }
 
+/// Ad-BBR Alg. 3: a queue that does not go away sends the flow to ProbeRTT.
+/// One adbbr flow learns RTprop on an empty 20 ms path, then a cubic flow
+/// fills a 200 ms buffer and keeps it full (cubic backs off by 30 % of a
+/// window far larger than the path's BDP, so the queue never drops below
+/// ~100 ms). rRTT stays above RTprop + Y for good, so once the condition has
+/// held for the paper's 10 s the flow must enter ProbeRTT (~12.5 s in). The
+/// hold is left at its default on purpose: while the core's 10 s RTprop
+/// window governed RTprop, it re-read RTprop from a queued sample ~10 s in,
+/// just before the hold elapsed, and the trigger never fired.
+#[test]
+fn adbbr_enters_probe_rtt_when_a_queue_persists() {
+    let t = KernelTest::new();
+    assert_success(&t.run(&["load", "adbbr"]));
+    // Bad values of the floor: one line, non-zero exit, nothing stored.
+    for bad in ["0", "-5", "1.5", "2000000", "x"] {
+        let out = t.run(&["set", "adbbr.eta_floor_us", bad]);
+        assert!(!out.status.success(), "eta_floor_us = {bad} accepted");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+    let got = assert_success(&t.run(&["get", "adbbr", "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&got).unwrap();
+    assert!(
+        v.as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["is_default"] == true),
+        "a refused value changed something: {got}"
+    );
+
+    let path = FlowPath {
+        rtt: Duration::from_millis(20),
+        loss_pct: 0.0,
+    };
+    let net = Dumbbell::build(
+        &[path.clone(), path],
+        Bottleneck {
+            rate_bit: 20_000_000,
+            limit_bytes: 500_000,
+        },
+    )
+    .unwrap();
+    let sinks = sinks(&net, 2);
+    let stop = Arc::new(AtomicBool::new(false));
+    let samples = sample(&t.fs, &net, 1, stop.clone());
+    let a = sender(&net, 0, "adbbr", Duration::from_secs(16));
+    std::thread::sleep(Duration::from_secs(1));
+    let b = sender(&net, 1, "cubic", Duration::from_secs(15));
+    let sent = [a.join().unwrap().unwrap(), b.join().unwrap().unwrap()];
+    stop.store(true, Ordering::Relaxed);
+    let samples = samples.join().unwrap();
+    let got: Vec<u64> = sinks
+        .into_iter()
+        .map(|s| s.join().unwrap().unwrap())
+        .collect();
+    assert_eq!(got, sent.to_vec(), "bytes lost");
+
+    let ad: Vec<_> = samples
+        .iter()
+        .filter(|(_, _, f)| f.cca == Some(rttfair_loader::Cca::Adbbr))
+        .collect();
+    assert!(ad.len() > 20, "too few adbbr samples ({})", ad.len());
+    let entries = ad
+        .iter()
+        .map(|(_, _, f)| f.probe_rtt_entries)
+        .max()
+        .unwrap();
+    let first = ad
+        .iter()
+        .find(|(_, _, f)| f.probe_rtt_entries > 0)
+        .map(|(t, _, f)| (*t, f.min_rtt, f.last_rtt));
+    println!("adbbr: {entries} ProbeRTT entries; first seen at {first:?} (t s, RTprop, last RTT)");
+    assert!(
+        entries > 0,
+        "adbbr never entered ProbeRTT under a standing queue of ~100+ ms"
+    );
+    assert!(wait_until(Duration::from_secs(10), || {
+        rttfair_loader::flows::live_sockets(&t.fs, rttfair_loader::Cca::Adbbr).unwrap() == 0
+    }));
+    drop(net);
+    assert_success(&t.run(&["unload", "adbbr"]));
+}
+
 /// FaiRTT's Wfcount as the flow exported it (0 for another CCA's flow).
 fn wfcount(f: &Flow) -> u16 {
     f.fairtt().map_or(0, |ft| ft.wfcount)

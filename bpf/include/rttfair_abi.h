@@ -174,6 +174,7 @@ struct adbbr_tunables {
 	__u32 probe_hold_ms;     /* Alg. 3 condition duration, default 10000 */
 	__u32 gamma_mode;        /* interpretation of Eq. 12 (ADBBR_GAMMA_*), default 1 */
 	__u32 gamma_ref_us;      /* reference delay of gamma mode 3, default 1000 */
+	__u32 eta_floor_us;      /* absolute floor of the queueing delay Alg. 1/2 react to, default 1000 */
 };
 
 #define RTTFAIR_EXPORT_MIN_INTERVAL_US 1000

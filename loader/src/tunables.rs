@@ -69,6 +69,7 @@ pub const ALL: &[Tunable] = &[
     Tunable { cca: Cca::Qfair, name: "drain_clock", help: "1 wall clock (drains at TAI multiples of the period, every sender at once), 2 local timer", unit: "", min: 1.0, max: 2.0, default: 1.0, scale: 1.0, field: field!(RawQfairTunables, drain_clock), integer: true },
     Tunable { cca: Cca::Qfair, name: "competitive", help: "1 competitive mode allowed when a drain finds a queue it does not own (cubic), 2 never", unit: "", min: 1.0, max: 2.0, default: 1.0, scale: 1.0, field: field!(RawQfairTunables, competitive), integer: true },
     Tunable { cca: Cca::Adbbr, name: "gamma_ref_us", help: "reference delay of gamma_mode 3", unit: "us", min: 1.0, max: 1_000_000.0, default: 1000.0, scale: 1.0, field: field!(RawAdbbrTunables, gamma_ref_us), integer: true },
+    Tunable { cca: Cca::Adbbr, name: "eta_floor_us", help: "absolute floor on the queueing delay rRTT - nRTT that Alg. 1/2 react to (beta from 1x, gamma from 2x; 1 = the paper's ratios alone)", unit: "us", min: 1.0, max: 1_000_000.0, default: 1000.0, scale: 1.0, field: field!(RawAdbbrTunables, eta_floor_us), integer: true },
 ];
 
 impl Tunable {
@@ -295,6 +296,10 @@ mod tests {
             (
                 "adbbr.gamma_ref_us",
                 define(adbbr, "ADBBR_DEF_GAMMA_REF_US"),
+            ),
+            (
+                "adbbr.eta_floor_us",
+                define(adbbr, "ADBBR_DEF_ETA_FLOOR_US"),
             ),
             ("qfair.alpha0", define(qfair, "QFAIR_DEF_ALPHA0_X1024")),
             ("qfair.k_alpha", define(qfair, "QFAIR_DEF_K_ALPHA_X1024")),
