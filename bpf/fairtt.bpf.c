@@ -34,7 +34,12 @@
  * - Wfcount: FAIRTT_REGISTRY_MAP, a pinned array shared by every socket on the
  *   host in every network namespace (and by the daemon): slots of minRTT
  *   classes refreshed by their flows once per round trip. FaiRTT needs no
- *   daemon to work.
+ *   daemon to work. fairtt.scope chooses whose classes a flow counts: every
+ *   flow on the host (1, the default), only those of its own network
+ *   namespace (2, the lab's default: concurrent experiments do not see each
+ *   other), or only those of its own local address (3: in the lab, where all
+ *   of an experiment's senders share one namespace but each flow has its own
+ *   address, every flow then acts as a separate host).
  * - Tunables: FAIRTT_TUNABLES_MAP (rttfairctl set fairtt.<name>).
  *
  * The paper's choices left open, and what this file does (docs/algorithms.md
@@ -60,6 +65,7 @@
 #define FAIRTT_DEF_GAMMA_PPM 990000
 #define FAIRTT_DEF_WINDOW_MS 1000
 #define FAIRTT_DEF_TOL_PCT 10
+#define FAIRTT_DEF_SCOPE FAIRTT_SCOPE_HOST
 
 /* Host-wide minRTT classes (Wfcount). */
 struct {
@@ -110,14 +116,14 @@ struct {
 } fairtt_sk SEC(".maps");
 
 struct fairtt_params {
-	__u32 beta_ppm, gamma_ppm, tol_pct;
+	__u32 beta_ppm, gamma_ppm, tol_pct, scope;
 	__u64 window_ns;
 };
 
 static __always_inline struct fairtt_params fairtt_params(void)
 {
 	struct fairtt_params p = {
-		FAIRTT_DEF_BETA_PPM, FAIRTT_DEF_GAMMA_PPM, FAIRTT_DEF_TOL_PCT,
+		FAIRTT_DEF_BETA_PPM, FAIRTT_DEF_GAMMA_PPM, FAIRTT_DEF_TOL_PCT, FAIRTT_DEF_SCOPE,
 		FAIRTT_DEF_WINDOW_MS * NSEC_PER_MSEC,
 	};
 	__u32 zero = 0;
@@ -132,6 +138,8 @@ static __always_inline struct fairtt_params fairtt_params(void)
 			p.tol_pct = t->tolerance_pct;
 		if (t->window_ms)
 			p.window_ns = (__u64)t->window_ms * NSEC_PER_MSEC;
+		if (t->scope)
+			p.scope = t->scope;
 	}
 	return p;
 }
@@ -182,6 +190,8 @@ struct fairtt_scan {
 	__u64 active;          /* bit i: slot i active */
 	__u64 free_seen;       /* last_seen_ns of the free slot, for the claim */
 	__u32 min_rtt_us, tol_pct;
+	__u32 scope_id;        /* this flow's namespace or address */
+	__u32 scoped;          /* 1: count only slots of scope_id */
 	__s32 mine, free;
 };
 
@@ -209,6 +219,10 @@ static long fairtt_scan_slot(__u64 i, void *ctx)
 		}
 		return 0;
 	}
+	/* Another namespace's class, under scope = netns: neither counted
+	 * nor joined (nor free: it is that namespace's). */
+	if (sc->scoped && s->scope_id != sc->scope_id)
+		return 0;
 	sc->active |= 1ULL << (key & 63);
 	if (sc->mine < 0 && fairtt_same_class(s->min_rtt_us, sc->min_rtt_us, sc->tol_pct))
 		sc->mine = key;
@@ -222,13 +236,15 @@ static long fairtt_scan_slot(__u64 i, void *ctx)
  * once per round trip.
  */
 static __always_inline __u32 fairtt_wfcount(struct fairtt_flow *ff, __u32 min_rtt_us,
-					    const struct fairtt_params *p)
+					    __u32 scope_id, const struct fairtt_params *p)
 {
 	struct fairtt_scan sc = {
 		.now = bpf_ktime_get_ns(),
 		.window_ns = p->window_ns,
 		.min_rtt_us = min_rtt_us,
 		.tol_pct = p->tol_pct,
+		.scope_id = scope_id,
+		.scoped = p->scope != FAIRTT_SCOPE_HOST,
 		.mine = -1,
 		.free = -1,
 	};
@@ -264,12 +280,28 @@ static __always_inline __u32 fairtt_wfcount(struct fairtt_flow *ff, __u32 min_rt
 			if (fairtt_leave(ff) && count > 0)
 				count--;
 			s->min_rtt_us = min_rtt_us;
+			s->scope_id = scope_id;
 			s->flows = 1;
 			ff->slot = key;
 		}
 		count++;
 	}
 	return count ? count : 1;
+}
+
+/* Who this flow counts with under fairtt.scope: its namespace or address
+ * (host scope ignores it). */
+static __always_inline __u32 fairtt_scope_id(const struct sock *sk, __u32 scope)
+{
+	const struct sock_common *skc = &sk->__sk_common;
+
+	__u32 netns = skc->skc_net.net->ns.inum, addr;
+
+	if (scope != FAIRTT_SCOPE_ADDR)
+		return netns;
+	addr = skc->skc_family == AF_INET6 ? skc->skc_v6_rcv_saddr.in6_u.u6_addr32[3]
+					   : skc->skc_rcv_saddr;
+	return addr ^ (netns * 2654435761U); /* the address within its namespace */
 }
 
 /* Eq. 7: W_t = min(|Rx|, |Tx|) in packets, capped at the ring size. */
@@ -327,7 +359,7 @@ static __noinline void fairtt_update_round(struct sock *sk, struct rf_bbr *bbr,
 	 * over half a million instructions). */
 	w = rf_min(fairtt_window_rounds(sk), ff->ring_len);
 	bpf_loop(w, fairtt_add_recent, &rs, 0);
-	h->wfcount = fairtt_wfcount(ff, min_rtt, &p);
+	h->wfcount = fairtt_wfcount(ff, min_rtt, fairtt_scope_id(sk, p.scope), &p);
 	h->alpha_us = fairtt_alpha_us(h->wfcount, rs.sum, w);
 }
 
