@@ -20,6 +20,11 @@
  *   ProbeRTT  not every 10 s, but when rRTT > RTprop + Y has held for 10 s,
  *             Y = max(X * std(RTT history), Z_min), X = 0.5, Z_min = 5 ms
  *             (Alg. 3, Eq. 13): a queue that does not go away, not a timer.
+ *             RTprop is therefore the minimum RTT since the last ProbeRTT:
+ *             the core's 10 s window does not expire it (it would re-read
+ *             RTprop from a queued sample and hide the queue Alg. 3 looks
+ *             for); when Alg. 3 fires, the next sample replaces RTprop and
+ *             the dwell's minimum follows, as BBR's expiry does.
  *
  * Eq. 12 as printed is not dimensionless (with seconds it multiplies the rate
  * by 100 at 10 ms of queueing). The interpretation is a runtime tunable
@@ -28,14 +33,20 @@
  * 2 normalized nRTT/(3 eta), 3 reference 1 ms/eta; each clamped to [1/16, 2/3].
  * Alg. 1 leaves alpha unset: 1.25, the same threshold at which Alg. 2 starts
  * regulating, so nRTT is held steady exactly while the rate is regulated.
+ * Not in the paper: an absolute floor (adbbr.eta_floor_us, 1 ms) under the
+ * RTT-ratio thresholds of Alg. 1 and 2 (adbbr_math.h), so that microsecond
+ * host noise is not read as queueing; it binds only where nRTT < 4 ms.
  * docs/algorithms.md has the reasoning and the deviations table.
  *
- * State: the BBR core in icsk_ca_priv; the RTT history (16 samples, one per
- * round trip) and timers in the adbbr_sk sk_storage map.
+ * State: the BBR core in icsk_ca_priv, and in its 16-byte cca_hot area all
+ * that an ACK reads or writes (nRTT, the Alg. 1 and Alg. 3 timers, the RTT
+ * std, the pacing factor); only the RTT history (16 samples, one per round
+ * trip) lives in the adbbr_sk sk_storage map, looked up once per round.
  *
  * GPL-2.0: struct_ops programs must be GPL-compatible.
  */
 #define RTTFAIR_CCA RTTFAIR_CCA_ADBBR
+#define RTTFAIR_HOOK_MIN_RTT_EXPIRED
 #include "bbr_core.h"
 #include "adbbr_math.h"
 
@@ -49,6 +60,7 @@
 #define ADBBR_DEF_PROBE_HOLD_MS 10000
 #define ADBBR_DEF_GAMMA_MODE ADBBR_GAMMA_RATIO
 #define ADBBR_DEF_GAMMA_REF_US 1000
+#define ADBBR_DEF_ETA_FLOOR_US 1000
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -58,17 +70,27 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } ADBBR_TUNABLES_MAP SEC(".maps");
 
+/* What every ACK reads or writes: the core's cca_hot, 16 bytes. */
+struct adbbr_hot {
+	__u32 nrtt_us;             /* Alg. 1 */
+	__u32 queue_since_ms;      /* Alg. 3: start of rRTT > RTprop + Y, 0 = not */
+	__u32 std_us;              /* Alg. 3 lines 1-4, refreshed once per round */
+	__u16 over_alpha_since_ms; /* Alg. 1: start of rRTT > alpha RTprop, low 16 bits
+				    * of the ms clock (hold_ms <= 60 s < 2^16 ms) */
+	__u16 factor_x1024 : 11,   /* Alg. 2 pacing factor, <= 1024 */
+	      regime : 2,          /* Alg. 2 regime (ADBBR_REGIME_*) */
+	      over_alpha : 1,      /* over_alpha_since_ms is running */
+	      probe_due : 1;       /* Alg. 3 fired: RTprop is stale until re-read */
+};
+
+_Static_assert(sizeof(struct adbbr_hot) <= sizeof(((struct rf_bbr *)0)->cca_hot),
+	       "adbbr_hot must fit the core's cca_hot");
+
+/* The RTT history: touched once per round trip. */
 struct adbbr_flow {
 	__u32 hist[ADBBR_HIST];   /* rt_history: one RTT sample per round trip */
 	__u32 hist_pos;
 	__u32 hist_len;
-	__u32 nrtt_us;            /* Alg. 1 */
-	__u32 over_alpha_since_ms;/* Alg. 1: start of rRTT > alpha*RTprop, 0 = not */
-	__u32 queue_since_ms;     /* Alg. 3: start of rRTT > RTprop + Y, 0 = not */
-	__u32 std_us;
-	__u32 factor_x1024;
-	__u8 regime;
-	__u8 _pad[3];
 };
 
 struct {
@@ -88,6 +110,7 @@ static __always_inline struct adbbr_tunables adbbr_params(void)
 		.probe_hold_ms = ADBBR_DEF_PROBE_HOLD_MS,
 		.gamma_mode = ADBBR_DEF_GAMMA_MODE,
 		.gamma_ref_us = ADBBR_DEF_GAMMA_REF_US,
+		.eta_floor_us = ADBBR_DEF_ETA_FLOOR_US,
 	};
 	__u32 zero = 0;
 	struct adbbr_tunables *t = bpf_map_lookup_elem(&ADBBR_TUNABLES_MAP, &zero);
@@ -107,6 +130,8 @@ static __always_inline struct adbbr_tunables adbbr_params(void)
 			p.gamma_mode = t->gamma_mode;
 		if (t->gamma_ref_us)
 			p.gamma_ref_us = t->gamma_ref_us;
+		if (t->eta_floor_us)
+			p.eta_floor_us = t->eta_floor_us;
 	}
 	return p;
 }
@@ -116,6 +141,11 @@ static __always_inline struct adbbr_flow *adbbr_flow_of(struct sock *sk, bool cr
 	return bpf_sk_storage_get(&adbbr_sk, sk, 0, create ? BPF_SK_STORAGE_GET_F_CREATE : 0);
 }
 
+static __always_inline struct adbbr_hot *adbbr_hot_of(struct rf_bbr *bbr)
+{
+	return (struct adbbr_hot *)bbr->cca_hot;
+}
+
 /* ms timestamps with 0 reserved for "not running". */
 static __always_inline __u32 adbbr_stamp(__u32 now_ms)
 {
@@ -123,24 +153,25 @@ static __always_inline __u32 adbbr_stamp(__u32 now_ms)
 }
 
 /* Alg. 1: the reference RTT. */
-static __always_inline void adbbr_update_nrtt(struct adbbr_flow *af, __u32 rrtt_us,
+static __always_inline void adbbr_update_nrtt(struct adbbr_hot *h, __u32 rrtt_us,
 					      __u32 rtprop_us, __u32 now_ms,
 					      const struct adbbr_tunables *p)
 {
-	__u64 threshold = (__u64)rtprop_us * p->alpha_ppm / PPM;
+	__u64 threshold = adbbr_alpha_threshold_us(rtprop_us, p->alpha_ppm, p->eta_floor_us);
 
 	if (rtprop_us == ~0U)
 		return;
-	if (rrtt_us <= threshold || af->nrtt_us == 0) {
-		af->nrtt_us = rtprop_us;
-		af->over_alpha_since_ms = 0;
+	if (rrtt_us <= threshold || h->nrtt_us == 0) {
+		h->nrtt_us = rtprop_us;
+		h->over_alpha = 0;
 		return;
 	}
-	if (!af->over_alpha_since_ms) {
-		af->over_alpha_since_ms = adbbr_stamp(now_ms);
-	} else if (now_ms - af->over_alpha_since_ms >= p->hold_ms) {
-		af->nrtt_us = rtprop_us;
-		af->over_alpha_since_ms = 0;
+	if (!h->over_alpha) {
+		h->over_alpha = 1;
+		h->over_alpha_since_ms = (__u16)now_ms;
+	} else if ((__u16)((__u16)now_ms - h->over_alpha_since_ms) >= p->hold_ms) {
+		h->nrtt_us = rtprop_us;
+		h->over_alpha = 0;
 	}
 }
 
@@ -184,11 +215,12 @@ static __always_inline __u32 adbbr_history_std(const struct adbbr_flow *af)
 static __always_inline void cca_init(struct sock *sk, struct rf_bbr *bbr)
 {
 	struct adbbr_flow *af = adbbr_flow_of(sk, true);
+	struct adbbr_hot *h = adbbr_hot_of(bbr);
 
-	if (af) {
+	__builtin_memset(h, 0, sizeof(*h));
+	h->factor_x1024 = FACTOR_UNIT;
+	if (af)
 		__builtin_memset(af, 0, sizeof(*af));
-		af->factor_x1024 = FACTOR_UNIT;
-	}
 }
 
 static __always_inline void cca_release(struct sock *sk, struct rf_bbr *bbr)
@@ -196,44 +228,61 @@ static __always_inline void cca_release(struct sock *sk, struct rf_bbr *bbr)
 	bpf_sk_storage_delete(&adbbr_sk, sk);
 }
 
+/* Once per round trip: one RTT sample into the history, and the std over it
+ * (the only sk_storage lookup on the ACK path). */
+static __always_inline void adbbr_update_history(struct sock *sk, struct adbbr_hot *h,
+						 __u32 rrtt_us)
+{
+	struct adbbr_flow *af = adbbr_flow_of(sk, false);
+
+	if (!af)
+		return;
+	af->hist[af->hist_pos & (ADBBR_HIST - 1)] = rrtt_us;
+	af->hist_pos = (af->hist_pos + 1) & (ADBBR_HIST - 1);
+	if (af->hist_len < ADBBR_HIST)
+		af->hist_len++;
+	h->std_us = adbbr_history_std(af);
+}
+
 static __always_inline void cca_on_rate_sample(struct sock *sk, struct rf_bbr *bbr,
 					       const struct rate_sample *rs)
 {
-	struct adbbr_flow *af = adbbr_flow_of(sk, false);
+	struct adbbr_hot *h = adbbr_hot_of(bbr);
 	struct adbbr_tunables p;
 	__u32 now = tcp_now_ms(tcp_sk(sk)), rrtt = bbr->last_rtt_us, y;
 
-	if (!af || rs->rtt_us <= 0)
+	if (rs->rtt_us <= 0)
 		return;
 	p = adbbr_params();
-	adbbr_update_nrtt(af, rrtt, bbr->min_rtt_us, now, &p);
+	adbbr_update_nrtt(h, rrtt, bbr->min_rtt_us, now, &p);
 
 	/* One history sample per round trip; the std over it once per round. */
-	if (bbr->round_start) {
-		af->hist[af->hist_pos & (ADBBR_HIST - 1)] = rrtt;
-		af->hist_pos = (af->hist_pos + 1) & (ADBBR_HIST - 1);
-		if (af->hist_len < ADBBR_HIST)
-			af->hist_len++;
-		af->std_us = adbbr_history_std(af);
-	}
+	if (bbr->round_start)
+		adbbr_update_history(sk, h, rrtt);
 
-	/* Alg. 3 lines 5-14: a queue above RTprop + Y that persists. */
-	y = adbbr_y_us(af->std_us, p.x_ppm, p.zmin_us);
-	if (bbr->min_rtt_us != ~0U && (__u64)rrtt > (__u64)bbr->min_rtt_us + y) {
-		if (!af->queue_since_ms)
-			af->queue_since_ms = adbbr_stamp(now);
+	/* Alg. 3 lines 5-14: a queue above RTprop + Y that persists for
+	 * probe_hold_ms sends the flow to ProbeRTT (phase_timer = 0). */
+	y = adbbr_y_us(h->std_us, p.x_ppm, p.zmin_us);
+	if (bbr->mode != RTTFAIR_MODE_PROBE_RTT && bbr->min_rtt_us != ~0U &&
+	    (__u64)rrtt > (__u64)bbr->min_rtt_us + y) {
+		if (!h->queue_since_ms) {
+			h->queue_since_ms = adbbr_stamp(now);
+		} else if (now - h->queue_since_ms >= p.probe_hold_ms) {
+			h->probe_due = 1;
+			h->queue_since_ms = 0;
+		}
 	} else {
-		af->queue_since_ms = 0;
+		h->queue_since_ms = 0;
 	}
 
 	/* Alg. 2: the regime and its factor for this ACK (ProbeBW only). */
-	if (bbr->mode == RTTFAIR_MODE_PROBE_BW && af->nrtt_us) {
-		af->regime = adbbr_regime(rrtt, af->nrtt_us);
-		af->factor_x1024 = adbbr_pacing_factor_x1024(rrtt, af->nrtt_us, p.gamma_mode,
-							     p.gamma_ref_us);
+	if (bbr->mode == RTTFAIR_MODE_PROBE_BW && h->nrtt_us) {
+		h->regime = adbbr_regime(rrtt, h->nrtt_us, p.eta_floor_us);
+		h->factor_x1024 = adbbr_pacing_factor_x1024(rrtt, h->nrtt_us, p.gamma_mode,
+							    p.gamma_ref_us, p.eta_floor_us);
 	} else {
-		af->regime = ADBBR_REGIME_NORMAL;
-		af->factor_x1024 = FACTOR_UNIT;
+		h->regime = ADBBR_REGIME_NORMAL;
+		h->factor_x1024 = FACTOR_UNIT;
 	}
 }
 
@@ -245,43 +294,45 @@ static __always_inline __u64 cca_inflight_bdp(struct sock *sk, struct rf_bbr *bb
 /* Alg. 2 lines 3-10: scale the pacing rate by 1, 1/beta or gamma. */
 static __always_inline __u64 cca_pacing_rate(struct sock *sk, struct rf_bbr *bbr, __u64 rate)
 {
-	struct adbbr_flow *af = adbbr_flow_of(sk, false);
+	__u32 factor = adbbr_hot_of(bbr)->factor_x1024;
 
-	if (!af || af->factor_x1024 == FACTOR_UNIT)
+	if (factor == FACTOR_UNIT)
 		return rate;
-	return adbbr_apply_factor(rate, af->factor_x1024);
+	return adbbr_apply_factor(rate, factor);
 }
 
-/* Alg. 3: ProbeRTT when the queue condition has held for probe_hold_ms;
- * the 10 s RTprop expiry alone no longer triggers it. */
+/* Alg. 3 owns RTprop's staleness: only a fired Alg. 3 makes the next
+ * sample replace RTprop; the 10 s window is ignored. */
+static __always_inline bool cca_min_rtt_expired(struct sock *sk, struct rf_bbr *bbr,
+					       bool window_expired)
+{
+	return adbbr_hot_of(bbr)->probe_due;
+}
+
+/* Alg. 3 lines 8-10: ProbeRTT once the queue condition has held for
+ * probe_hold_ms; the 10 s RTprop expiry alone never triggers it. The flag
+ * stays up until RTprop has been re-read (the core stamps it now). */
 static __always_inline bool cca_probe_rtt_due(struct sock *sk, struct rf_bbr *bbr,
 					      bool min_rtt_expired)
 {
-	struct adbbr_flow *af = adbbr_flow_of(sk, false);
-	struct adbbr_tunables p;
-	__u32 now;
+	struct adbbr_hot *h = adbbr_hot_of(bbr);
 
-	if (!af || !af->queue_since_ms)
+	if (!h->probe_due)
 		return false;
-	p = adbbr_params();
-	now = tcp_now_ms(tcp_sk(sk));
-	if (now - af->queue_since_ms < p.probe_hold_ms)
-		return false;
-	af->queue_since_ms = 0; /* phase_timer = 0 */
+	if (bbr->min_rtt_stamp_ms == tcp_now_ms(tcp_sk(sk)))
+		h->probe_due = 0;
 	return true;
 }
 
 static __always_inline void cca_export(struct sock *sk, struct rf_bbr *bbr,
 				       struct rttfair_flow *f)
 {
-	struct adbbr_flow *af = adbbr_flow_of(sk, false);
+	const struct adbbr_hot *h = adbbr_hot_of(bbr);
 
-	if (!af)
-		return;
-	f->adbbr_nrtt_us = af->nrtt_us;
-	f->adbbr_rtt_std_us = af->std_us;
-	f->adbbr_factor_x1024 = af->factor_x1024;
-	f->adbbr_regime = af->regime;
+	f->adbbr_nrtt_us = h->nrtt_us;
+	f->adbbr_rtt_std_us = h->std_us;
+	f->adbbr_factor_x1024 = h->factor_x1024;
+	f->adbbr_regime = h->regime;
 }
 
 RTTFAIR_DEFINE_STRUCT_OPS(adbbr_ops, "adbbr");

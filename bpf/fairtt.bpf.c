@@ -26,12 +26,20 @@
  * -----------------
  * - The BBR machine: bbr_core.h (this file changes only the BDP that sizes
  *   cwnd, through cca_inflight_bdp()).
- * - Per-flow FaiRTT state (minRTT history, the WminRTT window): the
- *   fairtt_sk sk_storage map, since icsk_ca_priv is taken by the core.
+ * - What every ACK reads or writes (alpha_t, gamma, the coefficient and
+ *   whether it applies, and the exported Wfcount and WminRTT): the core's
+ *   16-byte cca_hot area of icsk_ca_priv, so an ACK needs no map lookup.
+ * - The per-round state (minRTT history, the WminRTT window, the registry
+ *   slot): the fairtt_sk sk_storage map, looked up once per round trip.
  * - Wfcount: FAIRTT_REGISTRY_MAP, a pinned array shared by every socket on the
  *   host in every network namespace (and by the daemon): slots of minRTT
  *   classes refreshed by their flows once per round trip. FaiRTT needs no
- *   daemon to work.
+ *   daemon to work. fairtt.scope chooses whose classes a flow counts: every
+ *   flow on the host (1, the default), only those of its own network
+ *   namespace (2, the lab's default: concurrent experiments do not see each
+ *   other), or only those of its own local address (3: in the lab, where all
+ *   of an experiment's senders share one namespace but each flow has its own
+ *   address, every flow then acts as a separate host).
  * - Tunables: FAIRTT_TUNABLES_MAP (rttfairctl set fairtt.<name>).
  *
  * The paper's choices left open, and what this file does (docs/algorithms.md
@@ -57,6 +65,7 @@
 #define FAIRTT_DEF_GAMMA_PPM 990000
 #define FAIRTT_DEF_WINDOW_MS 1000
 #define FAIRTT_DEF_TOL_PCT 10
+#define FAIRTT_DEF_SCOPE FAIRTT_SCOPE_HOST
 
 /* Host-wide minRTT classes (Wfcount). */
 struct {
@@ -75,19 +84,27 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } FAIRTT_TUNABLES_MAP SEC(".maps");
 
-/* Per-flow FaiRTT state, beyond the core's icsk_ca_priv. */
+/* What every ACK reads or writes: the core's cca_hot, 16 bytes. */
+struct fairtt_hot {
+	__u32 alpha_us;                /* latest alpha_t (Eq. 5) */
+	__u32 gamma_ppm;               /* gamma in effect, refreshed per round */
+	__u32 wminrtt_us;              /* latest WminRTT_t (Eq. 6), for the export */
+	__u16 coef_x1024;              /* latest coefficient (1024 = none) */
+	__u8 wfcount;                  /* latest Wfcount_t (<= FAIRTT_REGISTRY_SLOTS) */
+	__u8 active;                   /* Alg. 1 line 7 held at the latest ACK */
+};
+
+_Static_assert(sizeof(struct fairtt_hot) <= sizeof(((struct rf_bbr *)0)->cca_hot),
+	       "fairtt_hot must fit the core's cca_hot");
+_Static_assert(FAIRTT_REGISTRY_SLOTS <= 255, "Wfcount must fit fairtt_hot.wfcount");
+
+/* Per-round FaiRTT state, beyond icsk_ca_priv. */
 struct fairtt_flow {
 	__u64 minrtt_sum_us;           /* Eq. 6: sum of past minRTT samples */
 	__u32 minrtt_n;                /* ... and their count */
 	__u32 wminrtt_ring[FAIRTT_RING]; /* Eq. 5: WminRTT of the last rounds */
 	__u32 ring_pos;
 	__u32 ring_len;
-	__u32 wminrtt_us;              /* latest WminRTT_t */
-	__u32 alpha_us;                /* latest alpha_t */
-	__u32 coef_x1024;              /* latest coefficient (1024 = none) */
-	__u32 gamma_ppm;               /* gamma in effect, refreshed per round */
-	__u16 wfcount;
-	__u8 active;
 	__u8 slot;                     /* registry slot, FAIRTT_NO_SLOT if none */
 };
 
@@ -99,14 +116,14 @@ struct {
 } fairtt_sk SEC(".maps");
 
 struct fairtt_params {
-	__u32 beta_ppm, gamma_ppm, tol_pct;
+	__u32 beta_ppm, gamma_ppm, tol_pct, scope;
 	__u64 window_ns;
 };
 
 static __always_inline struct fairtt_params fairtt_params(void)
 {
 	struct fairtt_params p = {
-		FAIRTT_DEF_BETA_PPM, FAIRTT_DEF_GAMMA_PPM, FAIRTT_DEF_TOL_PCT,
+		FAIRTT_DEF_BETA_PPM, FAIRTT_DEF_GAMMA_PPM, FAIRTT_DEF_TOL_PCT, FAIRTT_DEF_SCOPE,
 		FAIRTT_DEF_WINDOW_MS * NSEC_PER_MSEC,
 	};
 	__u32 zero = 0;
@@ -121,6 +138,8 @@ static __always_inline struct fairtt_params fairtt_params(void)
 			p.tol_pct = t->tolerance_pct;
 		if (t->window_ms)
 			p.window_ns = (__u64)t->window_ms * NSEC_PER_MSEC;
+		if (t->scope)
+			p.scope = t->scope;
 	}
 	return p;
 }
@@ -128,6 +147,11 @@ static __always_inline struct fairtt_params fairtt_params(void)
 static __always_inline struct fairtt_flow *fairtt_flow_of(struct sock *sk, bool create)
 {
 	return bpf_sk_storage_get(&fairtt_sk, sk, 0, create ? BPF_SK_STORAGE_GET_F_CREATE : 0);
+}
+
+static __always_inline struct fairtt_hot *fairtt_hot_of(struct rf_bbr *bbr)
+{
+	return (struct fairtt_hot *)bbr->cca_hot;
 }
 
 static __always_inline bool fairtt_slot_active(const struct fairtt_slot *s, __u64 now,
@@ -166,6 +190,8 @@ struct fairtt_scan {
 	__u64 active;          /* bit i: slot i active */
 	__u64 free_seen;       /* last_seen_ns of the free slot, for the claim */
 	__u32 min_rtt_us, tol_pct;
+	__u32 scope_id;        /* this flow's namespace or address */
+	__u32 scoped;          /* 1: count only slots of scope_id */
 	__s32 mine, free;
 };
 
@@ -193,6 +219,10 @@ static long fairtt_scan_slot(__u64 i, void *ctx)
 		}
 		return 0;
 	}
+	/* Another namespace's class, under scope = netns: neither counted
+	 * nor joined (nor free: it is that namespace's). */
+	if (sc->scoped && s->scope_id != sc->scope_id)
+		return 0;
 	sc->active |= 1ULL << (key & 63);
 	if (sc->mine < 0 && fairtt_same_class(s->min_rtt_us, sc->min_rtt_us, sc->tol_pct))
 		sc->mine = key;
@@ -206,13 +236,15 @@ static long fairtt_scan_slot(__u64 i, void *ctx)
  * once per round trip.
  */
 static __always_inline __u32 fairtt_wfcount(struct fairtt_flow *ff, __u32 min_rtt_us,
-					    const struct fairtt_params *p)
+					    __u32 scope_id, const struct fairtt_params *p)
 {
 	struct fairtt_scan sc = {
 		.now = bpf_ktime_get_ns(),
 		.window_ns = p->window_ns,
 		.min_rtt_us = min_rtt_us,
 		.tol_pct = p->tol_pct,
+		.scope_id = scope_id,
+		.scoped = p->scope != FAIRTT_SCOPE_HOST,
 		.mine = -1,
 		.free = -1,
 	};
@@ -248,12 +280,28 @@ static __always_inline __u32 fairtt_wfcount(struct fairtt_flow *ff, __u32 min_rt
 			if (fairtt_leave(ff) && count > 0)
 				count--;
 			s->min_rtt_us = min_rtt_us;
+			s->scope_id = scope_id;
 			s->flows = 1;
 			ff->slot = key;
 		}
 		count++;
 	}
 	return count ? count : 1;
+}
+
+/* Who this flow counts with under fairtt.scope: its namespace or address
+ * (host scope ignores it). */
+static __always_inline __u32 fairtt_scope_id(const struct sock *sk, __u32 scope)
+{
+	const struct sock_common *skc = &sk->__sk_common;
+
+	__u32 netns = skc->skc_net.net->ns.inum, addr;
+
+	if (scope != FAIRTT_SCOPE_ADDR)
+		return netns;
+	addr = skc->skc_family == AF_INET6 ? skc->skc_v6_rcv_saddr.in6_u.u6_addr32[3]
+					   : skc->skc_rcv_saddr;
+	return addr ^ (netns * 2654435761U); /* the address within its namespace */
 }
 
 /* Eq. 7: W_t = min(|Rx|, |Tx|) in packets, capped at the ring size. */
@@ -292,15 +340,17 @@ static __noinline void fairtt_update_round(struct sock *sk, struct rf_bbr *bbr,
 {
 	struct fairtt_params p = fairtt_params();
 	struct fairtt_ring_sum rs = { .ff = ff };
-	__u32 min_rtt = bbr->min_rtt_us, w;
+	struct fairtt_hot *h = fairtt_hot_of(bbr);
+	__u32 min_rtt = bbr->min_rtt_us, w, wminrtt;
 
-	ff->gamma_ppm = p.gamma_ppm;
+	h->gamma_ppm = p.gamma_ppm;
 	if (min_rtt == ~0U || min_rtt == 0)
 		return;
-	ff->wminrtt_us = fairtt_wminrtt_us(ff->minrtt_sum_us, ff->minrtt_n, min_rtt, p.beta_ppm);
+	wminrtt = fairtt_wminrtt_us(ff->minrtt_sum_us, ff->minrtt_n, min_rtt, p.beta_ppm);
+	h->wminrtt_us = wminrtt;
 	ff->minrtt_sum_us += min_rtt;
 	ff->minrtt_n++;
-	ff->wminrtt_ring[ff->ring_pos & (FAIRTT_RING - 1)] = ff->wminrtt_us;
+	ff->wminrtt_ring[ff->ring_pos & (FAIRTT_RING - 1)] = wminrtt;
 	ff->ring_pos = (ff->ring_pos + 1) & (FAIRTT_RING - 1);
 	if (ff->ring_len < FAIRTT_RING)
 		ff->ring_len++;
@@ -309,18 +359,20 @@ static __noinline void fairtt_update_round(struct sock *sk, struct rf_bbr *bbr,
 	 * over half a million instructions). */
 	w = rf_min(fairtt_window_rounds(sk), ff->ring_len);
 	bpf_loop(w, fairtt_add_recent, &rs, 0);
-	ff->wfcount = fairtt_wfcount(ff, min_rtt, &p);
-	ff->alpha_us = fairtt_alpha_us(ff->wfcount, rs.sum, w);
+	h->wfcount = fairtt_wfcount(ff, min_rtt, fairtt_scope_id(sk, p.scope), &p);
+	h->alpha_us = fairtt_alpha_us(h->wfcount, rs.sum, w);
 }
 
 static __always_inline void cca_init(struct sock *sk, struct rf_bbr *bbr)
 {
 	struct fairtt_flow *ff = fairtt_flow_of(sk, true);
+	struct fairtt_hot *h = fairtt_hot_of(bbr);
 
+	__builtin_memset(h, 0, sizeof(*h));
+	h->coef_x1024 = COEF_UNIT;
 	if (ff) {
 		__builtin_memset(ff, 0, sizeof(*ff));
 		ff->slot = FAIRTT_NO_SLOT;
-		ff->coef_x1024 = COEF_UNIT;
 	}
 }
 
@@ -337,35 +389,37 @@ static __always_inline void cca_release(struct sock *sk, struct rf_bbr *bbr)
 static __always_inline void cca_on_rate_sample(struct sock *sk, struct rf_bbr *bbr,
 					       const struct rate_sample *rs)
 {
-	struct fairtt_flow *ff;
+	struct fairtt_hot *h = fairtt_hot_of(bbr);
 
 	/* The round boundary is decided by the core after this hook, so the
-	 * per-round work keys off the previous ACK's round_start. */
-	ff = fairtt_flow_of(sk, false);
-	if (!ff)
-		return;
-	if (bbr->round_start)
-		fairtt_update_round(sk, bbr, ff);
+	 * per-round work keys off the previous ACK's round_start. Only then is
+	 * the sk_storage looked up. */
+	if (bbr->round_start) {
+		struct fairtt_flow *ff = fairtt_flow_of(sk, false);
+
+		if (ff)
+			fairtt_update_round(sk, bbr, ff);
+	}
 
 	/* Alg. 1 lines 6-11, per ACK with the ACK's own RTT as lastRTT. */
-	ff->active = bbr->mode == RTTFAIR_MODE_PROBE_BW &&
-		     fairtt_adjust_active(bbr->last_rtt_us, ff->alpha_us);
-	if (ff->active) {
-		ff->coef_x1024 = fairtt_coef_x1024(bbr->min_rtt_us, bbr->last_rtt_us,
-						   ff->gamma_ppm ?: FAIRTT_DEF_GAMMA_PPM);
+	h->active = bbr->mode == RTTFAIR_MODE_PROBE_BW &&
+		    fairtt_adjust_active(bbr->last_rtt_us, h->alpha_us);
+	if (h->active) {
+		h->coef_x1024 = fairtt_coef_x1024(bbr->min_rtt_us, bbr->last_rtt_us,
+						  h->gamma_ppm ?: FAIRTT_DEF_GAMMA_PPM);
 	} else {
-		ff->coef_x1024 = COEF_UNIT;
+		h->coef_x1024 = COEF_UNIT;
 	}
 }
 
 /* Eq. 4 with Alg. 1 line 8: the cwnd target's BDP, scaled while active. */
 static __always_inline __u64 cca_inflight_bdp(struct sock *sk, struct rf_bbr *bbr, __u64 bdp)
 {
-	struct fairtt_flow *ff = fairtt_flow_of(sk, false);
+	const struct fairtt_hot *h = fairtt_hot_of(bbr);
 
-	if (!ff || !ff->active)
+	if (!h->active)
 		return bdp;
-	return fairtt_scaled_bdp(bdp, ff->coef_x1024);
+	return fairtt_scaled_bdp(bdp, h->coef_x1024);
 }
 
 static __always_inline __u64 cca_pacing_rate(struct sock *sk, struct rf_bbr *bbr, __u64 rate)
@@ -382,15 +436,13 @@ static __always_inline bool cca_probe_rtt_due(struct sock *sk, struct rf_bbr *bb
 static __always_inline void cca_export(struct sock *sk, struct rf_bbr *bbr,
 				       struct rttfair_flow *f)
 {
-	struct fairtt_flow *ff = fairtt_flow_of(sk, false);
+	const struct fairtt_hot *h = fairtt_hot_of(bbr);
 
-	if (!ff)
-		return;
-	f->fairtt_alpha_us = ff->alpha_us;
-	f->fairtt_wminrtt_us = ff->wminrtt_us;
-	f->fairtt_coef_x1024 = ff->coef_x1024;
-	f->fairtt_wfcount = ff->wfcount;
-	f->fairtt_active = ff->active;
+	f->fairtt_alpha_us = h->alpha_us;
+	f->fairtt_wminrtt_us = h->wminrtt_us;
+	f->fairtt_coef_x1024 = h->coef_x1024;
+	f->fairtt_wfcount = h->wfcount;
+	f->fairtt_active = h->active;
 }
 
 RTTFAIR_DEFINE_STRUCT_OPS(fairtt_ops, "fairtt");

@@ -244,6 +244,201 @@ fn adbbr_skips_probe_rtt_on_a_stable_path_where_bbr1_probes_every_10s() {
     assert_success(&t.run(&["unload", "bbr1", "adbbr"]));
 }
 
+/// Ad-BBR Alg. 3: a queue that does not go away sends the flow to ProbeRTT.
+/// One adbbr flow learns RTprop on an empty 20 ms path, then a cubic flow
+/// fills a 200 ms buffer and keeps it full (cubic backs off by 30 % of a
+/// window far larger than the path's BDP, so the queue never drops below
+/// ~100 ms). rRTT stays above RTprop + Y for good, so once the condition has
+/// held for the paper's 10 s the flow must enter ProbeRTT (~12.5 s in). The
+/// hold is left at its default on purpose: while the core's 10 s RTprop
+/// window governed RTprop, it re-read RTprop from a queued sample ~10 s in,
+/// just before the hold elapsed, and the trigger never fired.
+#[test]
+fn adbbr_enters_probe_rtt_when_a_queue_persists() {
+    let t = KernelTest::new();
+    assert_success(&t.run(&["load", "adbbr"]));
+    // Bad values of the floor: one line, non-zero exit, nothing stored.
+    for bad in ["0", "-5", "1.5", "2000000", "x"] {
+        let out = t.run(&["set", "adbbr.eta_floor_us", bad]);
+        assert!(!out.status.success(), "eta_floor_us = {bad} accepted");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+    let got = assert_success(&t.run(&["get", "adbbr", "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&got).unwrap();
+    assert!(
+        v.as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["is_default"] == true),
+        "a refused value changed something: {got}"
+    );
+
+    let path = FlowPath {
+        rtt: Duration::from_millis(20),
+        loss_pct: 0.0,
+    };
+    let net = Dumbbell::build(
+        &[path.clone(), path],
+        Bottleneck {
+            rate_bit: 20_000_000,
+            limit_bytes: 500_000,
+        },
+    )
+    .unwrap();
+    let sinks = sinks(&net, 2);
+    let stop = Arc::new(AtomicBool::new(false));
+    let samples = sample(&t.fs, &net, 1, stop.clone());
+    let a = sender(&net, 0, "adbbr", Duration::from_secs(16));
+    std::thread::sleep(Duration::from_secs(1));
+    let b = sender(&net, 1, "cubic", Duration::from_secs(15));
+    let sent = [a.join().unwrap().unwrap(), b.join().unwrap().unwrap()];
+    stop.store(true, Ordering::Relaxed);
+    let samples = samples.join().unwrap();
+    let got: Vec<u64> = sinks
+        .into_iter()
+        .map(|s| s.join().unwrap().unwrap())
+        .collect();
+    assert_eq!(got, sent.to_vec(), "bytes lost");
+
+    let ad: Vec<_> = samples
+        .iter()
+        .filter(|(_, _, f)| f.cca == Some(rttfair_loader::Cca::Adbbr))
+        .collect();
+    assert!(ad.len() > 20, "too few adbbr samples ({})", ad.len());
+    let entries = ad
+        .iter()
+        .map(|(_, _, f)| f.probe_rtt_entries)
+        .max()
+        .unwrap();
+    let first = ad
+        .iter()
+        .find(|(_, _, f)| f.probe_rtt_entries > 0)
+        .map(|(t, _, f)| (*t, f.min_rtt, f.last_rtt));
+    println!("adbbr: {entries} ProbeRTT entries; first seen at {first:?} (t s, RTprop, last RTT)");
+    assert!(
+        entries > 0,
+        "adbbr never entered ProbeRTT under a standing queue of ~100+ ms"
+    );
+    assert!(wait_until(Duration::from_secs(10), || {
+        rttfair_loader::flows::live_sockets(&t.fs, rttfair_loader::Cca::Adbbr).unwrap() == 0
+    }));
+    drop(net);
+    assert_success(&t.run(&["unload", "adbbr"]));
+}
+
+/// fairtt.scope: whose minRTT classes Wfcount counts. Two dumbbells (two
+/// sender namespaces): A carries flows of 10 and 40 ms, B one of 80 ms; three
+/// distinct minRTTs on the host. Under scope 2 (netns) A's flows count A's
+/// two classes and B's flow its own one; after `set fairtt.scope 3` (local
+/// address) every flow is alone in its scope. Host scope (3 here) is the
+/// first fairtt test's case.
+#[test]
+fn fairtt_scope_limits_wfcount_to_the_namespace_or_the_address() {
+    let t = KernelTest::new();
+    assert_success(&t.run(&["load", "fairtt"]));
+    // Bad scope values: one line, non-zero exit, nothing stored.
+    for bad in ["0", "4", "host", "1.5", "-1"] {
+        let out = t.run(&["set", "fairtt.scope", bad]);
+        assert!(!out.status.success(), "fairtt.scope = {bad} accepted");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+    let got = assert_success(&t.run(&["get", "fairtt", "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&got).unwrap();
+    assert!(
+        v.as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["is_default"] == true),
+        "a refused value changed something: {got}"
+    );
+    assert_success(&t.run(&["set", "fairtt.scope", "2"]));
+
+    let ms = |m| FlowPath {
+        rtt: Duration::from_millis(m),
+        loss_pct: 0.0,
+    };
+    let bn = Bottleneck {
+        rate_bit: 20_000_000,
+        limit_bytes: 200_000,
+    };
+    let a = Dumbbell::build(&[ms(10), ms(40)], bn).unwrap();
+    // B's flow uses the third sender address, so every flow has its own.
+    let b = Dumbbell::build(&[ms(80), ms(80), ms(80)], bn).unwrap();
+    let mut sinks_all = sinks(&a, 2);
+    let l = b
+        .rcv
+        .run(|| TcpListener::bind(SocketAddrV4::new(RECEIVER, 6002)).unwrap())
+        .unwrap();
+    sinks_all.push(b.rcv.spawn(move || sink_once(l)).unwrap());
+    let stop = Arc::new(AtomicBool::new(false));
+    let fs = t.fs.clone();
+    let stop2 = stop.clone();
+    let sampler = std::thread::spawn(move || {
+        let reader = FlowReader::open(&fs).unwrap();
+        let t0 = Instant::now();
+        let mut out = Vec::new();
+        while !stop2.load(Ordering::Relaxed) {
+            for f in reader.flows().unwrap() {
+                out.push((t0.elapsed().as_secs_f64(), f));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        out
+    });
+    let secs = Duration::from_secs(9);
+    let senders = [
+        sender(&a, 0, "fairtt", secs),
+        sender(&a, 1, "fairtt", secs),
+        sender(&b, 2, "fairtt", secs),
+    ];
+    std::thread::sleep(Duration::from_millis(4500));
+    assert_success(&t.run(&["set", "fairtt.scope", "3"]));
+    let sent: Vec<u64> = senders.map(|s| s.join().unwrap().unwrap()).to_vec();
+    stop.store(true, Ordering::Relaxed);
+    let samples = sampler.join().unwrap();
+    let got: Vec<u64> = sinks_all
+        .into_iter()
+        .map(|s| s.join().unwrap().unwrap())
+        .collect();
+    assert_eq!(got, sent, "bytes lost");
+
+    let addr = |i: usize| std::net::IpAddr::from(rttfair_lab::topology::sender_addr(i));
+    let wf = |from: f64, to: f64, i: usize| -> Vec<u16> {
+        samples
+            .iter()
+            .filter(|(t, f)| (from..to).contains(t) && f.local.ip() == addr(i))
+            .filter(|(_, f)| f.fairtt().is_some())
+            .map(|(_, f)| wfcount(f))
+            .collect()
+    };
+    // Scope netns, after every flow has refreshed the registry.
+    for (i, want) in [(0, 2), (1, 2), (2, 1)] {
+        let w = wf(2.5, 4.4, i);
+        assert!(!w.is_empty(), "flow {i}: no sample under scope netns");
+        assert!(
+            w.iter().all(|&c| c == want),
+            "flow {i} under scope netns: {w:?}"
+        );
+    }
+    // Scope addr: one round and one activity window (1 s) after the switch.
+    for i in 0..3 {
+        let w = wf(6.5, 8.5, i);
+        assert!(!w.is_empty(), "flow {i}: no sample under scope addr");
+        assert!(
+            w.iter().all(|&c| c == 1),
+            "flow {i} under scope addr: {w:?}"
+        );
+    }
+    assert!(wait_until(Duration::from_secs(10), || {
+        rttfair_loader::flows::live_sockets(&t.fs, rttfair_loader::Cca::Fairtt).unwrap() == 0
+    }));
+    drop(a);
+    drop(b);
+    assert_success(&t.run(&["unload", "fairtt"]));
+}
+
 /// FaiRTT's Wfcount as the flow exported it (0 for another CCA's flow).
 fn wfcount(f: &Flow) -> u16 {
     f.fairtt().map_or(0, |ft| ft.wfcount)

@@ -13,10 +13,11 @@ __u32 host_fairtt_coef_x1024(__u32 m, __u32 l, __u32 g) { return fairtt_coef_x10
 int host_fairtt_adjust_active(__u32 l, __u32 a) { return fairtt_adjust_active(l, a); }
 __u64 host_fairtt_scaled_bdp(__u64 b, __u32 c) { return fairtt_scaled_bdp(b, c); }
 int host_fairtt_same_class(__u32 a, __u32 b, __u32 t) { return fairtt_same_class(a, b, t); }
-__u32 host_adbbr_regime(__u32 r, __u32 n) { return adbbr_regime(r, n); }
+__u32 host_adbbr_regime(__u32 r, __u32 n, __u32 f) { return adbbr_regime(r, n, f); }
 __u32 host_adbbr_beta_x1024(__u32 r, __u32 n) { return adbbr_beta_x1024(r, n); }
 __u32 host_adbbr_gamma_x1024(__u32 r, __u32 n, __u32 m, __u32 ref) { return adbbr_gamma_x1024(r, n, m, ref); }
-__u32 host_adbbr_pacing_factor_x1024(__u32 r, __u32 n, __u32 m, __u32 ref) { return adbbr_pacing_factor_x1024(r, n, m, ref); }
+__u32 host_adbbr_pacing_factor_x1024(__u32 r, __u32 n, __u32 m, __u32 ref, __u32 f) { return adbbr_pacing_factor_x1024(r, n, m, ref, f); }
+__u64 host_adbbr_alpha_threshold_us(__u32 rt, __u32 a, __u32 f) { return adbbr_alpha_threshold_us(rt, a, f); }
 __u64 host_adbbr_apply_factor(__u64 r, __u32 f) { return adbbr_apply_factor(r, f); }
 __u32 host_rf_isqrt64(__u64 x) { return rf_isqrt64(x); }
 __u32 host_adbbr_std_us(__u64 s, __u64 q, __u32 n) { return adbbr_std_us(s, q, n); }

@@ -28,16 +28,39 @@
 #define ADBBR_GAMMA_MIN_X1024 (FACTOR_UNIT / 16)
 #define ADBBR_GAMMA_MAX_X1024 (FACTOR_UNIT * 2 / 3)
 
-/* Alg. 2: which regime an RTT sample falls in. */
-RF_INLINE __u32 adbbr_regime(__u32 rrtt_us, __u32 nrtt_us)
+/*
+ * Alg. 2: which regime an RTT sample falls in. The paper's thresholds are
+ * ratios (1.25 and 1.5 x nRTT), i.e. queueing delays eta = rRTT - nRTT of
+ * nRTT/4 and nRTT/2. floor_us is the project's absolute floor on them
+ * (adbbr.eta_floor_us): eta must also reach floor_us (beta) and 2 x floor_us
+ * (gamma). At microsecond RTTs the ratios alone make host noise (a TSO
+ * burst, the veth backlog: tens of us) look like "rRTT = 3 x nRTT"; on paths
+ * with nRTT >= 4 x floor_us the floor never binds and the paper's rule holds
+ * unchanged. floor_us = 0 is the paper's rule everywhere.
+ */
+RF_INLINE __u32 adbbr_regime(__u32 rrtt_us, __u32 nrtt_us, __u32 floor_us)
 {
 	__u64 r4 = (__u64)rrtt_us * 4, n = nrtt_us;
+	__u64 eta = rrtt_us > nrtt_us ? rrtt_us - nrtt_us : 0;
 
-	if (nrtt_us == 0 || r4 < 5 * n)  /* rRTT < 1.25 nRTT */
+	if (nrtt_us == 0 || r4 < 5 * n || eta < floor_us) /* rRTT < 1.25 nRTT */
 		return ADBBR_REGIME_NORMAL;
-	if (r4 < 6 * n)                   /* rRTT < 1.5 nRTT */
+	if (r4 < 6 * n || eta < 2 * (__u64)floor_us)      /* rRTT < 1.5 nRTT */
 		return ADBBR_REGIME_BETA;
 	return ADBBR_REGIME_GAMMA;
+}
+
+/*
+ * Alg. 1 line 1: the rRTT up to which nRTT follows RTprop at once:
+ * alpha x RTprop, and at least RTprop + floor_us (the same absolute floor as
+ * Alg. 2's thresholds, for the same reason).
+ */
+RF_INLINE __u64 adbbr_alpha_threshold_us(__u32 rtprop_us, __u32 alpha_ppm, __u32 floor_us)
+{
+	__u64 ratio = (__u64)rtprop_us * alpha_ppm / PPM;
+	__u64 floor = (__u64)rtprop_us + floor_us;
+
+	return ratio > floor ? ratio : floor;
 }
 
 /* Eq. 11: beta = rRTT / nRTT, x1024 (the pacing rate is divided by it). */
@@ -71,9 +94,10 @@ RF_INLINE __u32 adbbr_gamma_x1024(__u32 rrtt_us, __u32 nrtt_us, __u32 mode, __u3
 }
 
 /* The pacing factor x1024 Alg. 2 applies for this sample. */
-RF_INLINE __u32 adbbr_pacing_factor_x1024(__u32 rrtt_us, __u32 nrtt_us, __u32 mode, __u32 ref_us)
+RF_INLINE __u32 adbbr_pacing_factor_x1024(__u32 rrtt_us, __u32 nrtt_us, __u32 mode, __u32 ref_us,
+					   __u32 floor_us)
 {
-	switch (adbbr_regime(rrtt_us, nrtt_us)) {
+	switch (adbbr_regime(rrtt_us, nrtt_us, floor_us)) {
 	case ADBBR_REGIME_BETA:
 		return (__u32)(((__u64)FACTOR_UNIT * FACTOR_UNIT) / adbbr_beta_x1024(rrtt_us, nrtt_us));
 	case ADBBR_REGIME_GAMMA:

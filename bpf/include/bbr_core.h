@@ -243,8 +243,8 @@ static __always_inline void cca_export(struct sock *sk, struct rf_bbr *bbr,
 
 /*
  * Optional hooks: a variant that defines RTTFAIR_HOOK_CWND_BUDGET,
- * RTTFAIR_HOOK_PROBE_RTT_CWND or RTTFAIR_HOOK_LOSS_RECOVERY_CWND before
- * including this header supplies its own;
+ * RTTFAIR_HOOK_PROBE_RTT_CWND, RTTFAIR_HOOK_LOSS_RECOVERY_CWND or
+ * RTTFAIR_HOOK_MIN_RTT_EXPIRED before including this header supplies its own;
  * otherwise the core's BBR v1 behaviour (defined further down) applies.
  *
  *   cca_cwnd_budget(sk, bbr, target)  the cwnd target plus its TSO budget
@@ -259,12 +259,17 @@ static __always_inline void cca_export(struct sock *sk, struct rf_bbr *bbr,
  *                                     cwnd (packet conservation, restore);
  *                                     the bookkeeping runs either way
  *                                     (BBR v1: true)
+ *   cca_min_rtt_expired(sk, bbr, win)  whether RTprop is stale, so that the
+ *                                     next sample replaces it; win is the
+ *                                     10 s window's verdict (BBR v1: win)
  */
 static __always_inline bool cca_loss_recovery_cwnd(struct sock *sk, struct rf_bbr *bbr);
 static __always_inline __u32 cca_cwnd_budget(struct sock *sk, struct rf_bbr *bbr,
 					     __u32 target);
 static __always_inline __u32 cca_probe_rtt_cwnd(struct sock *sk, struct rf_bbr *bbr);
 static __always_inline __u32 cca_ack_aggregation_cwnd(struct sock *sk, struct rf_bbr *bbr);
+static __always_inline bool cca_min_rtt_expired(struct sock *sk, struct rf_bbr *bbr,
+					       bool window_expired);
 
 /* ---- The windowed max filter of BtlBw ------------------------------------- */
 
@@ -443,6 +448,14 @@ static __always_inline __u32 cca_cwnd_budget(struct sock *sk, struct rf_bbr *bbr
 static __always_inline bool cca_loss_recovery_cwnd(struct sock *sk, struct rf_bbr *bbr)
 {
 	return true;
+}
+#endif
+
+#ifndef RTTFAIR_HOOK_MIN_RTT_EXPIRED
+static __always_inline bool cca_min_rtt_expired(struct sock *sk, struct rf_bbr *bbr,
+					       bool window_expired)
+{
+	return window_expired;
 }
 #endif
 
@@ -947,7 +960,8 @@ static __always_inline void bbr_update_min_rtt(struct sock *sk, struct rf_bbr *b
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	__u32 now = tcp_now_ms(tp);
-	bool expired = rf_after(now, bbr->min_rtt_stamp_ms + BBR_MIN_RTT_WIN_MS);
+	bool expired = cca_min_rtt_expired(sk, bbr,
+					   rf_after(now, bbr->min_rtt_stamp_ms + BBR_MIN_RTT_WIN_MS));
 
 	if (rs->rtt_us >= 0 &&
 	    ((__u64)rs->rtt_us < bbr->min_rtt_us || (expired && !rs->is_ack_delayed))) {

@@ -19,7 +19,7 @@
 #ifndef RTTFAIR_ABI_H
 #define RTTFAIR_ABI_H
 
-#define RTTFAIR_ABI_VERSION 2
+#define RTTFAIR_ABI_VERSION 3
 
 /*
  * A pinned map's name: its base name, "_v", the ABI version. BPF code names
@@ -134,6 +134,8 @@ struct rttfair_counters {
  * the number of unique minRTTs in window t). A fixed array of slots, each a
  * class of flows whose minRTTs lie within the distinct-minRTT tolerance of the
  * slot's value; a slot counts while some flow refreshed it within the window.
+ * Under fairtt.scope = netns (or addr) a flow counts and joins only the slots
+ * of its own network namespace (or local address): each acts as its own host.
  */
 #define FAIRTT_REGISTRY_SLOTS 32
 
@@ -141,6 +143,9 @@ struct fairtt_slot {
 	__u32 min_rtt_us;  /* representative minRTT of the class */
 	__u32 flows;       /* best-effort count of flows that refreshed it */
 	__u64 last_seen_ns;
+	__u32 scope_id;    /* claimant's netns inode (scope netns), or a hash of that
+			    * and its local address (scope addr) */
+	__u32 _pad;
 };
 
 /*
@@ -153,7 +158,12 @@ struct fairtt_tunables {
 	__u32 gamma_ppm;         /* Alg. 1 discount factor, default 990000 (0.99) */
 	__u32 window_ms;         /* activity window for Wfcount, default 1000 */
 	__u32 tolerance_pct;     /* distinct-minRTT tolerance, default 10 % */
+	__u32 scope;             /* Wfcount counts the classes of: FAIRTT_SCOPE_*, default host */
 };
+
+#define FAIRTT_SCOPE_HOST 1  /* every flow on the host, all namespaces */
+#define FAIRTT_SCOPE_NETNS 2 /* the flows of the same network namespace */
+#define FAIRTT_SCOPE_ADDR 3  /* the flows of the same local address (in the same netns) */
 
 /* qfair (docs/algorithms.md, "qfair"): 0 in a field = the built-in default. */
 struct qfair_tunables {
@@ -174,6 +184,7 @@ struct adbbr_tunables {
 	__u32 probe_hold_ms;     /* Alg. 3 condition duration, default 10000 */
 	__u32 gamma_mode;        /* interpretation of Eq. 12 (ADBBR_GAMMA_*), default 1 */
 	__u32 gamma_ref_us;      /* reference delay of gamma mode 3, default 1000 */
+	__u32 eta_floor_us;      /* absolute floor of the queueing delay Alg. 1/2 react to, default 1000 */
 };
 
 #define RTTFAIR_EXPORT_MIN_INTERVAL_US 1000

@@ -161,6 +161,13 @@ impl CcaSession {
                         .with_context(|| format!("write {}", marker(fs, cca).display()))?;
                     lifecycle::load(cca, fs, &LoadOptions::default())
                         .with_context(|| format!("load {cca}"))?;
+                    if cca == Cca::Fairtt {
+                        // The lab's sender namespaces stand for separate
+                        // hosts: Wfcount per namespace (fairtt.scope = 2).
+                        // A fairtt the operator loaded keeps its own scope.
+                        rttfair_loader::tunables::set(fs, "fairtt.scope", "2")
+                            .context("set fairtt.scope for the lab")?;
+                    }
                 }
             } else if !kernel::is_registered(name)? {
                 anyhow::bail!(

@@ -15,7 +15,7 @@ mod ffi {
         pub fn host_fairtt_adjust_active(last_rtt_us: u32, alpha_us: u32) -> i32;
         pub fn host_fairtt_scaled_bdp(bdp: u64, coef_x1024: u32) -> u64;
         pub fn host_fairtt_same_class(a_us: u32, b_us: u32, tol_pct: u32) -> i32;
-        pub fn host_adbbr_regime(rrtt_us: u32, nrtt_us: u32) -> u32;
+        pub fn host_adbbr_regime(rrtt_us: u32, nrtt_us: u32, floor_us: u32) -> u32;
         pub fn host_adbbr_beta_x1024(rrtt_us: u32, nrtt_us: u32) -> u32;
         pub fn host_adbbr_gamma_x1024(rrtt_us: u32, nrtt_us: u32, mode: u32, ref_us: u32) -> u32;
         pub fn host_adbbr_pacing_factor_x1024(
@@ -23,7 +23,9 @@ mod ffi {
             nrtt_us: u32,
             mode: u32,
             ref_us: u32,
+            floor_us: u32,
         ) -> u32;
+        pub fn host_adbbr_alpha_threshold_us(rtprop_us: u32, alpha_ppm: u32, floor_us: u32) -> u64;
         pub fn host_adbbr_apply_factor(rate: u64, factor_x1024: u32) -> u64;
         pub fn host_rf_isqrt64(x: u64) -> u32;
         pub fn host_adbbr_std_us(sum: u64, sum_sq: u64, n: u32) -> u32;
@@ -50,13 +52,15 @@ wrap!(/// FaiRTT Alg. 1 line 8, x1024.
 wrap!(/// FaiRTT Eq. 4 scaled BDP.
     fairtt_scaled_bdp => host_fairtt_scaled_bdp(bdp: u64, coef_x1024: u32) -> u64);
 wrap!(/// Ad-BBR Alg. 2 regime (0 normal, 1 beta, 2 gamma).
-    adbbr_regime => host_adbbr_regime(rrtt_us: u32, nrtt_us: u32) -> u32);
+    adbbr_regime => host_adbbr_regime(rrtt_us: u32, nrtt_us: u32, floor_us: u32) -> u32);
 wrap!(/// Ad-BBR Eq. 11, x1024.
     adbbr_beta_x1024 => host_adbbr_beta_x1024(rrtt_us: u32, nrtt_us: u32) -> u32);
 wrap!(/// Ad-BBR Eq. 12 under an interpretation, x1024.
     adbbr_gamma_x1024 => host_adbbr_gamma_x1024(rrtt_us: u32, nrtt_us: u32, mode: u32, ref_us: u32) -> u32);
 wrap!(/// Ad-BBR Alg. 2 pacing factor, x1024.
-    adbbr_pacing_factor_x1024 => host_adbbr_pacing_factor_x1024(rrtt_us: u32, nrtt_us: u32, mode: u32, ref_us: u32) -> u32);
+    adbbr_pacing_factor_x1024 => host_adbbr_pacing_factor_x1024(rrtt_us: u32, nrtt_us: u32, mode: u32, ref_us: u32, floor_us: u32) -> u32);
+wrap!(/// Ad-BBR Alg. 1 threshold with the absolute floor.
+    adbbr_alpha_threshold_us => host_adbbr_alpha_threshold_us(rtprop_us: u32, alpha_ppm: u32, floor_us: u32) -> u64);
 wrap!(/// rate x factor/1024 without overflow.
     adbbr_apply_factor => host_adbbr_apply_factor(rate: u64, factor_x1024: u32) -> u64);
 wrap!(/// floor(sqrt(x)).
@@ -205,12 +209,38 @@ mod tests {
 
     #[test]
     fn adbbr_regimes_follow_alg2_thresholds() {
-        assert_eq!(adbbr_regime(12_499, 10_000), 0);
-        assert_eq!(adbbr_regime(12_500, 10_000), 1);
-        assert_eq!(adbbr_regime(14_999, 10_000), 1);
-        assert_eq!(adbbr_regime(15_000, 10_000), 2);
-        assert_eq!(adbbr_regime(5_000, 0), 0, "no nRTT yet: no regulation");
-        assert_eq!(adbbr_regime(u32::MAX, u32::MAX), 0, "no overflow");
+        // floor 0: the paper's ratios alone.
+        assert_eq!(adbbr_regime(12_499, 10_000, 0), 0);
+        assert_eq!(adbbr_regime(12_500, 10_000, 0), 1);
+        assert_eq!(adbbr_regime(14_999, 10_000, 0), 1);
+        assert_eq!(adbbr_regime(15_000, 10_000, 0), 2);
+        assert_eq!(adbbr_regime(5_000, 0, 0), 0, "no nRTT yet: no regulation");
+        assert_eq!(adbbr_regime(u32::MAX, u32::MAX, 0), 0, "no overflow");
+        // A 1 ms floor does not bind at nRTT = 10 ms (nRTT/4 = 2.5 ms > 1 ms).
+        for rr in [12_499, 12_500, 14_999, 15_000, 40_000] {
+            assert_eq!(adbbr_regime(rr, 10_000, 1_000), adbbr_regime(rr, 10_000, 0));
+        }
+        // At a 10 us nRTT the ratios call 30 us "gamma"; the floor says
+        // that much queueing is noise: normal until 1 ms, gamma from 2 ms.
+        assert_eq!(adbbr_regime(30, 10, 0), 2);
+        assert_eq!(adbbr_regime(30, 10, 1_000), 0);
+        assert_eq!(adbbr_regime(1_009, 10, 1_000), 0);
+        assert_eq!(adbbr_regime(1_010, 10, 1_000), 1);
+        assert_eq!(adbbr_regime(2_009, 10, 1_000), 1);
+        assert_eq!(adbbr_regime(2_010, 10, 1_000), 2);
+        assert_eq!(adbbr_pacing_factor_x1024(30, 10, 1, 1000, 1_000), 1024);
+        assert_eq!(adbbr_regime(u32::MAX, 1, u32::MAX / 4), 2, "no overflow");
+    }
+
+    #[test]
+    fn adbbr_alpha_threshold_has_the_same_floor() {
+        assert_eq!(adbbr_alpha_threshold_us(10_000, 1_250_000, 0), 12_500);
+        assert_eq!(adbbr_alpha_threshold_us(10_000, 1_250_000, 1_000), 12_500);
+        assert_eq!(adbbr_alpha_threshold_us(10, 1_250_000, 1_000), 1_010);
+        assert_eq!(
+            adbbr_alpha_threshold_us(u32::MAX, 4_000_000, u32::MAX),
+            u32::MAX as u64 * 4
+        );
     }
 
     #[test]
@@ -221,8 +251,8 @@ mod tests {
             let rr = r.gen_range(n..(n as u64 * 3 / 2).min(u32::MAX as u64) as u32 + 1);
             let beta = adbbr_beta_x1024(rr, n) as f64 / 1024.0;
             assert!(close(beta, rr as f64 / n as f64, 1.0 / 1024.0, 0.0));
-            if adbbr_regime(rr, n) == 1 {
-                let f = adbbr_pacing_factor_x1024(rr, n, 2, 1000) as f64 / 1024.0;
+            if adbbr_regime(rr, n, 0) == 1 {
+                let f = adbbr_pacing_factor_x1024(rr, n, 2, 1000, 0) as f64 / 1024.0;
                 assert!(close(f, n as f64 / rr as f64, 2.0 / 1024.0, 0.0), "{f}");
             }
         }
@@ -267,8 +297,8 @@ mod tests {
             }
         }
         // Continuity at the 1.5 x nRTT boundary for the default interpretation.
-        let below = adbbr_pacing_factor_x1024(14_999, 10_000, 2, 1000);
-        let at = adbbr_pacing_factor_x1024(15_000, 10_000, 2, 1000);
+        let below = adbbr_pacing_factor_x1024(14_999, 10_000, 2, 1000, 0);
+        let at = adbbr_pacing_factor_x1024(15_000, 10_000, 2, 1000, 0);
         assert!((below as i64 - at as i64).abs() <= 2, "{below} vs {at}");
         // As printed (1/eta in seconds) gamma would be 100 for 10 ms: clamped.
         assert_eq!(

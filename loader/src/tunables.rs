@@ -55,6 +55,7 @@ pub const ALL: &[Tunable] = &[
     Tunable { cca: Cca::Fairtt, name: "gamma", help: "Alg. 1 discount factor of the BDP coefficient", unit: "", min: 0.5, max: 1.0, default: 0.99, scale: 1e6, field: field!(RawFairttTunables, gamma_ppm), integer: false },
     Tunable { cca: Cca::Fairtt, name: "window_ms", help: "a minRTT class counts in Wfcount while refreshed within this window", unit: "ms", min: 10.0, max: 60_000.0, default: 1000.0, scale: 1.0, field: field!(RawFairttTunables, window_ms), integer: true },
     Tunable { cca: Cca::Fairtt, name: "tolerance_pct", help: "minRTTs within this % of each other are one class", unit: "%", min: 1.0, max: 100.0, default: 10.0, scale: 1.0, field: field!(RawFairttTunables, tolerance_pct), integer: true },
+    Tunable { cca: Cca::Fairtt, name: "scope", help: "whose minRTT classes Wfcount counts: 1 every flow on the host, 2 the flows of the same network namespace, 3 the flows of the same local address", unit: "", min: 1.0, max: 3.0, default: 1.0, scale: 1.0, field: field!(RawFairttTunables, scope), integer: true },
     Tunable { cca: Cca::Adbbr, name: "alpha", help: "Alg. 1 threshold: nRTT holds while rRTT > alpha x RTprop", unit: "", min: 1.0, max: 4.0, default: 1.25, scale: 1e6, field: field!(RawAdbbrTunables, alpha_ppm), integer: false },
     Tunable { cca: Cca::Adbbr, name: "hold_ms", help: "Alg. 1 over-threshold duration before nRTT is re-read", unit: "ms", min: 1.0, max: 60_000.0, default: 300.0, scale: 1.0, field: field!(RawAdbbrTunables, hold_ms), integer: true },
     Tunable { cca: Cca::Adbbr, name: "x", help: "Eq. 13 noise sensitivity X", unit: "", min: 0.01, max: 10.0, default: 0.5, scale: 1e6, field: field!(RawAdbbrTunables, x_ppm), integer: false },
@@ -69,6 +70,7 @@ pub const ALL: &[Tunable] = &[
     Tunable { cca: Cca::Qfair, name: "drain_clock", help: "1 wall clock (drains at TAI multiples of the period, every sender at once), 2 local timer", unit: "", min: 1.0, max: 2.0, default: 1.0, scale: 1.0, field: field!(RawQfairTunables, drain_clock), integer: true },
     Tunable { cca: Cca::Qfair, name: "competitive", help: "1 competitive mode allowed when a drain finds a queue it does not own (cubic), 2 never", unit: "", min: 1.0, max: 2.0, default: 1.0, scale: 1.0, field: field!(RawQfairTunables, competitive), integer: true },
     Tunable { cca: Cca::Adbbr, name: "gamma_ref_us", help: "reference delay of gamma_mode 3", unit: "us", min: 1.0, max: 1_000_000.0, default: 1000.0, scale: 1.0, field: field!(RawAdbbrTunables, gamma_ref_us), integer: true },
+    Tunable { cca: Cca::Adbbr, name: "eta_floor_us", help: "absolute floor on the queueing delay rRTT - nRTT that Alg. 1/2 react to (beta from 1x, gamma from 2x; 1 = the paper's ratios alone)", unit: "us", min: 1.0, max: 1_000_000.0, default: 1000.0, scale: 1.0, field: field!(RawAdbbrTunables, eta_floor_us), integer: true },
 ];
 
 impl Tunable {
@@ -260,6 +262,7 @@ mod tests {
         let adbbr = include_str!("../../bpf/adbbr.bpf.c");
         let qfair = include_str!("../../bpf/qfair.bpf.c");
         let math = include_str!("../../bpf/include/adbbr_math.h");
+        let abi = include_str!("../../bpf/include/rttfair_abi.h");
         let define = |src: &str, name: &str| -> f64 {
             let line = src
                 .lines()
@@ -273,6 +276,7 @@ mod tests {
             math.lines()
                 .chain(src.lines())
                 .chain(qfair.lines())
+                .chain(abi.lines())
                 .find(|l| l.starts_with(&format!("#define {v} ")))
                 .and_then(|l| l.split_whitespace().nth(2))
                 .and_then(|x| x.parse().ok())
@@ -283,6 +287,7 @@ mod tests {
             ("fairtt.gamma", define(fairtt, "FAIRTT_DEF_GAMMA_PPM")),
             ("fairtt.window_ms", define(fairtt, "FAIRTT_DEF_WINDOW_MS")),
             ("fairtt.tolerance_pct", define(fairtt, "FAIRTT_DEF_TOL_PCT")),
+            ("fairtt.scope", define(fairtt, "FAIRTT_DEF_SCOPE")),
             ("adbbr.alpha", define(adbbr, "ADBBR_DEF_ALPHA_PPM")),
             ("adbbr.hold_ms", define(adbbr, "ADBBR_DEF_HOLD_MS")),
             ("adbbr.x", define(adbbr, "ADBBR_DEF_X_PPM")),
@@ -295,6 +300,10 @@ mod tests {
             (
                 "adbbr.gamma_ref_us",
                 define(adbbr, "ADBBR_DEF_GAMMA_REF_US"),
+            ),
+            (
+                "adbbr.eta_floor_us",
+                define(adbbr, "ADBBR_DEF_ETA_FLOOR_US"),
             ),
             ("qfair.alpha0", define(qfair, "QFAIR_DEF_ALPHA0_X1024")),
             ("qfair.k_alpha", define(qfair, "QFAIR_DEF_K_ALPHA_X1024")),
