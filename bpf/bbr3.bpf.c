@@ -289,7 +289,7 @@ static __always_inline void bbr3_main(struct sock *sk, const struct rate_sample 
 /* ---- struct_ops --------------------------------------------------------------------- */
 
 SEC("struct_ops")
-void BPF_PROG(bbr3_init, struct sock *sk)
+void BPF_PROG(rf_init, struct sock *sk)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct bbr3 *b = bbr3_of(sk);
@@ -335,7 +335,7 @@ void BPF_PROG(bbr3_init, struct sock *sk)
 }
 
 SEC("struct_ops")
-void BPF_PROG(bbr3_release, struct sock *sk)
+void BPF_PROG(rf_release, struct sock *sk)
 {
 	struct bbr3 *b = bbr3_of(sk);
 	struct bbr3_cold *cold;
@@ -355,7 +355,7 @@ void BPF_PROG(bbr3_release, struct sock *sk)
 }
 
 SEC("struct_ops")
-void BPF_PROG(bbr3_cong_control, struct sock *sk, __u32 ack, int flag,
+void BPF_PROG(rf_cong_control, struct sock *sk, __u32 ack, int flag,
 	      const struct rate_sample *rs)
 {
 	bbr3_main(sk, rs, flag);
@@ -363,7 +363,7 @@ void BPF_PROG(bbr3_cong_control, struct sock *sk, __u32 ack, int flag,
 
 /* Entering recovery: save cwnd and, for undo, the loss-adapted bounds. */
 SEC("struct_ops")
-__u32 BPF_PROG(bbr3_ssthresh, struct sock *sk)
+__u32 BPF_PROG(rf_ssthresh, struct sock *sk)
 {
 	struct bbr3 *b = bbr3_of(sk);
 	struct bbr3_cold *cold;
@@ -380,7 +380,7 @@ __u32 BPF_PROG(bbr3_ssthresh, struct sock *sk)
 
 /* A spurious loss episode: restore the bounds and cwnd from before it. */
 SEC("struct_ops")
-__u32 BPF_PROG(bbr3_undo_cwnd, struct sock *sk)
+__u32 BPF_PROG(rf_undo_cwnd, struct sock *sk)
 {
 	struct bbr3 *b = bbr3_of(sk);
 	struct bbr3_cold *cold;
@@ -397,7 +397,7 @@ __u32 BPF_PROG(bbr3_undo_cwnd, struct sock *sk)
 }
 
 SEC("struct_ops")
-void BPF_PROG(bbr3_cwnd_event, struct sock *sk, enum tcp_ca_event event)
+void BPF_PROG(rf_cwnd_event, struct sock *sk, enum tcp_ca_event event)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct bbr3 *b = bbr3_of(sk);
@@ -414,7 +414,7 @@ void BPF_PROG(bbr3_cwnd_event, struct sock *sk, enum tcp_ca_event event)
 }
 
 SEC("struct_ops")
-void BPF_PROG(bbr3_set_state, struct sock *sk, __u8 new_state)
+void BPF_PROG(rf_set_state, struct sock *sk, __u8 new_state)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct bbr3 *b = bbr3_of(sk);
@@ -434,29 +434,29 @@ void BPF_PROG(bbr3_set_state, struct sock *sk, __u8 new_state)
 }
 
 SEC("struct_ops")
-__u32 BPF_PROG(bbr3_sndbuf_expand, struct sock *sk)
+__u32 BPF_PROG(rf_sndbuf_expand, struct sock *sk)
 {
 	return 3; /* BBR may slow-start even during recovery */
 }
 
 /* The floor of the kernel's TSO autosizing: v3's tso_segs minimum. */
 SEC("struct_ops")
-__u32 BPF_PROG(bbr3_min_tso_segs, struct sock *sk)
+__u32 BPF_PROG(rf_min_tso_segs, struct sock *sk)
 {
 	return BBR3_MIN_TSO_SEGS;
 }
 
 SEC(".struct_ops.link")
 struct tcp_congestion_ops bbr3_ops = {
-	.init = (void *)bbr3_init,
-	.release = (void *)bbr3_release,
-	.cong_control = (void *)bbr3_cong_control,
-	.ssthresh = (void *)bbr3_ssthresh,
-	.undo_cwnd = (void *)bbr3_undo_cwnd,
-	.cwnd_event = (void *)bbr3_cwnd_event,
-	.set_state = (void *)bbr3_set_state,
-	.sndbuf_expand = (void *)bbr3_sndbuf_expand,
-	.min_tso_segs = (void *)bbr3_min_tso_segs,
+	.init = (void *)rf_init,
+	.release = (void *)rf_release,
+	.cong_control = (void *)rf_cong_control,
+	.ssthresh = (void *)rf_ssthresh,
+	.undo_cwnd = (void *)rf_undo_cwnd,
+	.cwnd_event = (void *)rf_cwnd_event,
+	.set_state = (void *)rf_set_state,
+	.sndbuf_expand = (void *)rf_sndbuf_expand,
+	.min_tso_segs = (void *)rf_min_tso_segs,
 	.name = "bbr3",
 };
 
