@@ -20,6 +20,7 @@ struct rttfair_abi_anchor {
 	enum rttfair_cca_id cca;
 	enum rttfair_mode mode;
 	enum rttfair_adbbr_regime regime;
+	enum rttfair_bbr3_phase bbr3_phase;
 };
 
 struct rttfair_abi_anchor rttfair_abi_anchor SEC(".bss");

@@ -29,6 +29,7 @@ const OBJECTS: &[&str] = &[
     "adbbr",
     "qfair",
     "bbr_native",
+    "bbr3",
     "migrate",
     "sockets",
     "cgroup_cca",

@@ -584,3 +584,87 @@ fn qfair_exports_its_law_and_drains_with_two_flows() {
     drop(net);
     assert_success(&t.run(&["unload", "qfair"]));
 }
+
+/// bbr3 on a path with 5 % random loss (above BBRv3's 2 % bound): the
+/// inflight-too-high test must set inflight_hi and end bandwidth probes,
+/// loss rounds outside probes must cut the lower bounds, and whenever the
+/// flow exports a probing phase its cwnd must respect inflight_hi. These are
+/// the algorithm's rules, read back from the export; no rate is asserted.
+#[test]
+fn bbr3_bounds_inflight_on_a_lossy_path() {
+    let t = KernelTest::new();
+    assert_success(&t.run(&["load", "bbr3"]));
+    let net = Dumbbell::build(
+        &[FlowPath {
+            rtt: Duration::from_millis(20),
+            loss_pct: 5.0,
+        }],
+        Bottleneck {
+            rate_bit: 20_000_000,
+            limit_bytes: 100_000,
+        },
+    )
+    .unwrap();
+    let sinks = sinks(&net, 1);
+    let stop = Arc::new(AtomicBool::new(false));
+    let samples = sample(&t.fs, &net, 1, stop.clone());
+    let sent = sender(&net, 0, "bbr3", Duration::from_secs(8))
+        .join()
+        .unwrap()
+        .unwrap();
+    stop.store(true, Ordering::Relaxed);
+    let samples = samples.join().unwrap();
+    let received: Vec<u64> = sinks
+        .into_iter()
+        .map(|s| s.join().unwrap().unwrap())
+        .collect();
+    assert_eq!(received, vec![sent], "bytes lost");
+
+    let b3: Vec<(Flow, rttfair_loader::export::Bbr3)> = samples
+        .iter()
+        .filter_map(|(_, _, f)| f.bbr3().map(|b| (*f, *b)))
+        .collect();
+    assert!(b3.len() > 10, "too few bbr3 samples ({})", b3.len());
+    let last = b3.last().unwrap().1;
+    println!(
+        "bbr3 5% loss: inflight_hi={:?} too_high={} lo_cuts={} max round loss={:.3}",
+        last.inflight_hi,
+        last.too_high_events,
+        last.lo_cuts,
+        b3.iter().map(|(_, b)| b.round_loss).fold(0.0, f64::max)
+    );
+    assert!(
+        b3.iter().any(|(f, _)| f.mode == Mode::ProbeBw),
+        "never reached ProbeBW"
+    );
+    assert!(
+        b3.iter().any(|(_, b)| b.round_loss > 0.0),
+        "no round with loss exported on a 5 % loss path"
+    );
+    assert!(last.inflight_hi.is_some(), "inflight_hi never set");
+    assert!(
+        last.too_high_events > 0,
+        "the 2 % loss bound never ended a probe"
+    );
+    assert!(last.lo_cuts > 0, "loss rounds never cut bw_lo/inflight_lo");
+    // The bound acts on cwnd: in DOWN, REFILL and UP the cwnd is capped at
+    // inflight_hi (or the 4-packet floor) on the ACK that wrote the record.
+    use rttfair_loader::export::Bbr3Phase;
+    for (f, b) in &b3 {
+        if let (Some(hi), Bbr3Phase::Down | Bbr3Phase::Refill | Bbr3Phase::Up) =
+            (b.inflight_hi, b.phase)
+        {
+            assert!(
+                f.cwnd <= hi.max(4),
+                "cwnd {} above inflight_hi {hi} in {}",
+                f.cwnd,
+                b.phase.name()
+            );
+        }
+    }
+    assert!(wait_until(Duration::from_secs(10), || {
+        rttfair_loader::flows::live_sockets(&t.fs, rttfair_loader::Cca::Bbr3).unwrap() == 0
+    }));
+    drop(net);
+    assert_success(&t.run(&["unload", "bbr3"]));
+}

@@ -39,7 +39,8 @@ enum rttfair_cca_id {
 	RTTFAIR_CCA_ADBBR = 3,
 	RTTFAIR_CCA_QFAIR = 4,
 	RTTFAIR_CCA_BBR_NATIVE = 5, /* the kernel's bbr through kfuncs, exported */
-	RTTFAIR_CCA_MAX = 6,
+	RTTFAIR_CCA_BBR3 = 6,       /* BBRv3 (bbr3.bpf.c) */
+	RTTFAIR_CCA_MAX = 7,
 };
 
 /* The BBR state machine, as exported (matches enum bbr_mode in bbr_core.h). */
@@ -48,6 +49,17 @@ enum rttfair_mode {
 	RTTFAIR_MODE_DRAIN = 1,
 	RTTFAIR_MODE_PROBE_BW = 2,
 	RTTFAIR_MODE_PROBE_RTT = 3,
+};
+
+/* BBRv3's state-machine phase: the mode, with ProbeBW split in four. */
+enum rttfair_bbr3_phase {
+	RTTFAIR_BBR3_STARTUP = 0,
+	RTTFAIR_BBR3_DRAIN = 1,
+	RTTFAIR_BBR3_DOWN = 2,      /* ProbeBW DOWN: pacing gain 0.91 */
+	RTTFAIR_BBR3_CRUISE = 3,    /* ProbeBW CRUISE: 1.0, headroom below inflight_hi */
+	RTTFAIR_BBR3_REFILL = 4,    /* ProbeBW REFILL: 1.0, lower bounds reset */
+	RTTFAIR_BBR3_UP = 5,        /* ProbeBW UP: 1.25, inflight_hi grows */
+	RTTFAIR_BBR3_PROBE_RTT = 6,
 };
 
 /* Ad-BBR's rate-regulation regime (Ad-BBR Alg. 2). */
@@ -118,6 +130,21 @@ struct rttfair_flow {
 	__u16 qfair_gain_x256;      /* g, the rate correction of the last round */
 	__u8 qfair_competitive;     /* 1 while in competitive mode */
 	__u8 qfair_pacing_floor;    /* 1 when w < 6: pacing, not cwnd, limits */
+
+	/* bbr3 internals (zero for other CCAs); docs/algorithms.md, "bbr3".
+	 * Unset bounds are all ones (~0). */
+	__u64 bbr3_bw_hi_bps;       /* long-term max bw (last 1-2 ProbeBW cycles), bytes/s */
+	__u64 bbr3_bw_lo_bps;       /* short-term lower bound, bytes/s, ~0 = unset */
+	__u32 bbr3_inflight_hi;     /* upper bound from the 2 % loss / ECN test, packets, ~0 = unset */
+	__u32 bbr3_inflight_lo;     /* short-term lower bound, packets, ~0 = unset */
+	__u32 bbr3_round_loss_ppm;  /* lost / (lost + delivered) of the last round, ppm */
+	__u32 bbr3_too_high_events; /* probes ended by the loss/ECN bound */
+	__u32 bbr3_lo_cuts;         /* loss rounds that cut bw_lo / inflight_lo */
+	__u32 bbr3_extra_acked;     /* ACK-aggregation cwnd allowance, packets */
+	__u16 bbr3_ecn_alpha_x256;  /* EWMA of the CE ratio (1.0 until ECN is used) */
+	__u8 bbr3_phase;            /* enum rttfair_bbr3_phase */
+	__u8 bbr3_ecn_eligible;     /* 1 when ECN drives the model (negotiated, min RTT <= 5 ms) */
+	__u32 _pad2;
 };
 
 /* Per-CCA host-wide counters (ARRAY indexed by enum rttfair_cca_id). */

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use anyhow::Result;
-use rttfair_loader::export::{Adbbr, Fairtt, Qfair};
+use rttfair_loader::export::{Adbbr, Bbr3, Fairtt, Qfair};
 use rttfair_loader::flows::FlowReader;
 use rttfair_loader::{kernel, lifecycle, BpfFs, Cca, Flow};
 use serde::Serialize;
@@ -146,6 +146,8 @@ pub struct FlowRow {
     pub adbbr: Option<AdbbrRow>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub qfair: Option<QfairRow>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bbr3: Option<Bbr3Row>,
 }
 
 /// FaiRTT's internals, as `rttfairctl flows --json` shows them.
@@ -228,6 +230,50 @@ impl From<&Qfair> for QfairRow {
     }
 }
 
+/// BBRv3's internals, as `rttfairctl flows --json` shows them. Unset
+/// bounds are `null`.
+#[derive(Debug, Serialize)]
+pub struct Bbr3Row {
+    /// startup, drain, down, cruise, refill, up, probe_rtt.
+    pub phase: &'static str,
+    pub bw_hi_bytes_per_second: u64,
+    pub bw_lo_bytes_per_second: Option<u64>,
+    pub inflight_hi_segments: Option<u32>,
+    pub inflight_lo_segments: Option<u32>,
+    /// Loss rate of the last round trip (0..1).
+    pub round_loss_ratio: f64,
+    /// Probes ended by the 2 % loss / ECN bound.
+    pub too_high_events: u32,
+    /// Loss rounds that cut the lower bounds.
+    pub lo_cuts: u32,
+    pub extra_acked_segments: u32,
+    pub ecn_alpha: f64,
+    pub ecn_eligible: bool,
+}
+
+impl From<&Bbr3> for Bbr3Row {
+    fn from(b: &Bbr3) -> Self {
+        Bbr3Row {
+            phase: b.phase.name(),
+            bw_hi_bytes_per_second: b.bw_hi_bps,
+            bw_lo_bytes_per_second: b.bw_lo_bps,
+            inflight_hi_segments: b.inflight_hi,
+            inflight_lo_segments: b.inflight_lo,
+            round_loss_ratio: b.round_loss,
+            too_high_events: b.too_high_events,
+            lo_cuts: b.lo_cuts,
+            extra_acked_segments: b.extra_acked,
+            ecn_alpha: b.ecn_alpha,
+            ecn_eligible: b.ecn_eligible,
+        }
+    }
+}
+
+/// An optional bound for the table: "-" while unset.
+fn or_dash<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map_or_else(|| "-".to_string(), |v| v.to_string())
+}
+
 impl From<&Flow> for FlowRow {
     fn from(f: &Flow) -> Self {
         FlowRow {
@@ -252,6 +298,7 @@ impl From<&Flow> for FlowRow {
             fairtt: f.fairtt().map(FairttRow::from),
             adbbr: f.adbbr().map(AdbbrRow::from),
             qfair: f.qfair().map(QfairRow::from),
+            bbr3: f.bbr3().map(Bbr3Row::from),
         }
     }
 }
@@ -291,6 +338,22 @@ impl FlowRow {
                 q.drains_failed,
                 if q.competitive { " competitive" } else { "" },
                 if q.pacing_floor { " floor" } else { "" }
+            );
+        }
+        if let Some(b) = &self.bbr3 {
+            return format!(
+                "{} bw_hi={} bw_lo={} inflight_hi={} inflight_lo={} loss={:.2}% too_high={} lo_cuts={} extra_acked={} ecn_alpha={:.2}{}",
+                b.phase,
+                human_rate(b.bw_hi_bytes_per_second),
+                b.bw_lo_bytes_per_second.map_or_else(|| "-".to_string(), human_rate),
+                or_dash(b.inflight_hi_segments),
+                or_dash(b.inflight_lo_segments),
+                b.round_loss_ratio * 100.0,
+                b.too_high_events,
+                b.lo_cuts,
+                b.extra_acked_segments,
+                b.ecn_alpha,
+                if b.ecn_eligible { " ecn" } else { "" }
             );
         }
         String::new()

@@ -70,6 +70,7 @@ pub(crate) const CCA_FAIRTT: u8 = types::rttfair_cca_id::RTTFAIR_CCA_FAIRTT.0 as
 pub(crate) const CCA_ADBBR: u8 = types::rttfair_cca_id::RTTFAIR_CCA_ADBBR.0 as u8;
 pub(crate) const CCA_QFAIR: u8 = types::rttfair_cca_id::RTTFAIR_CCA_QFAIR.0 as u8;
 pub(crate) const CCA_BBR_NATIVE: u8 = types::rttfair_cca_id::RTTFAIR_CCA_BBR_NATIVE.0 as u8;
+pub(crate) const CCA_BBR3: u8 = types::rttfair_cca_id::RTTFAIR_CCA_BBR3.0 as u8;
 
 pub(crate) const MODE_STARTUP: u8 = types::rttfair_mode::RTTFAIR_MODE_STARTUP.0 as u8;
 pub(crate) const MODE_DRAIN: u8 = types::rttfair_mode::RTTFAIR_MODE_DRAIN.0 as u8;
@@ -79,6 +80,14 @@ pub(crate) const MODE_PROBE_RTT: u8 = types::rttfair_mode::RTTFAIR_MODE_PROBE_RT
 pub(crate) const REGIME_NORMAL: u8 = types::rttfair_adbbr_regime::RTTFAIR_ADBBR_NORMAL.0 as u8;
 pub(crate) const REGIME_BETA: u8 = types::rttfair_adbbr_regime::RTTFAIR_ADBBR_BETA.0 as u8;
 pub(crate) const REGIME_GAMMA: u8 = types::rttfair_adbbr_regime::RTTFAIR_ADBBR_GAMMA.0 as u8;
+
+pub(crate) const BBR3_STARTUP: u8 = types::rttfair_bbr3_phase::RTTFAIR_BBR3_STARTUP.0 as u8;
+pub(crate) const BBR3_DRAIN: u8 = types::rttfair_bbr3_phase::RTTFAIR_BBR3_DRAIN.0 as u8;
+pub(crate) const BBR3_DOWN: u8 = types::rttfair_bbr3_phase::RTTFAIR_BBR3_DOWN.0 as u8;
+pub(crate) const BBR3_CRUISE: u8 = types::rttfair_bbr3_phase::RTTFAIR_BBR3_CRUISE.0 as u8;
+pub(crate) const BBR3_REFILL: u8 = types::rttfair_bbr3_phase::RTTFAIR_BBR3_REFILL.0 as u8;
+pub(crate) const BBR3_UP: u8 = types::rttfair_bbr3_phase::RTTFAIR_BBR3_UP.0 as u8;
+pub(crate) const BBR3_PROBE_RTT: u8 = types::rttfair_bbr3_phase::RTTFAIR_BBR3_PROBE_RTT.0 as u8;
 
 const fn const_parse(s: &str) -> u32 {
     let b = s.as_bytes();

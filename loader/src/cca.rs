@@ -27,16 +27,21 @@ pub enum Cca {
     /// others: the native reference in every table.
     #[serde(rename = "bbr_native")]
     BbrNative,
+    /// BBR v3 (google/bbr v3, IETF draft-ietf-ccwg-bbr) on a stock kernel:
+    /// loss/ECN-bounded operating range, the baseline v3 users ask for
+    /// (docs/algorithms.md, "bbr3").
+    Bbr3,
 }
 
 impl Cca {
     /// Every CCA of this build, in a stable order.
-    pub const ALL: [Cca; 5] = [
+    pub const ALL: [Cca; 6] = [
         Cca::Bbr1,
         Cca::Fairtt,
         Cca::Adbbr,
         Cca::Qfair,
         Cca::BbrNative,
+        Cca::Bbr3,
     ];
 
     /// The name registered with the kernel.
@@ -47,6 +52,7 @@ impl Cca {
             Cca::Adbbr => "adbbr",
             Cca::Qfair => "qfair",
             Cca::BbrNative => "bbr_native",
+            Cca::Bbr3 => "bbr3",
         }
     }
 
@@ -58,6 +64,7 @@ impl Cca {
             Cca::Adbbr => abi::CCA_ADBBR,
             Cca::Qfair => abi::CCA_QFAIR,
             Cca::BbrNative => abi::CCA_BBR_NATIVE,
+            Cca::Bbr3 => abi::CCA_BBR3,
         }
         .into()
     }
@@ -72,7 +79,7 @@ impl Cca {
         format!("{}_ops", self.name())
     }
 
-    /// "bbr1, fairtt, adbbr, qfair, bbr_native", for error messages.
+    /// "bbr1, fairtt, adbbr, qfair, bbr_native, bbr3", for error messages.
     pub fn valid_names() -> String {
         Cca::ALL.map(Cca::name).join(", ")
     }

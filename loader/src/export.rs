@@ -122,6 +122,69 @@ pub struct Qfair {
     pub pacing_floor: bool,
 }
 
+/// BBRv3's state-machine phase: the mode, with ProbeBW's four phases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Bbr3Phase {
+    #[default]
+    Startup,
+    Drain,
+    /// ProbeBW DOWN: pacing gain 0.91, draining what the probe queued.
+    Down,
+    /// ProbeBW CRUISE: gain 1.0, 15 % headroom below inflight_hi.
+    Cruise,
+    /// ProbeBW REFILL: gain 1.0 for a round, lower bounds reset.
+    Refill,
+    /// ProbeBW UP: gain 1.25, inflight_hi grows.
+    Up,
+    ProbeRtt,
+    /// A value this build does not know.
+    Unknown,
+}
+
+impl Bbr3Phase {
+    /// The name used in tables, labels and CSV ("cruise").
+    pub fn name(self) -> &'static str {
+        match self {
+            Bbr3Phase::Startup => "startup",
+            Bbr3Phase::Drain => "drain",
+            Bbr3Phase::Down => "down",
+            Bbr3Phase::Cruise => "cruise",
+            Bbr3Phase::Refill => "refill",
+            Bbr3Phase::Up => "up",
+            Bbr3Phase::ProbeRtt => "probe_rtt",
+            Bbr3Phase::Unknown => "unknown",
+        }
+    }
+}
+
+/// BBRv3's internals (docs/algorithms.md, "bbr3"). The bounds are `None`
+/// while unset (v3 keeps them at "infinity" until loss or ECN sets them).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Bbr3 {
+    pub phase: Bbr3Phase,
+    /// Long-term max delivery rate (last 1-2 ProbeBW cycles), bytes/s.
+    pub bw_hi_bps: u64,
+    /// Short-term lower bound on the rate, bytes/s.
+    pub bw_lo_bps: Option<u64>,
+    /// Upper bound on inflight from the 2 % loss-rate / ECN test, packets.
+    pub inflight_hi: Option<u32>,
+    /// Short-term lower bound on inflight, packets.
+    pub inflight_lo: Option<u32>,
+    /// Loss rate of the last round trip, lost / (lost + delivered).
+    pub round_loss: f64,
+    /// Bandwidth probes the loss/ECN bound ended (inflight_hi set there).
+    pub too_high_events: u32,
+    /// Loss rounds outside probes that cut bw_lo / inflight_lo.
+    pub lo_cuts: u32,
+    /// ACK-aggregation cwnd allowance, packets.
+    pub extra_acked: u32,
+    /// EWMA of the CE-marked fraction (1.0 until ECN is in use).
+    pub ecn_alpha: f64,
+    /// Whether ECN drives the model (negotiated and min RTT <= 5 ms).
+    pub ecn_eligible: bool,
+}
+
 /// The fields only one CCA fills, as that CCA's variant.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub enum CcaState {
@@ -131,6 +194,7 @@ pub enum CcaState {
     Fairtt(Fairtt),
     Adbbr(Adbbr),
     Qfair(Qfair),
+    Bbr3(Bbr3),
 }
 
 /// One flow as a CCA last exported it (or, for a connection on a kernel CCA,
@@ -255,6 +319,14 @@ impl Flow {
     pub fn qfair(&self) -> Option<&Qfair> {
         match &self.state {
             CcaState::Qfair(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// BBRv3's internals, if bbr3 exported the flow.
+    pub fn bbr3(&self) -> Option<&Bbr3> {
+        match &self.state {
+            CcaState::Bbr3(s) => Some(s),
             _ => None,
         }
     }
@@ -417,6 +489,37 @@ fn encode_regime(r: Regime) -> u8 {
     }
 }
 
+fn decode_bbr3_phase(p: u8) -> Bbr3Phase {
+    match p {
+        abi::BBR3_STARTUP => Bbr3Phase::Startup,
+        abi::BBR3_DRAIN => Bbr3Phase::Drain,
+        abi::BBR3_DOWN => Bbr3Phase::Down,
+        abi::BBR3_CRUISE => Bbr3Phase::Cruise,
+        abi::BBR3_REFILL => Bbr3Phase::Refill,
+        abi::BBR3_UP => Bbr3Phase::Up,
+        abi::BBR3_PROBE_RTT => Bbr3Phase::ProbeRtt,
+        _ => Bbr3Phase::Unknown,
+    }
+}
+
+fn encode_bbr3_phase(p: Bbr3Phase) -> u8 {
+    match p {
+        Bbr3Phase::Startup => abi::BBR3_STARTUP,
+        Bbr3Phase::Drain => abi::BBR3_DRAIN,
+        Bbr3Phase::Down => abi::BBR3_DOWN,
+        Bbr3Phase::Cruise => abi::BBR3_CRUISE,
+        Bbr3Phase::Refill => abi::BBR3_REFILL,
+        Bbr3Phase::Up => abi::BBR3_UP,
+        Bbr3Phase::ProbeRtt => abi::BBR3_PROBE_RTT,
+        Bbr3Phase::Unknown => u8::MAX,
+    }
+}
+
+/// A bound the BPF side leaves at all ones while unset.
+fn bound<T: PartialEq>(v: T, unset: T) -> Option<T> {
+    (v != unset).then_some(v)
+}
+
 fn decode_addr(family: u8, bytes: &[u8; 16]) -> IpAddr {
     if family == libc::AF_INET6 as u8 {
         IpAddr::V6(Ipv6Addr::from(*bytes))
@@ -469,6 +572,19 @@ fn decode_state(r: &RawFlow) -> CcaState {
             competitive: r.qfair_competitive != 0,
             pacing_floor: r.qfair_pacing_floor != 0,
         }),
+        abi::CCA_BBR3 => CcaState::Bbr3(Bbr3 {
+            phase: decode_bbr3_phase(r.bbr3_phase),
+            bw_hi_bps: r.bbr3_bw_hi_bps,
+            bw_lo_bps: bound(r.bbr3_bw_lo_bps, u64::MAX),
+            inflight_hi: bound(r.bbr3_inflight_hi, u32::MAX),
+            inflight_lo: bound(r.bbr3_inflight_lo, u32::MAX),
+            round_loss: r.bbr3_round_loss_ppm as f64 / 1e6,
+            too_high_events: r.bbr3_too_high_events,
+            lo_cuts: r.bbr3_lo_cuts,
+            extra_acked: r.bbr3_extra_acked,
+            ecn_alpha: x256(r.bbr3_ecn_alpha_x256),
+            ecn_eligible: r.bbr3_ecn_eligible != 0,
+        }),
         abi::CCA_BBR1 => CcaState::None,
         _ => CcaState::None,
     }
@@ -502,6 +618,19 @@ fn encode_state(s: &CcaState, r: &mut RawFlow) {
             r.qfair_gain_x256 = to_fixed(q.gain, 256.0) as u16;
             r.qfair_competitive = q.competitive as u8;
             r.qfair_pacing_floor = q.pacing_floor as u8;
+        }
+        CcaState::Bbr3(b) => {
+            r.bbr3_phase = encode_bbr3_phase(b.phase);
+            r.bbr3_bw_hi_bps = b.bw_hi_bps;
+            r.bbr3_bw_lo_bps = b.bw_lo_bps.unwrap_or(u64::MAX);
+            r.bbr3_inflight_hi = b.inflight_hi.unwrap_or(u32::MAX);
+            r.bbr3_inflight_lo = b.inflight_lo.unwrap_or(u32::MAX);
+            r.bbr3_round_loss_ppm = (b.round_loss * 1e6).round().clamp(0.0, u32::MAX as f64) as u32;
+            r.bbr3_too_high_events = b.too_high_events;
+            r.bbr3_lo_cuts = b.lo_cuts;
+            r.bbr3_extra_acked = b.extra_acked;
+            r.bbr3_ecn_alpha_x256 = to_fixed(b.ecn_alpha, 256.0) as u16;
+            r.bbr3_ecn_eligible = b.ecn_eligible as u8;
         }
     }
 }
@@ -581,6 +710,22 @@ mod tests {
                     pacing_floor: false,
                 }),
             ),
+            (
+                Cca::Bbr3,
+                CcaState::Bbr3(Bbr3 {
+                    phase: Bbr3Phase::Cruise,
+                    bw_hi_bps: 12_500_000,
+                    bw_lo_bps: None,
+                    inflight_hi: Some(83),
+                    inflight_lo: None,
+                    round_loss: 0.0125,
+                    too_high_events: 3,
+                    lo_cuts: 7,
+                    extra_acked: 4,
+                    ecn_alpha: 0.5,
+                    ecn_eligible: false,
+                }),
+            ),
         ];
         for (cca, state) in cases {
             let f = sample(cca, state);
@@ -621,6 +766,37 @@ mod tests {
         assert_eq!((q.alpha_pkts, q.gain), (3.0, 0.875));
         assert_eq!(q.qdelay, Duration::from_millis(1));
         assert!(f.fairtt().is_none() && f.adbbr().is_none());
+    }
+
+    /// bbr3's unset bounds (all ones in the record) decode as `None`, the
+    /// loss rate from ppm, the phase by name.
+    #[test]
+    fn bbr3_bounds_and_units_are_decoded() {
+        let r = RawFlow {
+            cca: abi::CCA_BBR3,
+            bbr3_phase: abi::BBR3_UP,
+            bbr3_bw_lo_bps: u64::MAX,
+            bbr3_inflight_hi: 120,
+            bbr3_inflight_lo: u32::MAX,
+            bbr3_round_loss_ppm: 20_000,
+            bbr3_ecn_alpha_x256: 256,
+            ..RawFlow::default()
+        };
+        let b = *Flow::decode(1, &r).bbr3().unwrap();
+        assert_eq!(b.phase.name(), "up");
+        assert_eq!(
+            (b.bw_lo_bps, b.inflight_hi, b.inflight_lo),
+            (None, Some(120), None)
+        );
+        assert_eq!((b.round_loss, b.ecn_alpha), (0.02, 1.0));
+        let unknown = RawFlow {
+            bbr3_phase: 99,
+            ..r
+        };
+        assert_eq!(
+            Flow::decode(1, &unknown).bbr3().unwrap().phase,
+            Bbr3Phase::Unknown
+        );
     }
 
     #[test]

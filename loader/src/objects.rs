@@ -11,6 +11,7 @@ static FAIRTT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/fairtt.bpf.o"))
 static ADBBR: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/adbbr.bpf.o"));
 static QFAIR: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/qfair.bpf.o"));
 static BBR_NATIVE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/bbr_native.bpf.o"));
+static BBR3: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/bbr3.bpf.o"));
 
 /// The socket iterator that reads connections on kernel CCAs
 /// (`bpf/sockets.bpf.c`, used by [`crate::sockets`]).
@@ -25,6 +26,7 @@ pub fn cca(cca: Cca) -> &'static [u8] {
         Cca::Adbbr => ADBBR,
         Cca::Qfair => QFAIR,
         Cca::BbrNative => BBR_NATIVE,
+        Cca::Bbr3 => BBR3,
     }
 }
 

@@ -45,7 +45,7 @@ fn tunables_map(cca: Cca) -> Option<(&'static str, usize)> {
         Cca::Fairtt => Some((maps::FAIRTT_TUNABLES, size_of::<RawFairttTunables>())),
         Cca::Adbbr => Some((maps::ADBBR_TUNABLES, size_of::<RawAdbbrTunables>())),
         Cca::Qfair => Some((maps::QFAIR_TUNABLES, size_of::<RawQfairTunables>())),
-        Cca::Bbr1 | Cca::BbrNative => None,
+        Cca::Bbr1 | Cca::BbrNative | Cca::Bbr3 => None,
     }
 }
 

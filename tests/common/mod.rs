@@ -49,7 +49,7 @@ impl KernelTest {
         ));
         ROOTS.lock().unwrap().push(root.clone());
         rttfair_lab::netns::on_signal_exit(remove_all_roots);
-        for name in ["bbr1", "fairtt", "adbbr", "qfair", "bbr_native"] {
+        for name in ["bbr1", "fairtt", "adbbr", "qfair", "bbr_native", "bbr3"] {
             assert!(
                 !registered(name),
                 "{name} is already registered on this host (by a real installation?); unload it before running the tests"
