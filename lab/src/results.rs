@@ -139,8 +139,10 @@ pub struct Summary {
     pub utilization: f64,
     /// Bytes the bottleneck sent over rate x window.
     pub link_utilization: f64,
-    /// Measurement error of both utilizations (a fraction): neither
-    /// exceeds 1 by more than this.
+    /// Timing error of both utilizations (a fraction): the link's never
+    /// exceeds 1 by more than this. Goodput can exceed it by bytes held out
+    /// of order at a receiver when the window opens (see
+    /// [`crate::accounting`]; up to ~4 % measured at 200 ms RTT with loss).
     pub utilization_error: f64,
     /// The window goodput, utilization and Jain are computed over.
     pub window: Option<Window>,
