@@ -136,13 +136,28 @@ pub fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
-        Command::Daemon { config, listen } => {
+        Command::Daemon {
+            config,
+            listen,
+            check_config,
+        } => {
             let mut c = rttfair_daemon::Config::load(config.as_deref())?;
             if let Some(l) = listen {
                 c.listen = l;
             }
             if std::env::var_os("RTTFAIR_BPFFS").is_some() || cli_bpffs_given(&fs) {
                 c.bpffs = fs.root().to_path_buf();
+            }
+            if check_config {
+                let caps: Vec<&str> = c.required_caps().iter().map(|c| c.name()).collect();
+                println!(
+                    "config ok: listen {}, bpffs {}, load [{}], needs {}",
+                    c.listen,
+                    c.bpffs.display(),
+                    c.load.join(", "),
+                    caps.join(" + ")
+                );
+                return Ok(());
             }
             rttfair_daemon::run(c)
         }

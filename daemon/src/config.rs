@@ -104,6 +104,29 @@ impl Config {
         Ok(c)
     }
 
+    /// The capabilities this config needs at run time (loader::preflight
+    /// has the measurements): CAP_BPF to read the maps, CAP_PERFMON as well
+    /// to load CCAs or to read kernel-CCA sockets. Never CAP_NET_ADMIN or
+    /// CAP_SYS_ADMIN (the latter only to mount bpffs where none is).
+    pub fn required_caps(&self) -> Vec<rttfair_loader::preflight::Cap> {
+        use rttfair_loader::preflight::{Cap, ITERATE_SOCKETS, READ_MAPS, REGISTER};
+        let mut caps: Vec<Cap> = READ_MAPS.to_vec();
+        let mut add = |set: &[Cap]| {
+            for c in set {
+                if !caps.contains(c) {
+                    caps.push(*c);
+                }
+            }
+        };
+        if !self.load.is_empty() {
+            add(REGISTER);
+        }
+        if self.native_flows {
+            add(ITERATE_SOCKETS);
+        }
+        caps
+    }
+
     pub fn validate(&self) -> Result<()> {
         for name in &self.load {
             name.parse::<rttfair_loader::Cca>()?;
@@ -151,6 +174,15 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("max_flows: "), "{e}");
+    }
+
+    #[test]
+    fn capabilities_follow_what_the_config_asks_for() {
+        use rttfair_loader::preflight::Cap;
+        let names = |t: &str| Config::parse(t).unwrap().required_caps();
+        assert_eq!(names(""), vec![Cap::Bpf]);
+        assert_eq!(names("load = [\"fairtt\"]"), vec![Cap::Bpf, Cap::Perfmon]);
+        assert_eq!(names("native_flows = true"), vec![Cap::Bpf, Cap::Perfmon]);
     }
 
     #[test]

@@ -36,6 +36,8 @@ pub fn run(config: Config) -> Result<()> {
 }
 
 async fn serve(config: Config) -> Result<()> {
+    // Every capability the config needs, named if missing, before anything.
+    rttfair_loader::preflight::require("rttfair-daemon", &config.required_caps())?;
     // Bind first: a taken port is reported before anything is loaded.
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
