@@ -145,3 +145,169 @@ fn check_config_refuses_a_bad_config_in_one_line() {
         .unwrap();
     assert_one_line_error(&out, "cubic");
 }
+
+/// The `kubernetes-validate` release the manifests are checked with (it ships
+/// the Kubernetes OpenAPI schemas, so validation needs no cluster).
+const KUBERNETES_VALIDATE: &str = "kubernetes-validate==1.37.0";
+
+/// The image `cargo xtask image` builds (deploy manifests must name it).
+const IMAGE: &str = concat!("rttfair:", env!("CARGO_PKG_VERSION"));
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("target"))
+}
+
+/// A venv holding kubernetes-validate, under target/ (`cargo xtask deps`
+/// makes it; made here too if missing, so the test needs the network only
+/// the first time on a machine).
+fn k8s_venv() -> PathBuf {
+    static MAKE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = MAKE.lock().unwrap_or_else(|e| e.into_inner());
+    let venv = target_dir().join("tools/k8s-venv");
+    if venv.join("bin/kubernetes-validate").exists() {
+        return venv;
+    }
+    let ok = |c: &mut Command| c.status().map(|s| s.success()).unwrap_or(false);
+    assert!(
+        ok(Command::new("python3").args(["-m", "venv"]).arg(&venv))
+            && ok(Command::new(venv.join("bin/pip")).args([
+                "install",
+                "--quiet",
+                KUBERNETES_VALIDATE
+            ])),
+        "cannot install {KUBERNETES_VALIDATE} into {} (python3-venv and network needed once: run `cargo xtask deps`)",
+        venv.display()
+    );
+    venv
+}
+
+fn manifests() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(repo().join("deploy/kubernetes"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    v.sort();
+    assert!(v.len() >= 2, "daemonset and lab sweep job expected: {v:?}");
+    v
+}
+
+fn semantics(venv: &Path, files: &[PathBuf]) -> Output {
+    Command::new(venv.join("bin/python"))
+        .arg(repo().join("tests/k8s_semantics.py"))
+        .arg(IMAGE)
+        .args(files)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn kubernetes_manifests_pass_the_api_schemas_and_its_rules() {
+    let venv = k8s_venv();
+    let files = manifests();
+    let out = Command::new(venv.join("bin/kubernetes-validate"))
+        .args(["--strict", "--quiet"])
+        .args(&files)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "kubernetes-validate: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = semantics(&venv, &files);
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The rules do refuse what the API refuses: issue 18's DaemonSet asked
+    // for Bidirectional propagation without privileged.
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("ds.yaml");
+    let text = std::fs::read_to_string(repo().join("deploy/kubernetes/daemonset.yaml")).unwrap();
+    assert!(text.contains("mountPropagation: HostToContainer"));
+    std::fs::write(
+        &broken,
+        text.replace(
+            "mountPropagation: HostToContainer",
+            "mountPropagation: Bidirectional",
+        ),
+    )
+    .unwrap();
+    let out = semantics(&venv, &[broken]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("needs privileged: true"));
+}
+
+/// The `on(...)` label lists of every vector match in `promql`.
+fn on_clauses(promql: &str) -> Vec<String> {
+    promql
+        .match_indices("on(")
+        .filter(|(i, _)| {
+            // `on(` as a keyword, not the end of another word.
+            *i == 0 || !promql.as_bytes()[i - 1].is_ascii_alphanumeric()
+        })
+        .map(|(i, _)| promql[i + 3..].split(')').next().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn grafana_dashboard_is_well_formed_and_joins_flows_per_host() {
+    let path = repo().join("deploy/grafana/rttfair-dashboard.json");
+    let d: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).expect("dashboard JSON");
+    for key in ["uid", "title", "schemaVersion"] {
+        assert!(!d[key].is_null(), "dashboard has no {key}");
+    }
+    let vars: Vec<&str> = d["templating"]["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap())
+        .collect();
+    assert!(vars.contains(&"instance"), "no per-host variable: {vars:?}");
+    let panels = d["panels"].as_array().unwrap();
+    let mut ids: Vec<i64> = panels.iter().map(|p| p["id"].as_i64().unwrap()).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), panels.len(), "panel ids repeat");
+    for p in panels {
+        let title = p["title"].as_str().unwrap();
+        assert!(p["gridPos"].is_object(), "{title}: no gridPos");
+        assert_eq!(p["datasource"]["uid"], "${datasource}", "{title}");
+        let targets = p["targets"].as_array().unwrap();
+        assert!(!targets.is_empty(), "{title}: no query");
+        for t in targets {
+            let expr = t["expr"].as_str().unwrap();
+            for var in expr.split('$').skip(1) {
+                let name: String = var
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                assert!(vars.contains(&name.as_str()), "{title}: ${name} undefined");
+            }
+            for on in on_clauses(expr) {
+                assert!(on.contains("instance"), "{title}: on({on}) mixes hosts");
+            }
+            if expr.contains("rttfair_flow") {
+                let legend = t["legendFormat"].as_str().unwrap_or("");
+                assert!(
+                    legend.contains("{{instance}}"),
+                    "{title}: legend hides the host"
+                );
+            }
+        }
+    }
+    // The documented example queries too.
+    for doc in ["README.md", "docs/metrics.md", "docs/kubernetes.md"] {
+        let text = std::fs::read_to_string(repo().join(doc)).unwrap();
+        for on in on_clauses(&text) {
+            assert!(on.contains("instance"), "{doc}: on({on}) mixes hosts");
+        }
+    }
+}

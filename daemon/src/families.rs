@@ -188,7 +188,7 @@ pub fn reference() -> String {
          group and network namespace are labels of `rttfair_flow_info`, to be\n\
          joined in PromQL:\n\n\
          ```\n\
-         rttfair_flow_min_rtt_seconds * on(flow) group_left(peer_addr) rttfair_flow_info\n\
+         rttfair_flow_min_rtt_seconds * on(instance, flow) group_left(peer_addr) rttfair_flow_info\n\
          ```\n\n\
          Connections on kernel CCAs (when `native_flows` is set) have `flow`\n\
          labels `sk<cookie>` and their CCA's name as `cca`.\n\n\

@@ -32,7 +32,15 @@ const PACKAGES: &[(&str, &str)] = &[
         "daemon integration test (promtool, a real scraper)",
     ),
     ("fonts-dejavu-core", "text in the lab's plots"),
+    (
+        "python3-venv",
+        "a venv for kubernetes-validate (manifest tests)",
+    ),
 ];
+
+/// Validates deploy/kubernetes offline against the Kubernetes schemas it
+/// ships; pinned so a test run is reproducible. Must match tests/deploy.rs.
+const KUBERNETES_VALIDATE: &str = "kubernetes-validate==1.37.0";
 
 fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
@@ -108,6 +116,7 @@ fn deps() -> Result<()> {
         args.extend(&missing);
         sh("apt-get", &args, &[("DEBIAN_FRONTEND", "noninteractive")])?;
     }
+    k8s_validate_venv()?;
     // libbpf-cargo formats the generated skeletons with rustfmt.
     let have_rustfmt = Command::new("rustfmt")
         .arg("--version")
@@ -117,6 +126,26 @@ fn deps() -> Result<()> {
         sh("rustup", &["component", "add", "rustfmt"], &[])?;
     }
     Ok(())
+}
+
+/// kubernetes-validate in a venv under target/ (Debian's pip refuses
+/// system-wide installs); installed once, then the tests run offline.
+fn k8s_validate_venv() -> Result<()> {
+    let venv = target_dir().join("tools/k8s-venv");
+    if venv.join("bin/kubernetes-validate").exists() {
+        return Ok(());
+    }
+    eprintln!(
+        "xtask: installing {KUBERNETES_VALIDATE} into {}",
+        venv.display()
+    );
+    sh("python3", &["-m", "venv", venv.to_str().unwrap()], &[])?;
+    let pip = venv.join("bin/pip");
+    sh(
+        pip.to_str().unwrap(),
+        &["install", "--quiet", KUBERNETES_VALIDATE],
+        &[],
+    )
 }
 
 /// Run the suite, echoing it, and end with one plain summary line over all
