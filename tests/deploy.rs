@@ -311,3 +311,130 @@ fn grafana_dashboard_is_well_formed_and_joins_flows_per_host() {
         }
     }
 }
+
+/// `podman run` that works on this kind of host too: runc (crun refuses
+/// hybrid cgroup hierarchies) and rlimits no higher than ours (a sandbox
+/// without CAP_SYS_RESOURCE cannot raise them to podman's defaults).
+fn podman_run(image: &str, args: &[&str]) -> Output {
+    Command::new("podman")
+        .args(["--runtime", "runc", "run", "--rm", "--network=none"])
+        .args([
+            "--ulimit",
+            "nofile=1024:1024",
+            "--ulimit",
+            "nproc=1024:1024",
+        ])
+        .arg(image)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn container_image_builds_offline_and_its_entrypoint_runs() {
+    // `cargo xtask image` itself, on the binary under test: xtask built into
+    // its own target dir (this cargo holds the workspace's), run with the
+    // workspace's target dir.
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let xtask_target = target_dir().join("tools/xtask-build");
+    let built = Command::new(&cargo)
+        .args([
+            "build",
+            "--release",
+            "--quiet",
+            "-p",
+            "xtask",
+            "--target-dir",
+        ])
+        .arg(&xtask_target)
+        .current_dir(repo())
+        .status()
+        .unwrap();
+    assert!(built.success(), "building xtask failed");
+    let tag = format!("localhost/rttfair-test:{}", std::process::id());
+    let out = Command::new(xtask_target.join("release/xtask"))
+        .args([
+            "image",
+            "--binary",
+            env!("CARGO_BIN_EXE_rttfairctl"),
+            "--tag",
+            &tag,
+        ])
+        .env_remove("CARGO_TARGET_DIR")
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    let podman_ok = Command::new("podman")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !podman_ok {
+        println!(
+            "SKIPPED: no container runtime: `cargo xtask image` could not install podman: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return;
+    }
+    struct Rmi(String);
+    impl Drop for Rmi {
+        fn drop(&mut self) {
+            let _ = Command::new("podman").args(["rmi", "-f", &self.0]).output();
+        }
+    }
+    let _rmi = Rmi(tag.clone());
+    assert!(
+        out.status.success(),
+        "cargo xtask image failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // FROM scratch: exactly one layer, ours.
+    let inspect = Command::new("podman")
+        .args([
+            "image",
+            "inspect",
+            "--format",
+            "{{len .RootFS.Layers}}",
+            &tag,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&inspect.stdout).trim(), "1");
+
+    let version = assert_success(&podman_run(&tag, &["--version"]));
+    assert_eq!(
+        version.trim(),
+        concat!("rttfairctl ", env!("CARGO_PKG_VERSION"))
+    );
+    let check = assert_success(&podman_run(&tag, &["daemon", "--check-config"]));
+    assert!(
+        check.starts_with("config ok:") && check.contains("needs CAP_BPF + CAP_PERFMON"),
+        "{check}"
+    );
+    assert_one_line_error(
+        &podman_run(
+            &tag,
+            &["daemon", "--check-config", "--config", "/nope.toml"],
+        ),
+        "/nope.toml",
+    );
+    // The lab's tools are inside and their libraries resolve.
+    for (tool, arg) in [
+        ("/usr/bin/iperf3", "--version"),
+        ("/usr/sbin/tc", "-V"),
+        ("/usr/sbin/ip", "-V"),
+    ] {
+        let out = Command::new("podman")
+            .args(["--runtime", "runc", "run", "--rm", "--network=none"])
+            .args([
+                "--ulimit",
+                "nofile=1024:1024",
+                "--ulimit",
+                "nproc=1024:1024",
+            ])
+            .args(["--entrypoint", tool, &tag, arg])
+            .output()
+            .unwrap();
+        assert_success(&out);
+    }
+}

@@ -7,6 +7,7 @@
 //!                     integration); N runs with per-test pass counts
 //! - `demo`            deps + build + the main job (see README)
 //! - `bench <name>`    benchmarks that print figures (never timed assertions)
+//! - `image`: deps + build + the container image, offline, FROM scratch (image.rs)
 //!
 //! Tasks that need root say so before doing anything.
 
@@ -15,6 +16,8 @@ use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
 use anyhow::{bail, Context, Result};
+
+mod image;
 
 /// Debian packages the project needs, with what needs them.
 const PACKAGES: &[(&str, &str)] = &[
@@ -36,6 +39,12 @@ const PACKAGES: &[(&str, &str)] = &[
         "python3-venv",
         "a venv for kubernetes-validate (manifest tests)",
     ),
+    ("podman", "builds and runs the container image (daemonless)"),
+    (
+        "runc",
+        "OCI runtime that also works on hybrid-cgroup hosts (crun does not)",
+    ),
+    ("binutils", "objcopy strips the image's binary"),
 ];
 
 /// Validates deploy/kubernetes offline against the Kubernetes schemas it
@@ -65,13 +74,36 @@ fn run(args: &[String]) -> Result<()> {
         "test" => test(rest),
         "demo" => demo(rest),
         "bench" => bench(rest),
+        "image" => {
+            let args = image::ImageArgs::parse(rest)?;
+            deps()?;
+            let binary = match args.binary {
+                Some(b) => b,
+                None => {
+                    cargo(&["build", "--release", "-p", "rttfairctl"])?;
+                    target_dir().join("release/rttfairctl")
+                }
+            };
+            let archive = image::build(
+                &workspace_root(),
+                &target_dir().join("image"),
+                &binary,
+                &args.tag,
+            )?;
+            println!(
+                "image {} (podman), OCI archive {}",
+                args.tag,
+                archive.display()
+            );
+            Ok(())
+        }
         "soak" => {
             deps()?;
             cargo(&["build", "--release", "-p", "rttfairctl"])?;
             cargo_run_bin("rttfair-bench", &[&["soak"], &strs(rest)[..]].concat())
         }
         "help" | "--help" | "-h" => {
-            println!("usage: cargo xtask <deps|build|test|demo|bench NAME|soak [SECONDS]>");
+            println!("usage: cargo xtask <deps|build|test|demo|bench NAME|image|soak [SECONDS]>");
             println!("benches: single-flow, verifier, lab-accuracy, daemon");
             Ok(())
         }
