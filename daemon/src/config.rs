@@ -13,6 +13,8 @@
 //!                                  # every connection, up to max_flows series
 //! group_prefix_v4 = 24             # destination prefix that defines a "group"
 //! group_prefix_v6 = 64
+//! peer_addresses = "full"        # or "hashed", "dropped": what the metrics
+//!                                  # reveal of remote ends (crate::peer)
 //! ```
 
 use std::net::SocketAddr;
@@ -37,6 +39,8 @@ pub struct Config {
     pub native_flows: bool,
     pub group_prefix_v4: u8,
     pub group_prefix_v6: u8,
+    /// What the metrics reveal of each flow's remote end ([`crate::peer`]).
+    pub peer_addresses: crate::peer::PeerAddresses,
 }
 
 impl Default for Config {
@@ -50,6 +54,7 @@ impl Default for Config {
             native_flows: false,
             group_prefix_v4: 24,
             group_prefix_v6: 64,
+            peer_addresses: Default::default(),
         }
     }
 }
@@ -167,6 +172,7 @@ mod tests {
             "group_prefix_v4 = 33",
             "lsiten = \"x\"",
             "max_flows = -1",
+            "peer_addresses = \"masked\"",
         ] {
             assert!(Config::parse(bad).is_err(), "{bad} accepted");
         }

@@ -15,6 +15,7 @@ pub mod config;
 mod encode;
 pub mod families;
 mod labels;
+pub mod peer;
 pub mod server;
 mod snapshot;
 

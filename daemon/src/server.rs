@@ -52,13 +52,16 @@ async fn serve(config: Config) -> Result<()> {
             _ => eprintln!("rttfair-daemon: loaded {cca}"),
         }
     }
-    let collector = Arc::new(FlowCollector::new(
-        fs.clone(),
-        config.max_flows,
-        config.group_prefix_v4,
-        config.group_prefix_v6,
-        config.native_flows,
-    ));
+    let collector = Arc::new(
+        FlowCollector::new(
+            fs.clone(),
+            config.max_flows,
+            config.group_prefix_v4,
+            config.group_prefix_v6,
+            config.native_flows,
+        )
+        .with_peer_addresses(config.peer_addresses),
+    );
     let mut registry = Registry::default();
     registry.register_collector(Box::new(SharedCollector(collector.clone())));
     let app = Arc::new(App {
