@@ -59,7 +59,13 @@ fn dashboard_queries() -> Vec<String> {
         .unwrap()
         .iter()
         .flat_map(|p| p["targets"].as_array().cloned().unwrap_or_default())
-        .map(|t| t["expr"].as_str().unwrap().replace("$cca", ".*"))
+        .map(|t| {
+            t["expr"]
+                .as_str()
+                .unwrap()
+                .replace("$cca", ".*")
+                .replace("$instance", ".*")
+        })
         .collect()
 }
 
@@ -159,7 +165,7 @@ fn prometheus_scrapes_per_flow_min_rtt_and_fairness() {
         got = query(
             pport,
             // The tuple lives in rttfair_flow_info; per-flow series join it on `flow`.
-            "rttfair_flow_min_rtt_seconds * on(flow) group_left(local_addr) rttfair_flow_info{local_addr=~\"10.10.1.*\"}",
+            "rttfair_flow_min_rtt_seconds * on(instance, flow) group_left(local_addr) rttfair_flow_info{local_addr=~\"10.10.1.*\"}",
         );
         jain = query(pport, "rttfair_jain_index_ratio{cca=\"fairtt\"}");
         dashboard_empty.retain(|q| query(pport, q).is_empty());

@@ -67,7 +67,11 @@ pub fn run(cli: Cli) -> Result<()> {
                 format_args!("{}", view::tunables_table(&values).trim_end()),
             )
         }
-        Command::Daemon { config, listen } => daemon(&fs, config.as_deref(), listen),
+        Command::Daemon {
+            config,
+            listen,
+            check_config,
+        } => daemon(&fs, &out, config.as_deref(), listen, check_config),
         Command::Lab { command } => crate::lab::run(&fs, command),
         Command::Demo {
             seconds,
@@ -195,13 +199,39 @@ fn set_default(out: &Out, cca: &str, netns: Option<String>) -> Result<()> {
     )
 }
 
-fn daemon(fs: &BpfFs, config: Option<&Path>, listen: Option<std::net::SocketAddr>) -> Result<()> {
+/// Serve metrics; with `check_config`, only say what the config asks for
+/// and which capabilities that needs (touches nothing).
+fn daemon(
+    fs: &BpfFs,
+    out: &Out,
+    config: Option<&Path>,
+    listen: Option<std::net::SocketAddr>,
+    check_config: bool,
+) -> Result<()> {
     let mut c = rttfair_daemon::Config::load(config)?;
     if let Some(l) = listen {
         c.listen = l;
     }
     if std::env::var_os("RTTFAIR_BPFFS").is_some() || cli_bpffs_given(fs) {
         c.bpffs = fs.root().to_path_buf();
+    }
+    if check_config {
+        let caps: Vec<&str> = c.required_caps().iter().map(|c| c.name()).collect();
+        return out.print(
+            json!({
+                "listen": c.listen.to_string(),
+                "bpffs": c.bpffs,
+                "load": c.load,
+                "capabilities": caps,
+            }),
+            format_args!(
+                "config ok: listen {}, bpffs {}, load [{}], needs {}",
+                c.listen,
+                c.bpffs.display(),
+                c.load.join(", "),
+                caps.join(" + ")
+            ),
+        );
     }
     rttfair_daemon::run(c)
 }

@@ -163,6 +163,10 @@ pub enum Command {
         /// Override the config's listen address.
         #[arg(long)]
         listen: Option<std::net::SocketAddr>,
+        /// Only check the config: print what it asks for and the capabilities
+        /// it needs, then exit (0 if valid). Touches nothing.
+        #[arg(long)]
+        check_config: bool,
     },
     /// The guided tour: real flows through an emulated bottleneck with native
     /// and rttfair CCAs side by side. Leaves the host as it found it.

@@ -56,6 +56,8 @@ pub struct FlowCollector {
     prefix_v6: u8,
     native_flows: bool,
     state: Mutex<State>,
+    /// How peer addresses and groups are labelled (config `peer_addresses`).
+    peer: crate::peer::PeerLabels,
 }
 
 #[derive(Debug, Default)]
@@ -107,7 +109,14 @@ impl FlowCollector {
             prefix_v4,
             prefix_v6,
             state: Mutex::new(State::default()),
+            peer: Default::default(),
         }
+    }
+
+    /// Render peer addresses and groups as `mode` says (default: as they are).
+    pub fn with_peer_addresses(mut self, mode: crate::peer::PeerAddresses) -> Self {
+        self.peer = crate::peer::PeerLabels::new(mode);
+        self
     }
 
     /// Whether the maps can be read (for /healthz).
@@ -257,8 +266,11 @@ impl FlowCollector {
             // the flow label unique across both.
             Kind::Native { .. } => FlowLabels::new(&cca, format_args!("sk{}", flow.id)),
         };
+        let (peer_addr, peer_port) = self.peer.address(flow.peer);
         FlowSample {
-            group: self.group_of(flow.peer.ip()),
+            group: self.peer.group(self.group_of(flow.peer.ip())),
+            peer_addr,
+            peer_port,
             flow,
             rate,
             kind,

@@ -22,6 +22,8 @@
 //!                                  # every connection, up to max_flows series
 //! group_prefix_v4 = 24             # destination prefix that defines a "group"
 //! group_prefix_v6 = 64
+//! peer_addresses = "full"        # or "hashed", "dropped": what the metrics
+//!                                  # reveal of remote ends (crate::peer)
 //! ```
 
 use std::net::SocketAddr;
@@ -53,6 +55,8 @@ pub struct Config {
     pub native_flows: bool,
     pub group_prefix_v4: u8,
     pub group_prefix_v6: u8,
+    /// What the metrics reveal of each flow's remote end ([`crate::peer`]).
+    pub peer_addresses: crate::peer::PeerAddresses,
 }
 
 impl Default for Config {
@@ -68,6 +72,7 @@ impl Default for Config {
             native_flows: false,
             group_prefix_v4: 24,
             group_prefix_v6: 64,
+            peer_addresses: Default::default(),
         }
     }
 }
@@ -120,6 +125,29 @@ impl Config {
         })?;
         c.validate()?;
         Ok(c)
+    }
+
+    /// The capabilities this config needs at run time (loader::preflight
+    /// has the measurements): CAP_BPF to read the maps, CAP_PERFMON as well
+    /// to load CCAs or to read kernel-CCA sockets. Never CAP_NET_ADMIN or
+    /// CAP_SYS_ADMIN (the latter only to mount bpffs where none is).
+    pub fn required_caps(&self) -> Vec<rttfair_loader::preflight::Cap> {
+        use rttfair_loader::preflight::{Cap, ITERATE_SOCKETS, READ_MAPS, REGISTER};
+        let mut caps: Vec<Cap> = READ_MAPS.to_vec();
+        let mut add = |set: &[Cap]| {
+            for c in set {
+                if !caps.contains(c) {
+                    caps.push(*c);
+                }
+            }
+        };
+        if !self.load.is_empty() {
+            add(REGISTER);
+        }
+        if self.native_flows {
+            add(ITERATE_SOCKETS);
+        }
+        caps
     }
 
     pub fn validate(&self) -> Result<()> {
@@ -219,6 +247,7 @@ mod tests {
             "per_flow = \"top:x\"",
             "per_flow = 5",
             "refresh_ms = 60001",
+            "peer_addresses = \"masked\"",
         ] {
             assert!(Config::parse(bad).is_err(), "{bad} accepted");
         }
@@ -242,6 +271,15 @@ mod tests {
         assert_eq!(c.per_flow.limit(c.max_flows), 50);
         let c = Config::parse("per_flow = \"all\"").unwrap();
         assert_eq!(c.per_flow.limit(c.max_flows), 10_000);
+    }
+
+    #[test]
+    fn capabilities_follow_what_the_config_asks_for() {
+        use rttfair_loader::preflight::Cap;
+        let names = |t: &str| Config::parse(t).unwrap().required_caps();
+        assert_eq!(names(""), vec![Cap::Bpf]);
+        assert_eq!(names("load = [\"fairtt\"]"), vec![Cap::Bpf, Cap::Perfmon]);
+        assert_eq!(names("native_flows = true"), vec![Cap::Bpf, Cap::Perfmon]);
     }
 
     #[test]

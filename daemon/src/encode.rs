@@ -124,13 +124,13 @@ fn info(snap: &Snapshot) -> Vec<(FlowLabels, f64)> {
     snap.exported()
         .iter()
         .map(|s| {
-            let (l, p) = (s.flow.local, s.flow.peer);
+            let l = s.flow.local;
             let more = format_args!(
                 ",local_addr=\"{}\",local_port=\"{}\",peer_addr=\"{}\",peer_port=\"{}\",group=\"{}\",netns=\"{}\"",
                 l.ip(),
                 l.port(),
-                p.ip(),
-                p.port(),
+                s.peer_addr,
+                s.peer_port,
                 s.group,
                 s.flow.netns
             );
@@ -219,6 +219,8 @@ mod tests {
                 kind: Kind::Project,
                 cca: "qfair".into(),
                 group: "10.20.0.0/24".into(),
+                peer_addr: "10.20.0.9".into(),
+                peer_port: "5201".into(),
                 labels: FlowLabels::new("qfair", format_args!("9")),
             }],
             native_readable: Err("disabled".into()),

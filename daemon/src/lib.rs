@@ -18,6 +18,7 @@ mod encode;
 mod exposition;
 pub mod families;
 mod labels;
+pub mod peer;
 pub mod server;
 mod snapshot;
 

@@ -33,6 +33,8 @@ pub fn run(config: Config) -> Result<()> {
 }
 
 async fn serve(config: Config) -> Result<()> {
+    // Every capability the config needs, named if missing, before anything.
+    rttfair_loader::preflight::require("rttfair-daemon", &config.required_caps())?;
     // Bind first: a taken port is reported before anything is loaded.
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
@@ -47,14 +49,17 @@ async fn serve(config: Config) -> Result<()> {
             _ => tracing::info!("loaded {cca}"),
         }
     }
-    let collector = Arc::new(FlowCollector::new(
-        fs.clone(),
-        config.per_flow,
-        config.max_flows,
-        config.group_prefix_v4,
-        config.group_prefix_v6,
-        config.native_flows,
-    ));
+    let collector = Arc::new(
+        FlowCollector::new(
+            fs.clone(),
+            config.per_flow,
+            config.max_flows,
+            config.group_prefix_v4,
+            config.group_prefix_v6,
+            config.native_flows,
+        )
+        .with_peer_addresses(config.peer_addresses),
+    );
     let mut registry = Registry::default();
     registry.register_collector(Box::new(SharedCollector(collector.clone())));
     let exposition = Exposition::new(

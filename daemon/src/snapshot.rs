@@ -27,8 +27,12 @@ pub struct FlowSample {
     pub kind: Kind,
     /// The `cca` label: the project CCA's name, or the kernel CCA's.
     pub cca: String,
-    /// The destination group (the peer's prefix, as configured).
+    /// The destination group (the peer's prefix, as configured), rendered
+    /// as `peer_addresses` says.
     pub group: String,
+    /// The `peer_addr` and `peer_port` label values (`peer_addresses`).
+    pub peer_addr: String,
+    pub peer_port: String,
     /// `cca` and `flow`, rendered once for every family of the flow; empty
     /// for a flow without per-flow series (rendering 10k label sets nobody
     /// reads would cost more than the aggregates).

@@ -59,7 +59,10 @@ pub fn list(fs: &BpfFs) -> Vec<Attachment> {
 /// Attach `cca` as the default of `cgroup` (replacing an earlier attachment
 /// of this installation on the same cgroup).
 pub fn attach(fs: &BpfFs, cgroup: &Path, cca: &str) -> Result<()> {
-    crate::preflight::check_can_register("attaching a cgroup default")?;
+    crate::preflight::require(
+        "attaching a cgroup default",
+        crate::preflight::ATTACH_CGROUP,
+    )?;
     let cg = std::fs::File::open(cgroup)
         .map_err(|e| Error::io(format!("cgroup {}", cgroup.display()), e))?;
     if !cg.metadata().map(|m| m.is_dir()).unwrap_or(false) || !cgroup.join("cgroup.procs").exists()
@@ -118,7 +121,10 @@ pub fn attach(fs: &BpfFs, cgroup: &Path, cca: &str) -> Result<()> {
 
 /// Remove this installation's attachment on `cgroup`.
 pub fn detach(fs: &BpfFs, cgroup: &Path) -> Result<String> {
-    crate::preflight::check_can_register("detaching a cgroup default")?;
+    crate::preflight::require(
+        "detaching a cgroup default",
+        crate::preflight::ATTACH_CGROUP,
+    )?;
     let canonical = std::fs::canonicalize(cgroup)
         .map_err(|e| Error::io(format!("cgroup {}", cgroup.display()), e))?;
     let found: Vec<Attachment> = list(fs)

@@ -327,7 +327,7 @@ pub fn is_loaded(cca: Cca, fs: &BpfFs) -> bool {
 /// Step 6: unregister by removing the link pin. Refuses while sockets still
 /// use the CCA unless `force`.
 pub fn unregister(cca: Cca, fs: &BpfFs, force: bool) -> Result<()> {
-    preflight::check_can_register(&format!("unloading {cca}"))?;
+    preflight::require(&format!("unloading {cca}"), preflight::UNREGISTER)?;
     let pin = fs.link_pin(cca);
     if !pin.exists() {
         if kernel::is_registered(cca.name())? {

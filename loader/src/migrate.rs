@@ -84,6 +84,7 @@ pub fn migrate_here(from: &str, to: &str, filter: &Filter) -> Result<Report> {
             });
         }
     }
+    crate::preflight::require("migrating sockets", crate::preflight::ITERATE_SOCKETS)?;
     if !kernel::is_registered(to)? {
         return Err(Error::NotLoaded {
             cca: format!("{to} (the target)"),

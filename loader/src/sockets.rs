@@ -46,6 +46,10 @@ pub struct SocketReader {
 impl SocketReader {
     /// Load and attach the iterator (needs CAP_BPF and CAP_PERFMON).
     pub fn open() -> Result<Self> {
+        crate::preflight::require(
+            "reading kernel-CCA sockets",
+            crate::preflight::ITERATE_SOCKETS,
+        )?;
         let object = ObjectBuilder::default()
             .open_memory(objects::SOCKETS)
             .map_err(|e| Error::bpf("open socket iterator", e))?

@@ -211,7 +211,7 @@ pub fn get(fs: &BpfFs, filter: Option<&str>) -> Result<Vec<Value>> {
 
 /// Validate and store one tunable; returns the value now in effect.
 pub fn set(fs: &BpfFs, full: &str, text: &str) -> Result<Value> {
-    crate::preflight::check_can_register(&format!("setting {full}"))?;
+    crate::preflight::require(&format!("setting {full}"), crate::preflight::WRITE_TUNABLES)?;
     let t = Tunable::find(full)?;
     let stored = t.parse(text)?;
     let map = open_map(fs, t)?;

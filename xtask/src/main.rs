@@ -11,6 +11,7 @@
 //!   issue 14's two-flow grid, side-by-side tables per CCA
 //! - `man [DIR]`       man pages of rttfairctl (clap_mangen), default target/man
 //! - `deb`             the Debian package (cargo-deb): binary, unit, config, completions, man
+//! - `image`           deps + build + the container image, offline, FROM scratch (image.rs)
 //!
 //! Tasks that need root say so before doing anything.
 
@@ -19,6 +20,8 @@ use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
 use anyhow::{bail, Context, Result};
+
+mod image;
 
 /// Debian packages the project needs, with what needs them.
 const PACKAGES: &[(&str, &str)] = &[
@@ -36,7 +39,21 @@ const PACKAGES: &[(&str, &str)] = &[
         "daemon integration test (promtool, a real scraper)",
     ),
     ("fonts-dejavu-core", "text in the lab's plots"),
+    (
+        "python3-venv",
+        "a venv for kubernetes-validate (manifest tests)",
+    ),
+    ("podman", "builds and runs the container image (daemonless)"),
+    (
+        "runc",
+        "OCI runtime that also works on hybrid-cgroup hosts (crun does not)",
+    ),
+    ("binutils", "objcopy strips the image's binary"),
 ];
+
+/// Validates deploy/kubernetes offline against the Kubernetes schemas it
+/// ships; pinned so a test run is reproducible. Must match tests/deploy.rs.
+const KUBERNETES_VALIDATE: &str = "kubernetes-validate==1.37.0";
 
 fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
@@ -61,6 +78,29 @@ fn run(args: &[String]) -> Result<()> {
         "test" => test(rest),
         "demo" => demo(rest),
         "bench" => bench(rest),
+        "image" => {
+            let args = image::ImageArgs::parse(rest)?;
+            deps()?;
+            let binary = match args.binary {
+                Some(b) => b,
+                None => {
+                    cargo(&["build", "--release", "-p", "rttfairctl"])?;
+                    target_dir().join("release/rttfairctl")
+                }
+            };
+            let archive = image::build(
+                &workspace_root(),
+                &target_dir().join("image"),
+                &binary,
+                &args.tag,
+            )?;
+            println!(
+                "image {} (podman), OCI archive {}",
+                args.tag,
+                archive.display()
+            );
+            Ok(())
+        }
         "soak" => {
             deps()?;
             cargo(&["build", "--release", "-p", "rttfairctl"])?;
@@ -73,7 +113,7 @@ fn run(args: &[String]) -> Result<()> {
         "deb" => deb(),
         "help" | "--help" | "-h" => {
             println!(
-                "usage: cargo xtask <deps|build|test|demo|bench NAME|soak [SECONDS]|man [DIR]|deb>"
+                "usage: cargo xtask <deps|build|test|demo|bench NAME|image|soak [SECONDS]|man [DIR]|deb>"
             );
             println!("benches: single-flow, verifier, lab-accuracy, daemon, fairness-grid");
             println!("  fairness-grid --cca LIST [--rate MBIT] [--quick] [--reps N] [--out DIR]");
@@ -120,6 +160,7 @@ fn deps() -> Result<()> {
         args.extend(&missing);
         sh("apt-get", &args, &[("DEBIAN_FRONTEND", "noninteractive")])?;
     }
+    k8s_validate_venv()?;
     // libbpf-cargo formats the generated skeletons with rustfmt.
     let have_rustfmt = Command::new("rustfmt")
         .arg("--version")
@@ -129,6 +170,26 @@ fn deps() -> Result<()> {
         sh("rustup", &["component", "add", "rustfmt"], &[])?;
     }
     Ok(())
+}
+
+/// kubernetes-validate in a venv under target/ (Debian's pip refuses
+/// system-wide installs); installed once, then the tests run offline.
+fn k8s_validate_venv() -> Result<()> {
+    let venv = target_dir().join("tools/k8s-venv");
+    if venv.join("bin/kubernetes-validate").exists() {
+        return Ok(());
+    }
+    eprintln!(
+        "xtask: installing {KUBERNETES_VALIDATE} into {}",
+        venv.display()
+    );
+    sh("python3", &["-m", "venv", venv.to_str().unwrap()], &[])?;
+    let pip = venv.join("bin/pip");
+    sh(
+        pip.to_str().unwrap(),
+        &["install", "--quiet", KUBERNETES_VALIDATE],
+        &[],
+    )
 }
 
 /// Run the suite, echoing it, and end with one plain summary line over all

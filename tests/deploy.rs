@@ -1,0 +1,440 @@
+//! What deploy/ ships, checked offline: the systemd unit's hardening score
+//! and its capabilities against what the preflight checks require; a missing
+//! capability is refused in one line naming it, before anything is touched.
+//! (No kernel state changes here, so no KernelTest lock.)
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::*;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn ctl() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_rttfairctl"))
+}
+
+/// `rttfairctl ARGS` with only the capabilities `caps` (setpriv syntax,
+/// "+bpf,+perfmon"), as root: exec gives root exactly its bounding set.
+fn ctl_with_caps(caps: &str, args: &[&str]) -> Output {
+    Command::new("setpriv")
+        .arg(format!("--bounding-set=-all,{caps}"))
+        .args(["--inh-caps=-all", "--"])
+        .arg(env!("CARGO_BIN_EXE_rttfairctl"))
+        .args(args)
+        .output()
+        .expect("setpriv (util-linux)")
+}
+
+fn unit_path() -> PathBuf {
+    repo().join("deploy/systemd/rttfair-daemon.service")
+}
+
+/// The unit's value of `key=` lines, space-joined.
+fn unit_values(key: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(unit_path()).unwrap();
+    text.lines()
+        .filter_map(|l| l.strip_prefix(&format!("{key}=")))
+        .flat_map(|v| v.split_whitespace().map(String::from).collect::<Vec<_>>())
+        .collect()
+}
+
+#[test]
+fn systemd_unit_scores_at_most_3_in_systemd_analyze_security() {
+    if Command::new("systemd-analyze")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        println!("SKIPPED: systemd-analyze is not installed on this host");
+        return;
+    }
+    // --offline reads the unit file itself, so it needs no running systemd.
+    let out = Command::new("systemd-analyze")
+        .args(["security", "--offline=true", "--no-pager"])
+        .arg(unit_path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let score: f64 = text
+        .lines()
+        .find_map(|l| l.split("rttfair-daemon.service: ").nth(1))
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| {
+            panic!(
+                "no exposure level in systemd-analyze output: {text}{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    println!("systemd-analyze security: {score}");
+    assert!(score <= 3.0, "exposure {score} > 3.0:\n{text}");
+}
+
+#[test]
+fn systemd_unit_grants_exactly_what_the_shipped_config_needs() {
+    let config = repo().join("deploy/systemd/daemon.toml");
+    let out = ctl()
+        .args(["daemon", "--check-config", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    let text = assert_success(&out);
+    let needs: Vec<String> = text
+        .split("needs ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("--check-config names no capabilities: {text}"))
+        .trim()
+        .split(" + ")
+        .map(String::from)
+        .collect();
+    let mut needs = needs;
+    needs.sort();
+    for key in ["AmbientCapabilities", "CapabilityBoundingSet"] {
+        let mut granted = unit_values(key);
+        granted.sort();
+        assert_eq!(granted, needs, "{key} differs from the preflight's needs");
+    }
+}
+
+#[test]
+fn a_missing_capability_is_named_in_one_line_before_anything_is_done() {
+    // Loading a CCA: CAP_NET_ADMIN does not stand in for CAP_PERFMON.
+    let line = assert_one_line_error(
+        &ctl_with_caps("+bpf,+net_admin", &["load", "qfair"]),
+        "CAP_PERFMON",
+    );
+    assert!(!line.contains("CAP_BPF"), "CAP_BPF is held: {line}");
+    // Nothing at all: both named.
+    let line = assert_one_line_error(&ctl_with_caps("+net_admin", &["load", "qfair"]), "CAP_BPF");
+    assert!(line.contains("CAP_PERFMON"), "{line}");
+    // The daemon checks what its config asks for before it binds or loads.
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("d.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "listen = \"127.0.0.1:{}\"\nnative_flows = true\n",
+            free_port()
+        ),
+    )
+    .unwrap();
+    let line = assert_one_line_error(
+        &ctl_with_caps("+bpf", &["daemon", "--config", config.to_str().unwrap()]),
+        "CAP_PERFMON",
+    );
+    assert!(line.contains("rttfair-daemon"), "{line}");
+}
+
+#[test]
+fn check_config_refuses_a_bad_config_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("d.toml");
+    std::fs::write(&config, "load = [\"cubic\"]\n").unwrap();
+    let out = ctl()
+        .args(["daemon", "--check-config", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert_one_line_error(&out, "cubic");
+}
+
+/// The `kubernetes-validate` release the manifests are checked with (it ships
+/// the Kubernetes OpenAPI schemas, so validation needs no cluster).
+const KUBERNETES_VALIDATE: &str = "kubernetes-validate==1.37.0";
+
+/// The image `cargo xtask image` builds (deploy manifests must name it).
+const IMAGE: &str = concat!("rttfair:", env!("CARGO_PKG_VERSION"));
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("target"))
+}
+
+/// A venv holding kubernetes-validate, under target/ (`cargo xtask deps`
+/// makes it; made here too if missing, so the test needs the network only
+/// the first time on a machine).
+fn k8s_venv() -> PathBuf {
+    static MAKE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = MAKE.lock().unwrap_or_else(|e| e.into_inner());
+    let venv = target_dir().join("tools/k8s-venv");
+    if venv.join("bin/kubernetes-validate").exists() {
+        return venv;
+    }
+    let ok = |c: &mut Command| c.status().map(|s| s.success()).unwrap_or(false);
+    assert!(
+        ok(Command::new("python3").args(["-m", "venv"]).arg(&venv))
+            && ok(Command::new(venv.join("bin/pip")).args([
+                "install",
+                "--quiet",
+                KUBERNETES_VALIDATE
+            ])),
+        "cannot install {KUBERNETES_VALIDATE} into {} (python3-venv and network needed once: run `cargo xtask deps`)",
+        venv.display()
+    );
+    venv
+}
+
+fn manifests() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(repo().join("deploy/kubernetes"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    v.sort();
+    assert!(v.len() >= 2, "daemonset and lab sweep job expected: {v:?}");
+    v
+}
+
+fn semantics(venv: &Path, files: &[PathBuf]) -> Output {
+    Command::new(venv.join("bin/python"))
+        .arg(repo().join("tests/k8s_semantics.py"))
+        .arg(IMAGE)
+        .args(files)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn kubernetes_manifests_pass_the_api_schemas_and_its_rules() {
+    let venv = k8s_venv();
+    let files = manifests();
+    let out = Command::new(venv.join("bin/kubernetes-validate"))
+        .args(["--strict", "--quiet"])
+        .args(&files)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "kubernetes-validate: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = semantics(&venv, &files);
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The rules do refuse what the API refuses: issue 18's DaemonSet asked
+    // for Bidirectional propagation without privileged.
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("ds.yaml");
+    let text = std::fs::read_to_string(repo().join("deploy/kubernetes/daemonset.yaml")).unwrap();
+    assert!(text.contains("mountPropagation: HostToContainer"));
+    std::fs::write(
+        &broken,
+        text.replace(
+            "mountPropagation: HostToContainer",
+            "mountPropagation: Bidirectional",
+        ),
+    )
+    .unwrap();
+    let out = semantics(&venv, &[broken]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("needs privileged: true"));
+}
+
+/// The `on(...)` label lists of every vector match in `promql`.
+fn on_clauses(promql: &str) -> Vec<String> {
+    promql
+        .match_indices("on(")
+        .filter(|(i, _)| {
+            // `on(` as a keyword, not the end of another word.
+            *i == 0 || !promql.as_bytes()[i - 1].is_ascii_alphanumeric()
+        })
+        .map(|(i, _)| promql[i + 3..].split(')').next().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn grafana_dashboard_is_well_formed_and_joins_flows_per_host() {
+    let path = repo().join("deploy/grafana/rttfair-dashboard.json");
+    let d: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).expect("dashboard JSON");
+    for key in ["uid", "title", "schemaVersion"] {
+        assert!(!d[key].is_null(), "dashboard has no {key}");
+    }
+    let vars: Vec<&str> = d["templating"]["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap())
+        .collect();
+    assert!(vars.contains(&"instance"), "no per-host variable: {vars:?}");
+    let panels = d["panels"].as_array().unwrap();
+    let mut ids: Vec<i64> = panels.iter().map(|p| p["id"].as_i64().unwrap()).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), panels.len(), "panel ids repeat");
+    for p in panels {
+        let title = p["title"].as_str().unwrap();
+        assert!(p["gridPos"].is_object(), "{title}: no gridPos");
+        assert_eq!(p["datasource"]["uid"], "${datasource}", "{title}");
+        let targets = p["targets"].as_array().unwrap();
+        assert!(!targets.is_empty(), "{title}: no query");
+        for t in targets {
+            let expr = t["expr"].as_str().unwrap();
+            for var in expr.split('$').skip(1) {
+                let name: String = var
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                assert!(vars.contains(&name.as_str()), "{title}: ${name} undefined");
+            }
+            for on in on_clauses(expr) {
+                assert!(on.contains("instance"), "{title}: on({on}) mixes hosts");
+            }
+            if expr.contains("rttfair_flow") {
+                let legend = t["legendFormat"].as_str().unwrap_or("");
+                assert!(
+                    legend.contains("{{instance}}"),
+                    "{title}: legend hides the host"
+                );
+            }
+        }
+    }
+    // The documented example queries too.
+    for doc in ["README.md", "docs/metrics.md", "docs/kubernetes.md"] {
+        let text = std::fs::read_to_string(repo().join(doc)).unwrap();
+        for on in on_clauses(&text) {
+            assert!(on.contains("instance"), "{doc}: on({on}) mixes hosts");
+        }
+    }
+}
+
+/// `podman run` that works on this kind of host too: runc (crun refuses
+/// hybrid cgroup hierarchies) and rlimits no higher than ours (a sandbox
+/// without CAP_SYS_RESOURCE cannot raise them to podman's defaults).
+fn podman_run(image: &str, args: &[&str]) -> Output {
+    Command::new("podman")
+        .args(["--runtime", "runc", "run", "--rm", "--network=none"])
+        .args([
+            "--ulimit",
+            "nofile=1024:1024",
+            "--ulimit",
+            "nproc=1024:1024",
+        ])
+        .arg(image)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn container_image_builds_offline_and_its_entrypoint_runs() {
+    // `cargo xtask image` itself, on the binary under test: xtask built into
+    // its own target dir (this cargo holds the workspace's), run with the
+    // workspace's target dir.
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let xtask_target = target_dir().join("tools/xtask-build");
+    let built = Command::new(&cargo)
+        .args([
+            "build",
+            "--release",
+            "--quiet",
+            "-p",
+            "xtask",
+            "--target-dir",
+        ])
+        .arg(&xtask_target)
+        .current_dir(repo())
+        .status()
+        .unwrap();
+    assert!(built.success(), "building xtask failed");
+    let tag = format!("localhost/rttfair-test:{}", std::process::id());
+    let out = Command::new(xtask_target.join("release/xtask"))
+        .args([
+            "image",
+            "--binary",
+            env!("CARGO_BIN_EXE_rttfairctl"),
+            "--tag",
+            &tag,
+        ])
+        .env_remove("CARGO_TARGET_DIR")
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    let podman_ok = Command::new("podman")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !podman_ok {
+        println!(
+            "SKIPPED: no container runtime: `cargo xtask image` could not install podman: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return;
+    }
+    struct Rmi(String);
+    impl Drop for Rmi {
+        fn drop(&mut self) {
+            let _ = Command::new("podman").args(["rmi", "-f", &self.0]).output();
+        }
+    }
+    let _rmi = Rmi(tag.clone());
+    assert!(
+        out.status.success(),
+        "cargo xtask image failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // FROM scratch: exactly one layer, ours.
+    let inspect = Command::new("podman")
+        .args([
+            "image",
+            "inspect",
+            "--format",
+            "{{len .RootFS.Layers}}",
+            &tag,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&inspect.stdout).trim(), "1");
+
+    let version = assert_success(&podman_run(&tag, &["--version"]));
+    assert_eq!(
+        version.trim(),
+        concat!("rttfairctl ", env!("CARGO_PKG_VERSION"))
+    );
+    let check = assert_success(&podman_run(&tag, &["daemon", "--check-config"]));
+    assert!(
+        check.starts_with("config ok:") && check.contains("needs CAP_BPF + CAP_PERFMON"),
+        "{check}"
+    );
+    assert_one_line_error(
+        &podman_run(
+            &tag,
+            &["daemon", "--check-config", "--config", "/nope.toml"],
+        ),
+        "/nope.toml",
+    );
+    // The lab's tools are inside and their libraries resolve.
+    for (tool, arg) in [
+        ("/usr/bin/iperf3", "--version"),
+        ("/usr/sbin/tc", "-V"),
+        ("/usr/sbin/ip", "-V"),
+    ] {
+        let out = Command::new("podman")
+            .args(["--runtime", "runc", "run", "--rm", "--network=none"])
+            .args([
+                "--ulimit",
+                "nofile=1024:1024",
+                "--ulimit",
+                "nproc=1024:1024",
+            ])
+            .args(["--entrypoint", tool, &tag, arg])
+            .output()
+            .unwrap();
+        assert_success(&out);
+    }
+}

@@ -1,0 +1,142 @@
+"""Rules the Kubernetes API server (or the cluster at run time) enforces
+beyond the OpenAPI schemas that kubernetes-validate checks, plus this
+project's own agreements, over the manifests given on the command line.
+
+usage: k8s_semantics.py IMAGE FILE...   (prints one line per problem; exit 1)
+Needs PyYAML (a dependency of kubernetes-validate, so in its venv).
+"""
+import re
+import sys
+
+import yaml
+
+problems = []
+
+
+def bad(where, msg):
+    problems.append(f"{where}: {msg}")
+
+
+def pod_spec(doc):
+    kind = doc.get("kind")
+    if kind in ("DaemonSet", "Deployment", "StatefulSet", "Job"):
+        return doc["spec"]["template"]["spec"]
+    return None
+
+
+def check_pod(where, doc, spec, image):
+    host_network = spec.get("hostNetwork", False)
+    for c in spec.get("containers", []):
+        cw = f"{where} container {c['name']}"
+        sc = c.get("securityContext", {}) or {}
+        privileged = sc.get("privileged", False)
+        # API: Bidirectional propagation only for privileged containers.
+        for m in c.get("volumeMounts", []):
+            if m.get("mountPropagation") == "Bidirectional" and not privileged:
+                bad(cw, f"mountPropagation Bidirectional on {m['mountPath']} needs privileged: true")
+        # API: with hostNetwork, hostPort must equal containerPort.
+        ports = {p.get("name"): p["containerPort"] for p in c.get("ports", [])}
+        for p in c.get("ports", []):
+            if host_network and "hostPort" in p and p["hostPort"] != p["containerPort"]:
+                bad(cw, "hostNetwork needs hostPort == containerPort")
+        for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+            pr = c.get(probe)
+            if not pr or "httpGet" not in pr:
+                continue
+            port = pr["httpGet"]["port"]
+            if isinstance(port, str) and port not in ports:
+                bad(cw, f"{probe} names port {port!r}, which the container does not declare")
+            if pr["httpGet"].get("path") != "/healthz":
+                bad(cw, f"{probe} must probe the daemon's /healthz")
+        # $(VAR) in args expands only for variables of the container's env.
+        env = {e["name"] for e in c.get("env", [])}
+        for a in c.get("args", []) + c.get("command", []):
+            for var in re.findall(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", a):
+                if var not in env:
+                    bad(cw, f"args use $({var}) but env does not define it")
+        if c.get("image") != image:
+            bad(cw, f"image {c.get('image')!r} is not the one `cargo xtask image` builds ({image})")
+        # No shell in the image (FROM scratch): commands must be rttfairctl's.
+        if c.get("command"):
+            bad(cw, "the image has no shell; use args (the entrypoint is rttfairctl)")
+
+
+def check_daemonset(where, spec):
+    c = spec["containers"][0]
+    sc = c.get("securityContext", {})
+    if sc.get("privileged"):
+        bad(where, "the daemon must not be privileged")
+    caps = sc.get("capabilities", {})
+    if sorted(caps.get("add", [])) != ["BPF", "PERFMON"] or caps.get("drop") != ["ALL"]:
+        bad(where, "the daemon gets exactly CAP_BPF + CAP_PERFMON (loader::preflight), all else dropped")
+    for probe in ("readinessProbe", "livenessProbe"):
+        if probe not in c:
+            bad(where, f"no {probe}")
+    if "requests" not in c.get("resources", {}):
+        bad(where, "no resource requests")
+    if not spec.get("hostNetwork"):
+        bad(where, "hostNetwork: native_flows reads the node's sockets")
+    mounts = {m["mountPath"]: m for m in c.get("volumeMounts", [])}
+    if "/sys/fs/bpf" not in mounts:
+        bad(where, "no bpffs mount at /sys/fs/bpf")
+
+
+def check_sweep(where, doc, merge_args):
+    spec = doc["spec"]
+    if spec.get("completionMode") != "Indexed":
+        bad(where, "the sweep Job must be Indexed")
+    n = spec.get("completions")
+    if spec.get("parallelism") != n:
+        bad(where, "parallelism must equal completions (one shard per node at once)")
+    args = spec["template"]["spec"]["containers"][0]["args"]
+    shard = args[args.index("--shard") + 1] if "--shard" in args else ""
+    if shard != f"$(JOB_COMPLETION_INDEX)/{n}":
+        bad(where, f"--shard {shard!r} does not match completions {n}")
+    out = args[args.index("--out") + 1] if "--out" in args else ""
+    if "$(JOB_COMPLETION_INDEX)" not in out:
+        bad(where, "each shard needs its own --out folder")
+    aff = spec["template"]["spec"].get("affinity", {}).get("podAntiAffinity", {})
+    terms = aff.get("requiredDuringSchedulingIgnoredDuringExecution", [])
+    labels = spec["template"]["metadata"].get("labels", {})
+    if not any(
+        t.get("topologyKey") == "kubernetes.io/hostname"
+        and all(labels.get(k) == v for k, v in t["labelSelector"]["matchLabels"].items())
+        for t in terms
+    ):
+        bad(where, "shards must run on distinct nodes (required podAntiAffinity on hostname)")
+    if not spec["template"]["spec"]["containers"][0].get("securityContext", {}).get("privileged"):
+        bad(where, "a lab shard must be privileged (netns, TUN, HTB, CCAs)")
+    if merge_args is not None:
+        shards = [a for a in merge_args if a.startswith("/results/shard-")]
+        want = [out.replace("$(JOB_COMPLETION_INDEX)", str(i)) for i in range(n or 0)]
+        if shards != want:
+            bad(where, f"the merge Job merges {shards}, the sweep writes {want}")
+
+
+def main():
+    image, files = sys.argv[1], sys.argv[2:]
+    docs = []
+    for f in files:
+        with open(f) as fh:
+            for i, d in enumerate(yaml.safe_load_all(fh)):
+                if d:
+                    docs.append((f"{f}[{i}] {d.get('kind')}/{d['metadata']['name']}", d))
+    merge_args = None
+    for where, d in docs:
+        if d.get("kind") == "Job" and d["spec"].get("completionMode") != "Indexed":
+            merge_args = d["spec"]["template"]["spec"]["containers"][0]["args"]
+    for where, d in docs:
+        spec = pod_spec(d)
+        if spec is None:
+            continue
+        check_pod(where, d, spec, image)
+        if d["kind"] == "DaemonSet":
+            check_daemonset(where, spec)
+        if d["kind"] == "Job" and d["spec"].get("completionMode") == "Indexed":
+            check_sweep(where, d, merge_args)
+    for p in problems:
+        print(p)
+    sys.exit(1 if problems else 0)
+
+
+main()

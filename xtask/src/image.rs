@@ -1,0 +1,204 @@
+//! `cargo xtask image`: a minimal container image, built offline.
+//!
+//! FROM scratch (no base image is pulled): `rttfairctl` (debug info
+//! stripped), the tools the lab runs (ip, tc, ethtool, sysctl, iperf3), the
+//! shared libraries `ldd` says they link and the dynamic loader, copied from
+//! this host at their own paths, and the default daemon config. Built with
+//! podman (Debian package, daemonless; `docker build` would need a running
+//! daemon) with `--pull=never --network=none`, tagged `rttfair:VERSION`, and
+//! saved as an OCI archive (`target/image/rttfair-VERSION.oci.tar`) that a
+//! cluster's nodes can import or a registry can take (docs/kubernetes.md).
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+
+/// The image's version tag: the workspace version, like `rttfairctl --version`.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Programs the lab executes (lab/src: netns, link, iperf, topology).
+const LAB_TOOLS: &[&str] = &["ip", "tc", "ethtool", "sysctl", "iperf3"];
+
+/// What `image` was asked for.
+pub struct ImageArgs {
+    /// A built rttfairctl; `None`: build the release one.
+    pub binary: Option<PathBuf>,
+    /// Image name and tag; default `rttfair:VERSION`.
+    pub tag: String,
+}
+
+impl ImageArgs {
+    pub fn parse(rest: &[String]) -> Result<ImageArgs> {
+        let mut args = ImageArgs {
+            binary: None,
+            tag: format!("rttfair:{VERSION}"),
+        };
+        let mut it = rest.iter();
+        while let Some(a) = it.next() {
+            let mut value = |flag: &str| {
+                it.next()
+                    .cloned()
+                    .with_context(|| format!("{flag} needs a value"))
+            };
+            match a.as_str() {
+                "--binary" => args.binary = Some(PathBuf::from(value("--binary")?)),
+                "--tag" => args.tag = value("--tag")?,
+                other => bail!("image: unknown argument '{other}' (--binary PATH, --tag NAME:TAG)"),
+            }
+        }
+        if let Some(b) = &args.binary {
+            if !b.is_file() {
+                bail!("image: --binary {} is not a file", b.display());
+            }
+        }
+        if args.tag.is_empty() || args.tag.contains(char::is_whitespace) {
+            bail!("image: --tag '{}' is not an image name", args.tag);
+        }
+        Ok(args)
+    }
+}
+
+/// Stage the root filesystem under `dir/rootfs`, build, save. Returns the
+/// OCI archive's path.
+pub fn build(root: &Path, dir: &Path, binary: &Path, tag: &str) -> Result<PathBuf> {
+    let rootfs = dir.join("rootfs");
+    if rootfs.exists() {
+        fs::remove_dir_all(&rootfs).with_context(|| format!("clean {}", rootfs.display()))?;
+    }
+    fs::create_dir_all(&rootfs)?;
+
+    let ctl = rootfs.join("usr/local/bin/rttfairctl");
+    fs::create_dir_all(ctl.parent().unwrap())?;
+    run(Command::new("objcopy")
+        .arg("--strip-debug")
+        .arg(binary)
+        .arg(&ctl))?;
+    let mut executables = vec![binary.to_path_buf()];
+    for tool in LAB_TOOLS {
+        let path = which(tool)?;
+        copy_at_own_path(&path, &rootfs)?;
+        executables.push(path);
+    }
+    let mut libs = BTreeSet::new();
+    for exe in &executables {
+        libs.extend(shared_libraries(exe)?);
+    }
+    for lib in &libs {
+        copy_at_own_path(lib, &rootfs)?;
+    }
+    for d in [
+        "tmp",
+        "run/netns",
+        "etc/rttfair",
+        "sys/fs/bpf",
+        "proc",
+        "dev",
+    ] {
+        fs::create_dir_all(rootfs.join(d))?;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(rootfs.join("tmp"), fs::Permissions::from_mode(0o1777))?;
+    fs::copy(
+        root.join("deploy/systemd/daemon.toml"),
+        rootfs.join("etc/rttfair/daemon.toml"),
+    )?;
+    fs::write(
+        rootfs.join("etc/passwd"),
+        "root:x:0:0:root:/:/nonexistent\n",
+    )?;
+    fs::write(rootfs.join("etc/group"), "root:x:0:\n")?;
+
+    let containerfile = dir.join("Containerfile");
+    fs::write(
+        &containerfile,
+        format!(
+            "FROM scratch\n\
+             COPY rootfs/ /\n\
+             ENV PATH=/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n\
+             LABEL org.opencontainers.image.title=rttfair \
+             org.opencontainers.image.version={VERSION} \
+             org.opencontainers.image.licenses=GPL-2.0-only\n\
+             ENTRYPOINT [\"/usr/local/bin/rttfairctl\"]\n\
+             CMD [\"--help\"]\n"
+        ),
+    )?;
+    run(Command::new("podman")
+        .args([
+            "build",
+            "--pull=never",
+            "--network=none",
+            "--quiet",
+            "-t",
+            tag,
+            "-f",
+        ])
+        .arg(&containerfile)
+        .arg(dir))?;
+    let name = tag.replace([':', '/'], "-");
+    let archive = dir.join(format!("{name}.oci.tar"));
+    let _ = fs::remove_file(&archive);
+    run(Command::new("podman")
+        .args(["save", "--quiet", "--format", "oci-archive", "-o"])
+        .arg(&archive)
+        .arg(tag))?;
+    Ok(archive)
+}
+
+/// `tool`'s path on PATH (and the sbin directories, which root's PATH has
+/// but a developer's may not).
+fn which(tool: &str) -> Result<PathBuf> {
+    let path = std::env::var("PATH").unwrap_or_default();
+    let found = path
+        .split(':')
+        .chain(["/usr/sbin", "/sbin", "/usr/bin", "/bin"])
+        .map(|d| Path::new(d).join(tool))
+        .find(|p| p.is_file());
+    found.with_context(|| format!("{tool} not found (cargo xtask deps installs it)"))
+}
+
+/// Absolute paths of the shared objects `exe` loads, the loader included,
+/// from `ldd`: "libz.so.1 => /lib/x86_64-linux-gnu/libz.so.1 (0x...)" and
+/// "/lib64/ld-linux-x86-64.so.2 (0x...)".
+fn shared_libraries(exe: &Path) -> Result<Vec<PathBuf>> {
+    let out = Command::new("ldd").arg(exe).output().context("run ldd")?;
+    if !out.status.success() {
+        bail!("ldd {} failed", exe.display());
+    }
+    let mut libs = Vec::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let target = match line.split_once("=>") {
+            Some((_, rhs)) => rhs.trim(),
+            None => line.trim(),
+        };
+        let path = target.split_whitespace().next().unwrap_or("");
+        if line.contains("not found") {
+            bail!("{}: {}", exe.display(), line.trim());
+        }
+        if path.starts_with('/') {
+            libs.push(PathBuf::from(path));
+        }
+    }
+    Ok(libs)
+}
+
+/// Copy `path` (its contents, following symlinks) to the same path under
+/// `rootfs`.
+fn copy_at_own_path(path: &Path, rootfs: &Path) -> Result<()> {
+    let dest = rootfs.join(path.strip_prefix("/").unwrap_or(path));
+    fs::create_dir_all(dest.parent().unwrap())?;
+    fs::copy(path, &dest).with_context(|| format!("copy {}", path.display()))?;
+    Ok(())
+}
+
+fn run(cmd: &mut Command) -> Result<()> {
+    let status = cmd
+        .status()
+        .with_context(|| format!("spawn {:?}", cmd.get_program()))?;
+    if !status.success() {
+        bail!("{cmd:?} failed ({status})");
+    }
+    Ok(())
+}
