@@ -278,6 +278,8 @@ mod tests {
             kind: Kind::Project,
             cca: "fairtt".into(),
             group: "10.20.0.0/24".into(),
+            peer_addr: String::new(),
+            peer_port: String::new(),
             labels: FlowLabels::default(),
         };
         let snap = Snapshot {
