@@ -321,61 +321,27 @@ fn progress_bar(on: bool, s: &Scenario, label: &str) -> Option<indicatif::Progre
     Some(bar)
 }
 
-/// Goodput of one cubic flow for a few seconds vs the configured rate. The
-/// check is of the *rate*, so it runs with a buffer of at least 2 BDP at
-/// 50 ms (a 2-packet buffer would measure cubic's loss recovery instead),
-/// and the scenario's buffer is put back afterwards.
+/// The bottleneck's departure rate while backlogged vs the configured rate
+/// (see [`selfcheck::measure_rate`]), returned as goodput.
 fn check_rate(net: &Dumbbell, s: &Scenario) -> Result<f64> {
-    let check_buffer = (s.rate_bit() / 8 / 10).max(s.buffer_bytes());
-    crate::link::set_buffer(&net.router, crate::topology::BOTTLENECK_IF, check_buffer)?;
-    let r = check_rate_once(net, s);
-    crate::link::set_buffer(
-        &net.router,
-        crate::topology::BOTTLENECK_IF,
-        s.buffer_bytes(),
-    )?;
-    r
-}
-
-fn check_rate_once(net: &Dumbbell, s: &Scenario) -> Result<f64> {
-    let r = iperf::client_with_server_output(
-        net.snd.name(),
-        &ClientSpec {
-            server: RECEIVER.to_string(),
-            port: 5201,
-            bind: Some(net.sender(0).to_string()),
-            cca: "cubic".into(),
-            seconds: 4.0,
-            interval: 1.0,
-        },
-    )?;
-    // Receiver-side rate, skipping the first second (slow start); the
-    // sender's rate would count what it put into the buffer, not through it.
-    let steady: Vec<f64> = r
-        .receiver_intervals
-        .iter()
-        .skip(1)
-        .filter(|i| i.0 <= 4.0 + 1e-6)
-        .map(|i| i.1)
-        .collect();
-    let measured = if steady.is_empty() {
-        r.client.receiver_bits_per_second
-    } else {
-        metrics::mean(&steady)
+    let b = Bottleneck {
+        rate_bit: s.rate_bit(),
+        limit_bytes: s.buffer_bytes(),
     };
-    let expected = s.rate_bit() as f64 * MSS as f64 / WIRE_PACKET as f64;
-    // With loss configured for flow 0 the check would measure the loss, not the rate.
-    if s.flows().first().is_some_and(|f| f.loss_pct == 0.0)
-        && !selfcheck::rate_within_tolerance(expected, measured)
-    {
+    let rtt0 = Duration::from_secs_f64(s.flows()[0].rtt_ms / 1e3);
+    let c = selfcheck::measure_rate(net, b, rtt0, 5201, 4.0)?;
+    // With loss configured for flow 0 the load would measure the loss, not the rate.
+    if s.flows().first().is_some_and(|f| f.loss_pct == 0.0) && !c.ok {
         bail!(
-            "self-check failed: bottleneck carries {:.2} Mbit/s of goodput, expected {:.2} (rate x {MSS}/{WIRE_PACKET}, tolerance 3%); no results reported",
-            measured / 1e6,
-            expected / 1e6
+            "self-check failed: bottleneck sends {:.2} Mbit/s while backlogged for {:.2} s, configured {:.2} (tolerance 3%, at least {} s backlogged); no results reported",
+            c.measured_bit / 1e6,
+            c.busy_s,
+            c.configured_bit / 1e6,
+            selfcheck::MIN_BUSY_S
         );
     }
     std::thread::sleep(Duration::from_millis(300));
-    Ok(measured)
+    Ok(c.goodput_bit())
 }
 
 fn run_rep(
