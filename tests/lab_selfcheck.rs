@@ -108,3 +108,94 @@ fn self_check_refuses_a_wrong_rate() {
         "the load did not backlog the queue: {rate:?}"
     );
 }
+
+/// The delay element's per-flow variations (scenario `jitter_ms`,
+/// `ack_batch_ms`, `rtt_change`), seen from a sender's kernel: handshake RTT
+/// samples through a path set while the element runs.
+#[test]
+fn delay_element_applies_jitter_batching_and_rtt_change() {
+    use rttfair_lab::delay::clock_ns;
+    use rttfair_lab::pathsched::PathDelay;
+    const MS: u64 = 1_000_000;
+    let _t = KernelTest::new();
+    let b = bottleneck(50.0, 1.0, 20.0);
+    let net = Dumbbell::build(&paths(&[10.0, 10.0, 10.0]), b).expect("build dumbbell");
+    let _l = selfcheck::probe_listener(&net, 60).expect("probe listener");
+    let settle = || std::thread::sleep(Duration::from_millis(60)); // > one poll period
+
+    // RTT change: 10 ms now, 40 ms from 1 s on.
+    let at = clock_ns() + 1000 * MS;
+    net.delay
+        .set_path(
+            net.sender(0),
+            PathDelay {
+                base_ns: 10 * MS,
+                change_at_ns: Some(at),
+                changed_base_ns: 40 * MS,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    settle();
+    let before = selfcheck::handshake_rtts(&net.snd, net.sender(0), 3).unwrap();
+    while clock_ns() < at {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let after = selfcheck::handshake_rtts(&net.snd, net.sender(0), 3).unwrap();
+    println!("rtt change: before {before:?} after {after:?}");
+    assert!(
+        before.iter().all(|&r| (10.0..11.0).contains(&r)),
+        "{before:?}"
+    );
+    assert!(
+        after.iter().all(|&r| (40.0..41.0).contains(&r)),
+        "{after:?}"
+    );
+
+    // Jitter: 10 ms + U[0, 10] ms. Handshakes are one at a time, so order
+    // never binds and each sample is base + its own draw.
+    net.delay
+        .set_path(
+            net.sender(1),
+            PathDelay {
+                base_ns: 10 * MS,
+                jitter_ns: 10 * MS,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    settle();
+    let j = selfcheck::handshake_rtts(&net.snd, net.sender(1), 20).unwrap();
+    println!("jitter: {j:?}");
+    assert!(j.iter().all(|&r| (10.0..21.0).contains(&r)), "{j:?}");
+    let spread =
+        j.iter().cloned().fold(f64::MIN, f64::max) - j.iter().cloned().fold(f64::MAX, f64::min);
+    // 20 uniform draws over 10 ms span less than 3 ms with probability ~1e-9.
+    assert!(spread > 3.0, "no jitter: spread {spread:.3} ms");
+
+    // ACK batching every 20 ms: every SYN/ACK leaves on a 20 ms boundary of
+    // the element's clock, so every handshake completes just after one
+    // (without batching, 10 in the first quarter of a slot: ~1e-6).
+    net.delay
+        .set_path(
+            net.sender(2),
+            PathDelay {
+                base_ns: 10 * MS,
+                batch_ns: 20 * MS,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    settle();
+    let s = selfcheck::handshake_samples(&net.snd, net.sender(2), 10).unwrap();
+    let phase: Vec<f64> = s
+        .iter()
+        .map(|(_, t)| (t % (20 * MS)) as f64 / 1e6)
+        .collect();
+    println!(
+        "batching: rtts {:?} phase in slot {phase:?}",
+        s.iter().map(|x| x.0).collect::<Vec<_>>()
+    );
+    assert!(phase.iter().all(|&p| p < 5.0), "{phase:?}");
+    assert!(s.iter().all(|&(r, _)| (10.0..31.0).contains(&r)), "{s:?}");
+}

@@ -12,6 +12,7 @@ pub mod delay;
 pub mod iperf;
 pub mod link;
 pub mod netns;
+pub mod pathsched;
 pub mod plot;
 pub mod qstats;
 pub mod run;

@@ -358,6 +358,14 @@ fn run_rep(
     };
     let loss_before = net.random_loss_drops();
     let t0 = Instant::now();
+    // Jitter, ACK batching and RTT changes run on this repetition's clock.
+    let start_ns = crate::delay::clock_ns();
+    for f in flows {
+        let d = crate::pathsched::PathDelay::for_flow(f, start_ns);
+        if d.varies() {
+            net.delay.set_path(net.sender(f.index), d)?;
+        }
+    }
     let sampler = QueueSampler::start(reader, Duration::from_secs_f64(s.queue_sample_ms / 1e3));
     let stop = Arc::new(AtomicBool::new(false));
     let bpf_thread = spawn_bpf_sampler(fs, flows, net, t0, stop.clone());

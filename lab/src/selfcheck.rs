@@ -76,23 +76,7 @@ pub fn rate_within_tolerance(expected: f64, measured: f64) -> bool {
 /// receiver (SYN -> SYN/ACK is one round trip through the whole path), over
 /// `probes` connections.
 pub fn measure_rtts(net: &Dumbbell, configured_ms: &[f64], probes: usize) -> Result<Vec<RttCheck>> {
-    let listener = net
-        .rcv
-        .run(|| TcpListener::bind(SocketAddrV4::new(RECEIVER, PROBE_PORT)))?
-        .context("bind RTT probe listener")?;
-    listener.set_nonblocking(true)?;
-    let acceptor = net.rcv.spawn(move || {
-        let end = Instant::now() + Duration::from_secs(30);
-        while Instant::now() < end {
-            match listener.accept() {
-                Ok(_) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    std::thread::sleep(Duration::from_millis(1))
-                }
-                Err(_) => break,
-            }
-        }
-    })?;
+    let acceptor = probe_listener(net, 30)?;
     let mut out = Vec::new();
     for (i, &cfg) in configured_ms.iter().enumerate() {
         let src = net.sender(i);
@@ -109,8 +93,17 @@ pub fn measure_rtts(net: &Dumbbell, configured_ms: &[f64], probes: usize) -> Res
 }
 
 fn probe(ns: &Netns, src: Ipv4Addr, probes: usize) -> Result<f64> {
-    ns.run(move || -> Result<f64> {
-        let mut best = f64::INFINITY;
+    let rtts = handshake_rtts(ns, src, probes)?;
+    Ok(rtts.into_iter().fold(f64::INFINITY, f64::min))
+}
+
+/// `probes` TCP handshakes from `src` (in `ns`) to the receiver's probe
+/// port, one after the other: for each, the kernel's RTT sample (ms) and the
+/// element-clock time ([`crate::delay::clock_ns`]) at which connect returned.
+/// Needs the listener of [`measure_rtts`]; see [`handshake_rtts`].
+pub fn handshake_samples(ns: &Netns, src: Ipv4Addr, probes: usize) -> Result<Vec<(f64, u64)>> {
+    ns.run(move || -> Result<Vec<(f64, u64)>> {
+        let mut out = Vec::new();
         for _ in 0..probes {
             let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
             s.bind(&SocketAddr::from((src, 0)).into())?;
@@ -119,12 +112,43 @@ fn probe(ns: &Netns, src: Ipv4Addr, probes: usize) -> Result<f64> {
                 Duration::from_secs(5),
             )
             .with_context(|| format!("RTT probe from {src}"))?;
+            let done = crate::delay::clock_ns();
             let info = crate::sock::tcp_info(&s).context("TCP_INFO of the RTT probe")?;
             // tcpi_rtt is srtt; after the handshake it is the SYN's one sample.
-            best = best.min(info.tcpi_rtt as f64 / 1e3);
+            out.push((info.tcpi_rtt as f64 / 1e3, done));
         }
-        Ok(best)
+        Ok(out)
     })?
+}
+
+/// Kernel RTT samples (ms) of `probes` handshakes from `src`.
+pub fn handshake_rtts(ns: &Netns, src: Ipv4Addr, probes: usize) -> Result<Vec<f64>> {
+    Ok(handshake_samples(ns, src, probes)?
+        .into_iter()
+        .map(|(r, _)| r)
+        .collect())
+}
+
+/// A listener for handshake probes on the receiver, for [`handshake_samples`]
+/// outside [`measure_rtts`]; it stops accepting after `secs`.
+pub fn probe_listener(net: &Dumbbell, secs: u64) -> Result<std::thread::JoinHandle<Result<()>>> {
+    let listener = net
+        .rcv
+        .run(|| TcpListener::bind(SocketAddrV4::new(RECEIVER, PROBE_PORT)))?
+        .context("bind RTT probe listener")?;
+    listener.set_nonblocking(true)?;
+    net.rcv.spawn(move || {
+        let end = Instant::now() + Duration::from_secs(secs);
+        while Instant::now() < end {
+            match listener.accept() {
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_millis(1))
+                }
+                Err(_) => break,
+            }
+        }
+    })
 }
 
 /// Rate (bit/s) and length (s) of the longest period in which every sample
