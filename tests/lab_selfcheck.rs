@@ -122,6 +122,9 @@ fn delay_element_applies_jitter_batching_and_rtt_change() {
     let net = Dumbbell::build(&paths(&[10.0, 10.0, 10.0]), b).expect("build dumbbell");
     let _l = selfcheck::probe_listener(&net, 60).expect("probe listener");
     let settle = || std::thread::sleep(Duration::from_millis(60)); // > one poll period
+                                                                   // What the element's wake-up and the stack add on top of a configured
+                                                                   // delay: 0.1-0.3 ms idle, up to ~1 ms seen on a loaded 2-core host.
+    const SLACK: f64 = 2.0;
 
     // RTT change: 10 ms now, 40 ms from 1 s on.
     let at = clock_ns() + 1000 * MS;
@@ -167,7 +170,10 @@ fn delay_element_applies_jitter_batching_and_rtt_change() {
     settle();
     let j = selfcheck::handshake_rtts(&net.snd, net.sender(1), 20).unwrap();
     println!("jitter: {j:?}");
-    assert!(j.iter().all(|&r| (10.0..21.0).contains(&r)), "{j:?}");
+    assert!(
+        j.iter().all(|&r| (10.0..20.0 + SLACK).contains(&r)),
+        "{j:?}"
+    );
     let spread =
         j.iter().cloned().fold(f64::MIN, f64::max) - j.iter().cloned().fold(f64::MAX, f64::min);
     // 20 uniform draws over 10 ms span less than 3 ms with probability ~1e-9.
@@ -197,5 +203,8 @@ fn delay_element_applies_jitter_batching_and_rtt_change() {
         s.iter().map(|x| x.0).collect::<Vec<_>>()
     );
     assert!(phase.iter().all(|&p| p < 5.0), "{phase:?}");
-    assert!(s.iter().all(|&(r, _)| (10.0..31.0).contains(&r)), "{s:?}");
+    assert!(
+        s.iter().all(|&(r, _)| (10.0..30.0 + SLACK).contains(&r)),
+        "{s:?}"
+    );
 }
