@@ -20,6 +20,12 @@
 //! held packet. The thread asks for SCHED_FIFO so iperf3 on the same two
 //! cores does not delay its wake-ups; if that is refused it runs anyway and
 //! the lateness statistics show the cost.
+//!
+//! Each path's release time comes from [`crate::pathsched`]: base delay,
+//! optional uniform jitter, ACK batching and a change of the base delay at a
+//! given time, never reordering within a path. Paths can be replaced while
+//! the element runs ([`DelayElement::set_path`]), e.g. at the start of each
+//! repetition, on the element's clock ([`clock_ns`]).
 
 use std::collections::{BinaryHeap, HashMap};
 use std::fs::{File, OpenOptions};
@@ -38,6 +44,7 @@ use nix::sys::time::TimeSpec;
 use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
 
 use crate::netns::Netns;
+use crate::pathsched::{PathDelay, PathSchedule};
 
 const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
 const MAX_HELD: usize = 200_000;
@@ -64,6 +71,7 @@ impl DelayStats {
 /// A running delay element; stops and closes its TUN device on drop.
 pub struct DelayElement {
     stop: Arc<AtomicBool>,
+    control: std::sync::mpsc::Sender<(u32, PathDelay)>,
     thread: Option<JoinHandle<()>>,
     pub stats: Arc<DelayStats>,
 }
@@ -111,6 +119,12 @@ impl PartialOrd for Held {
     }
 }
 
+/// The element's clock (CLOCK_MONOTONIC, ns): the time base of
+/// [`PathDelay::change_at_ns`].
+pub fn clock_ns() -> u64 {
+    now_ns()
+}
+
 fn now_ns() -> u64 {
     let ts = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).unwrap();
     ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64
@@ -124,28 +138,67 @@ impl DelayElement {
         delays: HashMap<Ipv4Addr, Duration>,
         default: Duration,
     ) -> Result<Self> {
+        let paths = delays
+            .into_iter()
+            .map(|(a, d)| {
+                let d = PathDelay {
+                    base_ns: d.as_nanos() as u64,
+                    ..Default::default()
+                };
+                (a, d)
+            })
+            .collect();
+        Self::start_with(tun, paths, default)
+    }
+
+    /// Like [`DelayElement::start`] with a full [`PathDelay`] per destination.
+    pub fn start_with(
+        tun: File,
+        paths: HashMap<Ipv4Addr, PathDelay>,
+        default: Duration,
+    ) -> Result<Self> {
         let stop = Arc::new(AtomicBool::new(false));
         let stats = Arc::new(DelayStats::default());
         let timer = TimerFd::new(ClockId::CLOCK_MONOTONIC, TimerFlags::TFD_NONBLOCK)
             .context("timerfd_create")?;
         let (stop2, stats2) = (stop.clone(), stats.clone());
-        let delays: HashMap<u32, u64> = delays
+        let mut scheds: HashMap<u32, PathSchedule> = paths
             .into_iter()
-            .map(|(a, d)| (u32::from(a), d.as_nanos() as u64))
+            .map(|(a, d)| (u32::from(a), PathSchedule::new(d, u32::from(a) as u64)))
             .collect();
+        let (control, updates) = std::sync::mpsc::channel();
         let default_ns = default.as_nanos() as u64;
         let thread = std::thread::Builder::new()
             .name("rttfair-delay".into())
             .spawn(move || {
                 raise_priority();
-                relay(tun, timer, &delays, default_ns, &stop2, &stats2);
+                relay(
+                    tun,
+                    timer,
+                    &mut scheds,
+                    &updates,
+                    default_ns,
+                    &stop2,
+                    &stats2,
+                );
             })
             .context("spawn delay thread")?;
         Ok(DelayElement {
             stop,
+            control,
             thread: Some(thread),
             stats,
         })
+    }
+}
+
+impl DelayElement {
+    /// Replace the delay of the path to `dst` (takes effect within one
+    /// poll period, 20 ms at most; packets already held keep their times).
+    pub fn set_path(&self, dst: Ipv4Addr, d: PathDelay) -> Result<()> {
+        self.control
+            .send((u32::from(dst), d))
+            .map_err(|_| anyhow::anyhow!("delay element has stopped"))
     }
 }
 
@@ -169,7 +222,8 @@ fn raise_priority() {
 fn relay(
     mut tun: File,
     timer: TimerFd,
-    delays: &HashMap<u32, u64>,
+    paths: &mut HashMap<u32, PathSchedule>,
+    updates: &std::sync::mpsc::Receiver<(u32, PathDelay)>,
     default_ns: u64,
     stop: &AtomicBool,
     stats: &DelayStats,
@@ -186,20 +240,30 @@ fn relay(
             ];
             let _ = poll(&mut fds, PollTimeout::from(20u16));
         }
+        while let Ok((dst, d)) = updates.try_recv() {
+            paths
+                .entry(dst)
+                .and_modify(|p| p.delay = d)
+                .or_insert_with(|| PathSchedule::new(d, dst as u64));
+        }
         // Take in everything that arrived.
         loop {
             match tun.read(&mut buf) {
                 Ok(n) if n >= 20 => {
                     stats.packets_in.fetch_add(1, Ordering::Relaxed);
                     let dst = u32::from_be_bytes([buf[16], buf[17], buf[18], buf[19]]);
-                    let delay = delays.get(&dst).copied().unwrap_or(default_ns);
                     if heap.len() >= MAX_HELD {
                         stats.overflow_drops.fetch_add(1, Ordering::Relaxed);
                         continue;
                     }
+                    let now = now_ns();
+                    let due_ns = match paths.get_mut(&dst) {
+                        Some(p) => p.due(now),
+                        None => now + default_ns,
+                    };
                     seq += 1;
                     heap.push(Held {
-                        due_ns: now_ns() + delay,
+                        due_ns,
                         seq,
                         packet: buf[..n].to_vec(),
                     });

@@ -36,6 +36,8 @@
 //!   Ctrl-C, and of leftovers of killed runs).
 //! - [`link`]: veth links, the HTB rate limit and drop-tail buffer.
 //! - [`delay`]: the user-space delay element on the reverse path.
+//! - [`pathsched`]: when the element releases a packet: base delay, jitter
+//!   without reordering, ACK batching, a base-RTT change.
 //! - [`topology`]: the dumbbell built from those, with per-flow delay/loss.
 //! - [`selfcheck`]: measures base RTTs and rate before a run reports.
 //! - [`qstats`]: the bottleneck qdisc's counters, sampled over a run.
@@ -56,6 +58,7 @@ pub mod grid;
 pub mod iperf;
 pub mod link;
 pub mod netns;
+pub mod pathsched;
 pub mod plan;
 pub mod plot;
 pub mod qstats;

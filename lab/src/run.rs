@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use rttfair_loader::fairness as metrics;
 use rttfair_loader::flows::FlowReader;
 use rttfair_loader::BpfFs;
 
@@ -148,61 +147,27 @@ fn progress_bar(on: bool, plan: &Plan) -> Option<indicatif::ProgressBar> {
     Some(bar)
 }
 
-/// Goodput of one cubic flow for a few seconds vs the configured rate. The
-/// check is of the *rate*, so it runs with a buffer of at least 2 BDP at
-/// 50 ms (a 2-packet buffer would measure cubic's loss recovery instead),
-/// and the scenario's buffer is put back afterwards.
+/// The bottleneck's departure rate while backlogged vs the configured rate
+/// (see [`selfcheck::measure_rate`]), returned as goodput.
 fn check_rate(net: &Dumbbell, plan: &Plan) -> Result<f64> {
-    let check_buffer = (plan.rate_bit / 8 / 10).max(plan.buffer_bytes);
-    crate::link::set_buffer(&net.router, crate::topology::BOTTLENECK_IF, check_buffer)?;
-    let r = check_rate_once(net, plan);
-    crate::link::set_buffer(
-        &net.router,
-        crate::topology::BOTTLENECK_IF,
-        plan.buffer_bytes,
-    )?;
-    r
-}
-
-fn check_rate_once(net: &Dumbbell, plan: &Plan) -> Result<f64> {
-    let r = iperf::client_with_server_output(
-        net.snd.name(),
-        &ClientSpec {
-            server: RECEIVER.to_string(),
-            port: 5201,
-            bind: Some(net.sender(0).to_string()),
-            cca: "cubic".into(),
-            seconds: 4.0,
-            interval: 1.0,
-        },
-    )?;
-    // Receiver-side rate, skipping the first second (slow start); the
-    // sender's rate would count what it put into the buffer, not through it.
-    let steady: Vec<f64> = r
-        .receiver_intervals
-        .iter()
-        .skip(1)
-        .filter(|i| i.0 <= 4.0 + 1e-6)
-        .map(|i| i.1)
-        .collect();
-    let measured = if steady.is_empty() {
-        r.client.receiver_bits_per_second
-    } else {
-        metrics::mean(&steady)
+    let b = Bottleneck {
+        rate_bit: plan.rate_bit,
+        limit_bytes: plan.buffer_bytes,
     };
-    let expected = plan.goodput_capacity_bps();
-    // With loss configured for flow 0 the check would measure the loss, not the rate.
-    if plan.flows.first().is_some_and(|f| f.loss_pct == 0.0)
-        && !selfcheck::rate_within_tolerance(expected, measured)
-    {
+    let rtt0 = Duration::from_secs_f64(plan.flows[0].rtt_ms / 1e3);
+    let c = selfcheck::measure_rate(net, b, rtt0, 5201, 4.0)?;
+    // With loss configured for flow 0 the load would measure the loss, not the rate.
+    if plan.flows.first().is_some_and(|f| f.loss_pct == 0.0) && !c.ok {
         bail!(
-            "self-check failed: bottleneck carries {:.2} Mbit/s of goodput, expected {:.2} (rate x {MSS}/{WIRE_PACKET}, tolerance 3%); no results reported",
-            measured / 1e6,
-            expected / 1e6
+            "self-check failed: bottleneck sends {:.2} Mbit/s while backlogged for {:.2} s, configured {:.2} (tolerance 3%, at least {} s backlogged); no results reported",
+            c.measured_bit / 1e6,
+            c.busy_s,
+            c.configured_bit / 1e6,
+            selfcheck::MIN_BUSY_S
         );
     }
     std::thread::sleep(Duration::from_millis(300));
-    Ok(measured)
+    Ok(c.goodput_bit())
 }
 
 /// One repetition: every flow from its start to its stop time, the queue
@@ -217,6 +182,14 @@ fn run_rep(
     let drops_before = net.queue_reader()?.read()?.drops;
     let loss_before = net.random_loss_drops();
     let t0 = Instant::now();
+    // Jitter, ACK batching and RTT changes run on this repetition's clock.
+    let start_ns = crate::delay::clock_ns();
+    for f in &plan.flows {
+        let d = crate::pathsched::PathDelay::for_flow(f, start_ns);
+        if d.varies() {
+            net.delay.set_path(net.sender(f.index), d)?;
+        }
+    }
     let sampler = QueueSampler::start(reader, plan.queue_sample);
     let stop = Arc::new(AtomicBool::new(false));
     let bpf_thread = spawn_bpf_sampler(fs, &plan.flows, net, t0, stop.clone());

@@ -18,7 +18,14 @@
 //! group = "mice"
 //! cca = "fairtt"
 //! rtt_ms = 5.0
+//! # optional, per flow (delay element, ACK direction; off when absent):
+//! jitter_ms = 5.0                          # + uniform 0..=5 ms per packet, no reordering in a flow
+//! ack_batch_ms = 2.0                       # ACKs leave in batches every 2 ms
+//! rtt_change = { at_s = 30.0, rtt_ms = 40.0 }  # base RTT becomes 40 ms at t = 30 s
 //! ```
+//!
+//! Jitter, batching and the RTT change apply during each repetition (from
+//! its start); the self-check before the run measures the plain base RTT.
 //!
 //! An optional `[sweep]` table turns the file into a grid of scenarios (see
 //! [`Sweep`]); every point of the grid is validated when the file is read.
@@ -142,6 +149,29 @@ pub struct FlowGroup {
     pub start_s: f64,
     /// Stop time; the end of the run if absent.
     pub stop_s: Option<f64>,
+    /// Per-packet delay jitter on this flow's path: uniform 0..=jitter_ms,
+    /// without reordering within the flow (see `pathsched`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub jitter_ms: f64,
+    /// Release this flow's ACKs in batches every `ack_batch_ms` (0 = off).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub ack_batch_ms: f64,
+    /// A change of this flow's base RTT at a given time of each repetition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtt_change: Option<RttChange>,
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
+}
+
+/// The path's base RTT becomes `rtt_ms` at `at_s` seconds into a repetition
+/// (packets already on the path keep their delay; nothing is reordered).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RttChange {
+    pub at_s: f64,
+    pub rtt_ms: f64,
 }
 
 impl Buffer {
@@ -217,6 +247,12 @@ impl FlowGroup {
         if let Some(stop) = self.stop_s {
             in_range(&p("stop_s"), stop, self.start_s + 1.0, duration_s, " s")?;
         }
+        in_range(&p("jitter_ms"), self.jitter_ms, 0.0, 1000.0, " ms")?;
+        in_range(&p("ack_batch_ms"), self.ack_batch_ms, 0.0, 1000.0, " ms")?;
+        if let Some(c) = self.rtt_change {
+            in_range(&p("rtt_change.at_s"), c.at_s, 0.0, duration_s, " s")?;
+            in_range(&p("rtt_change.rtt_ms"), c.rtt_ms, 0.0, 2000.0, " ms")?;
+        }
         Ok(())
     }
 }
@@ -231,6 +267,9 @@ pub struct FlowSpec {
     pub loss_pct: f64,
     pub start_s: f64,
     pub stop_s: f64,
+    pub jitter_ms: f64,
+    pub ack_batch_ms: f64,
+    pub rtt_change: Option<RttChange>,
 }
 
 /// A scenario error: the field path, its line in the text it was read
@@ -425,6 +464,9 @@ impl Scenario {
                     loss_pct: g.loss_pct,
                     start_s: g.start_s,
                     stop_s: g.stop_s.unwrap_or(self.duration_s),
+                    jitter_ms: g.jitter_ms,
+                    ack_batch_ms: g.ack_batch_ms,
+                    rtt_change: g.rtt_change,
                 });
             }
         }
@@ -606,6 +648,48 @@ one_way_delay_ms = 5
         assert_eq!(e.field, "flows[1].count");
         let e = error_of("name = 3");
         assert!(e.field.contains("name"), "{e}");
+        let e = error_of(&OK.replace("rtt_ms = 20\n", "rtt_ms = 20\njitter_ms = -1\n"));
+        assert_eq!(e.field, "flows[0].jitter_ms", "{e}");
+        let e = error_of(&OK.replace("rtt_ms = 20\n", "rtt_ms = 20\nack_batch_ms = nan\n"));
+        assert_eq!(e.field, "flows[0].ack_batch_ms", "{e}");
+        let e = error_of(&OK.replace(
+            "rtt_ms = 20\n",
+            "rtt_ms = 20\nrtt_change = { at_s = 11.0, rtt_ms = 5 }\n",
+        ));
+        assert_eq!(e.field, "flows[0].rtt_change.at_s", "{e}");
+        let e = error_of(&OK.replace(
+            "rtt_ms = 20\n",
+            "rtt_ms = 20\nrtt_change = { at_s = 1.0, rtt = 5 }\n",
+        ));
+        assert!(e.reason.contains("unknown field"), "{e}");
+    }
+
+    #[test]
+    fn path_variations_parse_and_expand() {
+        let s = Scenario::from_toml(&OK.replace(
+            "rtt_ms = 20\n",
+            "rtt_ms = 20\njitter_ms = 5\nack_batch_ms = 2\nrtt_change = { at_s = 4.0, rtt_ms = 80 }\n",
+        ))
+        .unwrap();
+        let f = s.flows();
+        assert_eq!((f[0].jitter_ms, f[0].ack_batch_ms), (5.0, 2.0));
+        assert_eq!(
+            f[0].rtt_change,
+            Some(RttChange {
+                at_s: 4.0,
+                rtt_ms: 80.0
+            })
+        );
+        assert_eq!(
+            (f[1].jitter_ms, f[1].ack_batch_ms, f[1].rtt_change),
+            (0.0, 0.0, None)
+        );
+        // Absent fields stay absent when the scenario is written back.
+        let text = toml::to_string_pretty(&Scenario::from_toml(OK).unwrap()).unwrap();
+        assert!(
+            !text.contains("jitter_ms") && !text.contains("rtt_change"),
+            "{text}"
+        );
     }
 
     #[test]
