@@ -85,7 +85,15 @@ fn cca_object_size(cca: Cca) -> usize {
 fn single_flow(args: &[String]) -> Result<()> {
     let secs: f64 = args.first().map(|s| s.parse()).transpose()?.unwrap_or(8.0);
     let reps: usize = args.get(1).map(|s| s.parse()).transpose()?.unwrap_or(3);
-    let ccas = ["bbr", "bbr1", "fairtt", "adbbr", "qfair", "bbr_native", "bbr3"];
+    let ccas = [
+        "bbr",
+        "bbr1",
+        "fairtt",
+        "adbbr",
+        "qfair",
+        "bbr_native",
+        "bbr3",
+    ];
     let fs = BpfFs::from_env();
     let project: Vec<String> = ccas[1..].iter().map(|s| s.to_string()).collect();
     let _session = CcaSession::ensure(&fs, &project)?;
