@@ -8,12 +8,21 @@ use rttfair_loader::BpfFs;
 
 use crate::{LabArgs, LabCommand};
 
-pub fn run(fs: &BpfFs, cmd: LabCommand) -> Result<()> {
+/// Runs a lab command. With `json`, what is printed is one JSON document
+/// (the summaries and where the results are) instead of the tables.
+pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
     match cmd {
         LabCommand::Scenarios => {
+            let mut list = Vec::new();
             for (name, _) in builtin::SCENARIOS {
                 let s = builtin::resolve(name).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
-                println!("{name:<24} {}", s.description);
+                if !json {
+                    println!("{name:<24} {}", s.description);
+                }
+                list.push(serde_json::json!({ "name": name, "description": s.description }));
+            }
+            if json {
+                println!("{}", serde_json::to_string(&list)?);
             }
             Ok(())
         }
@@ -27,8 +36,7 @@ pub fn run(fs: &BpfFs, cmd: LabCommand) -> Result<()> {
                 s = s.with_cca(&c);
             }
             let r = run::run(&s, &options(fs, &common))?;
-            print_table(&[r]);
-            Ok(())
+            report(&[r], json)
         }
         LabCommand::Sweep {
             scenario,
@@ -47,6 +55,11 @@ pub fn run(fs: &BpfFs, cmd: LabCommand) -> Result<()> {
                 .ok_or_else(|| anyhow::anyhow!("{scenario} has no [sweep] table"))?;
             let (points, dir) =
                 rttfair_lab::sweep::run_shard(&s, &sweep, &cca, shard, &options(fs, &common))?;
+            if json {
+                let doc = serde_json::json!({ "points": points, "dir": dir });
+                println!("{}", serde_json::to_string(&doc)?);
+                return Ok(());
+            }
             println!(
                 "{:<8} {:>10} {:>8} {:>7} {:>7} {:>7} {:>8}",
                 "cca", "x", "y", "jain", "ratio", "util", "qdelay"
@@ -76,8 +89,7 @@ pub fn run(fs: &BpfFs, cmd: LabCommand) -> Result<()> {
             for c in &cca {
                 results.push(run::run(&s.with_cca(c), &options(fs, &common))?);
             }
-            print_table(&results);
-            Ok(())
+            report(&results, json)
         }
     }
 }
@@ -104,6 +116,28 @@ fn options(fs: &BpfFs, a: &LabArgs) -> RunOptions {
         progress: !a.quiet,
         verbose: !a.quiet,
     }
+}
+
+/// The runs as a table, or with `json` as one array of
+/// `{cca, summary, dir}` (the full per-repetition data is in each `dir`).
+fn report(results: &[RunResult], json: bool) -> Result<()> {
+    if json {
+        let doc: Vec<_> = results
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "cca": run::label_of(&r.scenario),
+                    "scenario": r.scenario.name,
+                    "summary": r.summary,
+                    "dir": r.dir,
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string(&doc)?);
+    } else {
+        print_table(results);
+    }
+    Ok(())
 }
 
 /// One row per run: per-group goodput, ratio, fairness, utilization, delay.
