@@ -272,7 +272,13 @@ impl FlowCollector {
             // the flow label unique across both.
             Kind::Native { .. } => FlowLabels::new(&cca, format_args!("sk{}", flow.id)),
         };
-        let (peer_addr, peer_port) = self.peer.address(flow.peer);
+        // Only `rttfair_flow_info` of a flow with per-flow series shows the
+        // peer: formatting (or hashing) 10k addresses nobody reads is skipped.
+        let (peer_addr, peer_port) = if labelled {
+            self.peer.address(flow.peer)
+        } else {
+            (String::new(), String::new())
+        };
         FlowSample {
             group: self.peer.group(self.group_of(flow.peer.ip())),
             peer_addr,

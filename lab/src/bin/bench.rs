@@ -510,7 +510,7 @@ fn daemon_bench(args: &[String]) -> Result<()> {
             }
             let map_read_ms = d.sample("rttfair_previous_scrape_duration_seconds")? * 1e3;
             println!(
-                "{n:>6} flows, {mode}: scrape p50 {:.1} ms, p90 {:.1} ms, p99 {:.1} ms; {} kB, {series} series per scrape; map read {map_read_ms:.1} ms; daemon RSS {} -> {} KiB",
+                "{n:>6} flows, {mode}: scrape p50 {:.1} ms, p90 {:.1} ms, p99 {:.1} ms; {} kB, {series} series per scrape; snapshot (maps read, rated, labelled) {map_read_ms:.1} ms; daemon RSS {} -> {} KiB",
                 pct(&mut lat, 50),
                 pct(&mut lat, 90),
                 pct(&mut lat, 99),
