@@ -159,9 +159,16 @@ impl Exposition {
                 classic: OnceLock::new(),
                 gzip: OnceLock::new(),
             });
+            let encoded = started.elapsed();
             if me.gzip_wanted.load(Relaxed) {
                 body.gzip();
             }
+            tracing::debug!(
+                bytes = body.openmetrics.len(),
+                encode_ms = encoded.as_secs_f64() * 1e3,
+                gzip_ms = (started.elapsed() - encoded).as_secs_f64() * 1e3,
+                "body encoded"
+            );
             Some(body)
         })
         .await

@@ -128,7 +128,14 @@ async fn metrics(State(app): State<Arc<App>>, headers: axum::http::HeaderMap) ->
             .gzip_wanted
             .store(true, std::sync::atomic::Ordering::Relaxed);
     }
-    match app.exposition.get().await {
+    let arrived = std::time::Instant::now();
+    let got = app.exposition.get().await;
+    tracing::debug!(
+        body_ready_ms = arrived.elapsed().as_secs_f64() * 1e3,
+        gzip,
+        "scrape"
+    );
+    match got {
         Ok(body) if openmetrics && gzip => {
             match tokio::task::spawn_blocking(move || body.gzip()).await {
                 Ok(z) => (
