@@ -438,3 +438,30 @@ fn container_image_builds_offline_and_its_entrypoint_runs() {
         assert_success(&out);
     }
 }
+
+/// The DaemonSet's embedded daemon.toml (its ConfigMap) is a valid config:
+/// the pod would otherwise crash-loop on a typo no schema can see.
+#[test]
+fn daemonset_config_passes_check_config() {
+    let yaml = std::fs::read_to_string(repo().join("deploy/kubernetes/daemonset.yaml")).unwrap();
+    let start = yaml
+        .find("daemon.toml: |\n")
+        .expect("the ConfigMap carries daemon.toml")
+        + "daemon.toml: |\n".len();
+    let toml: String = yaml[start..]
+        .lines()
+        .take_while(|l| l.starts_with("    ") || l.trim().is_empty())
+        .map(|l| format!("{}\n", l.strip_prefix("    ").unwrap_or("")))
+        .collect();
+    assert!(toml.contains("bpffs"), "extracted:\n{toml}");
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("daemon.toml");
+    std::fs::write(&config, &toml).unwrap();
+    let out = ctl()
+        .args(["daemon", "--check-config", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    let text = assert_success(&out);
+    assert!(text.contains("load [qfair"), "{text}");
+}
