@@ -30,6 +30,7 @@
 //! - [`run`]: runs a plan: network, self-check, flows, sampling, summary.
 //! - [`sweep`]: runs every point of a grid and writes the sweep's files.
 //! - [`resume`]: which points of an interrupted sweep are done.
+//! - [`merge`]: shard folders joined into the folder one machine writes.
 //! - [`fairness_grid`]: issue 14's two-flow grid, every CCA back to back at
 //!   each point, printed side by side (`cargo xtask bench fairness-grid`).
 //!
@@ -59,6 +60,7 @@ pub mod files;
 pub mod grid;
 pub mod iperf;
 pub mod link;
+pub mod merge;
 pub mod netns;
 pub mod pathsched;
 pub mod plan;
