@@ -34,6 +34,7 @@ pub fn run(fs: &BpfFs, cmd: LabCommand) -> Result<()> {
             scenario,
             cca,
             shard,
+            resume,
             common,
         } => {
             let shard = shard
@@ -45,24 +46,19 @@ pub fn run(fs: &BpfFs, cmd: LabCommand) -> Result<()> {
                 .sweep
                 .clone()
                 .ok_or_else(|| anyhow::anyhow!("{scenario} has no [sweep] table"))?;
+            let sel = rttfair_lab::sweep::Selection { shard, resume };
             let (points, dir) =
-                rttfair_lab::sweep::run_shard(&s, &sweep, &cca, shard, &options(fs, &common))?;
-            println!(
-                "{:<8} {:>10} {:>8} {:>7} {:>7} {:>7} {:>8}",
-                "cca", "x", "y", "jain", "ratio", "util", "qdelay"
-            );
-            for p in &points {
-                println!(
-                    "{:<8} {:>10} {:>8} {:>7.3} {:>7.2} {:>6.1}% {:>6.1}ms",
-                    p.cca,
-                    p.x,
-                    p.y.map(|v| v.to_string()).unwrap_or_default(),
-                    p.summary.jain,
-                    p.summary.group_ratio,
-                    p.summary.utilization * 100.0,
-                    p.summary.qdelay_mean_ms
-                );
+                rttfair_lab::sweep::run_selected(&s, &sweep, &cca, sel, &options(fs, &common))?;
+            print_sweep(&points);
+            println!("results: {}", dir.display());
+            Ok(())
+        }
+        LabCommand::Merge { dirs, out } => {
+            let (merged, dir) = rttfair_lab::merge::merge(&dirs, &out)?;
+            for w in &merged.warnings {
+                eprintln!("{w}");
             }
+            print_sweep(&merged.points);
             println!("results: {}", dir.display());
             Ok(())
         }
@@ -79,6 +75,26 @@ pub fn run(fs: &BpfFs, cmd: LabCommand) -> Result<()> {
             print_table(&results);
             Ok(())
         }
+    }
+}
+
+/// One row per sweep point (the same table for a sweep and a merge).
+fn print_sweep(points: &[rttfair_lab::sweep::Point]) {
+    println!(
+        "{:<8} {:>10} {:>8} {:>7} {:>7} {:>7} {:>8}",
+        "cca", "x", "y", "jain", "ratio", "util", "qdelay"
+    );
+    for p in points {
+        println!(
+            "{:<8} {:>10} {:>8} {:>7.3} {:>7.2} {:>6.1}% {:>6.1}ms",
+            p.cca,
+            p.x,
+            p.y.map(|v| v.to_string()).unwrap_or_default(),
+            p.summary.jain,
+            p.summary.group_ratio,
+            p.summary.utilization * 100.0,
+            p.summary.qdelay_mean_ms
+        );
     }
 }
 

@@ -94,12 +94,11 @@ pub fn run_selected(
             .flatten();
         let (summary, prov) = match earlier {
             Some(done) => {
-                if opts.verbose {
-                    println!(
-                        "{} x={} y={:?}: complete in {}, not rerun",
-                        p.key.cca, p.key.x, p.key.y, run_dir
-                    );
-                }
+                // Always said: a resumed sweep shows what it kept.
+                println!(
+                    "{} x={} y={:?}: complete in {}, not rerun",
+                    p.key.cca, p.key.x, p.key.y, run_dir
+                );
                 (done.summary, done.provenance)
             }
             None => {
