@@ -200,7 +200,7 @@ fn sharded_sweep_merges_and_resumes() {
             "shard {i}: {}",
             String::from_utf8_lossy(&o.stderr)
         );
-        (out, String::from_utf8_lossy(&o.stdout).into_owned())
+        (out, String::from_utf8_lossy(&o.stderr).into_owned())
     };
     let (s0, _) = shard(0, &[]);
     let (s1, _) = shard(1, &[]);
@@ -245,9 +245,51 @@ fn sharded_sweep_merges_and_resumes() {
     // The shard is complete: --resume keeps its point.
     let summary = s0.join("ci-smoke-sweep/sweep.json");
     let before = std::fs::read_to_string(&summary).unwrap();
-    let (_, stdout) = shard(0, &["--resume"]);
-    assert!(stdout.contains("not rerun"), "{stdout}");
+    let (_, stderr) = shard(0, &["--resume"]);
+    assert!(stderr.contains("not rerun"), "{stderr}");
     assert_eq!(std::fs::read_to_string(&summary).unwrap(), before);
     let _ = std::fs::remove_dir_all(&root);
     assert!(netns::stale().is_empty());
+}
+
+/// `--json` on a lab command that prints data is one JSON document naming
+/// every embedded scenario; no root or kernel needed.
+#[test]
+fn lab_scenarios_as_json_name_every_embedded_scenario() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rttfairctl"))
+        .args(["--json", "lab", "scenarios"])
+        .output()
+        .expect("spawn rttfairctl");
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    let names: Vec<&str> = v
+        .as_array()
+        .expect("an array")
+        .iter()
+        .map(|s| s["name"].as_str().expect("a name"))
+        .collect();
+    let expected: Vec<&str> = builtin::SCENARIOS.iter().map(|(n, _)| *n).collect();
+    assert_eq!(names, expected);
+}
+
+/// A reader that stops early (`rttfairctl lab scenarios | head -1`) ends
+/// the command quietly, as with `cat`, instead of a panic on stderr.
+#[test]
+fn a_closed_stdout_ends_a_listing_without_a_panic() {
+    use std::process::{Command, Stdio};
+    // A pipe whose read end is closed before the child starts: every write
+    // the child makes hits a closed pipe, whatever the timing.
+    let (read_end, write_end) = nix::unistd::pipe().expect("pipe");
+    drop(read_end);
+    let child = Command::new(env!("CARGO_BIN_EXE_rttfairctl"))
+        .args(["lab", "scenarios"])
+        .stdout(Stdio::from(write_end))
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn rttfairctl");
+    let out = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{out:?}");
 }

@@ -72,7 +72,7 @@ pub fn run(cli: Cli) -> Result<()> {
             listen,
             check_config,
         } => daemon(&fs, &out, config.as_deref(), listen, check_config),
-        Command::Lab { command } => crate::lab::run(&fs, command),
+        Command::Lab { command } => crate::lab::run(&fs, command, out.json),
         Command::Demo {
             seconds,
             keep_loaded,

@@ -3,8 +3,8 @@
 //! Loads the project's CCAs, starts the metrics daemon, and runs the
 //! embedded two-flow scenario (10 ms vs 50 ms RTT through a deep drop-tail
 //! buffer) once per congestion control: qfair (the project's RTT-fair CCA)
-//! first, then what it is measured against: native bbr and cubic, bbr1, and
-//! the published fixes FaiRTT and Ad-BBR. Prints the side-by-side table,
+//! first, then what it is measured against: native bbr, bbr3 (BBR v3 as a
+//! BPF CCA), cubic, bbr1, and the published fixes FaiRTT and Ad-BBR. Prints the side-by-side table,
 //! where the plots are, and leaves the host as it found it unless asked to
 //! keep the CCAs loaded.
 
@@ -25,12 +25,14 @@ pub struct DemoOptions {
 }
 
 /// The CCAs the demo compares, in the order shown.
-pub const CCAS: [&str; 6] = ["qfair", "bbr", "cubic", "bbr1", "fairtt", "adbbr"];
+pub const CCAS: [&str; 7] = ["qfair", "bbr", "bbr3", "cubic", "bbr1", "fairtt", "adbbr"];
 
 /// The project CCAs among them, loaded for the demo.
-const PROJECT: [&str; 4] = ["qfair", "bbr1", "fairtt", "adbbr"];
+const PROJECT: [&str; 5] = ["qfair", "bbr3", "bbr1", "fairtt", "adbbr"];
 
-struct Daemon(Child);
+/// The demo's daemon and its config file (per-flow series on: the demo has
+/// two flows at a time, and the point is to watch them).
+struct Daemon(Child, PathBuf);
 
 impl Drop for Daemon {
     fn drop(&mut self) {
@@ -39,6 +41,7 @@ impl Drop for Daemon {
             nix::sys::signal::Signal::SIGTERM,
         );
         let _ = self.0.wait();
+        let _ = std::fs::remove_file(&self.1);
     }
 }
 
@@ -52,7 +55,7 @@ pub fn run(fs: &BpfFs, opts: &DemoOptions) -> Result<()> {
         .validate()
         .map_err(|e| anyhow::anyhow!("--seconds: {e}"))?;
     println!(
-        "rttfair demo: qfair, RTT-fair congestion control, against BBR, cubic, FaiRTT and Ad-BBR"
+        "rttfair demo: qfair, RTT-fair congestion control, against BBR (v1, v3), cubic, FaiRTT and Ad-BBR"
     );
     println!(
         "scenario: {} ({} s per CCA; buffer {} kB)",
@@ -113,16 +116,27 @@ fn start_daemon(fs: &BpfFs) -> Result<(Daemon, u16)> {
                 .map(|a| a.port())
         })
         .context("no free port")?;
+    let config = std::env::temp_dir().join(format!("rttfair-demo-{}.toml", std::process::id()));
+    std::fs::write(&config, "per_flow = \"all\"\n")
+        .with_context(|| format!("write {}", config.display()))?;
     let child = Command::new(std::env::current_exe()?)
         .args([
             "--bpffs",
             &fs.root().display().to_string(),
             "daemon",
+            "--config",
+            &config.display().to_string(),
             "--listen",
             &format!("127.0.0.1:{port}"),
         ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .spawn()?;
-    Ok((Daemon(child), port))
+        .spawn();
+    match child {
+        Ok(c) => Ok((Daemon(c, config), port)),
+        Err(e) => {
+            let _ = std::fs::remove_file(&config);
+            Err(e.into())
+        }
+    }
 }

@@ -1,5 +1,7 @@
 //! `rttfairctl lab ...`
 
+use std::path::Path;
+
 use anyhow::{bail, Result};
 use rttfair_lab::builtin;
 use rttfair_lab::run::{self, RunOptions, RunResult};
@@ -8,12 +10,21 @@ use rttfair_loader::BpfFs;
 
 use crate::{LabArgs, LabCommand};
 
-pub fn run(fs: &BpfFs, cmd: LabCommand) -> Result<()> {
+/// Runs a lab command. With `json`, what is printed is one JSON document
+/// (the summaries and where the results are) instead of the tables.
+pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
     match cmd {
         LabCommand::Scenarios => {
+            let mut list = Vec::new();
             for (name, _) in builtin::SCENARIOS {
                 let s = builtin::resolve(name).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
-                println!("{name:<24} {}", s.description);
+                if !json {
+                    println!("{name:<24} {}", s.description);
+                }
+                list.push(serde_json::json!({ "name": name, "description": s.description }));
+            }
+            if json {
+                println!("{}", serde_json::to_string(&list)?);
             }
             Ok(())
         }
@@ -27,8 +38,7 @@ pub fn run(fs: &BpfFs, cmd: LabCommand) -> Result<()> {
                 s = s.with_cca(&c);
             }
             let r = run::run(&s, &options(fs, &common))?;
-            print_table(&[r]);
-            Ok(())
+            report(&[r], json)
         }
         LabCommand::Sweep {
             scenario,
@@ -49,18 +59,14 @@ pub fn run(fs: &BpfFs, cmd: LabCommand) -> Result<()> {
             let sel = rttfair_lab::sweep::Selection { shard, resume };
             let (points, dir) =
                 rttfair_lab::sweep::run_selected(&s, &sweep, &cca, sel, &options(fs, &common))?;
-            print_sweep(&points);
-            println!("results: {}", dir.display());
-            Ok(())
+            report_sweep(&points, &dir, json)
         }
         LabCommand::Merge { dirs, out } => {
             let (merged, dir) = rttfair_lab::merge::merge(&dirs, &out)?;
             for w in &merged.warnings {
                 eprintln!("{w}");
             }
-            print_sweep(&merged.points);
-            println!("results: {}", dir.display());
-            Ok(())
+            report_sweep(&merged.points, &dir, json)
         }
         LabCommand::Compare {
             scenario,
@@ -72,10 +78,22 @@ pub fn run(fs: &BpfFs, cmd: LabCommand) -> Result<()> {
             for c in &cca {
                 results.push(run::run(&s.with_cca(c), &options(fs, &common))?);
             }
-            print_table(&results);
-            Ok(())
+            report(&results, json)
         }
     }
+}
+
+/// A sweep's (or a merge's) points and folder: one JSON document with
+/// `json`, else one row per point and the folder.
+fn report_sweep(points: &[rttfair_lab::sweep::Point], dir: &Path, json: bool) -> Result<()> {
+    if json {
+        let doc = serde_json::json!({ "points": points, "dir": dir });
+        println!("{}", serde_json::to_string(&doc)?);
+        return Ok(());
+    }
+    print_sweep(points);
+    println!("results: {}", dir.display());
+    Ok(())
 }
 
 /// One row per sweep point (the same table for a sweep and a merge).
@@ -120,6 +138,28 @@ fn options(fs: &BpfFs, a: &LabArgs) -> RunOptions {
         progress: !a.quiet,
         verbose: !a.quiet,
     }
+}
+
+/// The runs as a table, or with `json` as one array of
+/// `{cca, summary, dir}` (the full per-repetition data is in each `dir`).
+fn report(results: &[RunResult], json: bool) -> Result<()> {
+    if json {
+        let doc: Vec<_> = results
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "cca": run::label_of(&r.scenario),
+                    "scenario": r.scenario.name,
+                    "summary": r.summary,
+                    "dir": r.dir,
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string(&doc)?);
+    } else {
+        print_table(results);
+    }
+    Ok(())
 }
 
 /// One row per run: per-group goodput, ratio, fairness, utilization, delay.

@@ -272,12 +272,38 @@ pub struct LabArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     logging::init();
+    if prints_only(&cli.command) {
+        die_quietly_on_closed_stdout();
+    }
     match commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("rttfairctl: error: {}", one_line(&e));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Commands whose only output is what they print, so that `rttfairctl
+/// flows | head` may end them. The daemon, the lab and the demo keep Rust's
+/// ignored SIGPIPE: they own sockets and child processes that must be
+/// cleaned up, not cut off.
+fn prints_only(c: &Command) -> bool {
+    match c {
+        Command::Lab { command } => matches!(command, LabCommand::Scenarios),
+        Command::Daemon { .. } | Command::Demo { .. } => false,
+        _ => true,
+    }
+}
+
+/// The default SIGPIPE action (end the process quietly, as `cat` does)
+/// instead of Rust's, where a closed pipe makes `println!` panic.
+fn die_quietly_on_closed_stdout() {
+    use nix::sys::signal::{signal, SigHandler, Signal};
+    // SAFETY: called once at start-up before any thread exists; SIG_DFL
+    // installs no handler code.
+    unsafe {
+        let _ = signal(Signal::SIGPIPE, SigHandler::SigDfl);
     }
 }
 

@@ -165,7 +165,13 @@ impl FlowCollector {
         }
         let (mut all, counters, capacity) = match &st.reader {
             Some(ReaderBox(r)) => {
+                let t = Instant::now();
                 let flows = r.flows().unwrap_or_default();
+                tracing::debug!(
+                    entries = flows.len(),
+                    map_read_ms = t.elapsed().as_secs_f64() * 1e3,
+                    "read flows map"
+                );
                 let counters = Cca::ALL
                     .iter()
                     .map(|c| (*c, r.counters(*c).unwrap_or_default()))
@@ -266,7 +272,13 @@ impl FlowCollector {
             // the flow label unique across both.
             Kind::Native { .. } => FlowLabels::new(&cca, format_args!("sk{}", flow.id)),
         };
-        let (peer_addr, peer_port) = self.peer.address(flow.peer);
+        // Only `rttfair_flow_info` of a flow with per-flow series shows the
+        // peer: formatting (or hashing) 10k addresses nobody reads is skipped.
+        let (peer_addr, peer_port) = if labelled {
+            self.peer.address(flow.peer)
+        } else {
+            (String::new(), String::new())
+        };
         FlowSample {
             group: self.peer.group(self.group_of(flow.peer.ip())),
             peer_addr,
@@ -311,8 +323,21 @@ impl FlowCollector {
 }
 
 impl Collector for FlowCollector {
+    /// The two phases of a scrape's body are timed at debug level
+    /// (`RUST_LOG=rttfair_daemon=debug`): reading the maps into a snapshot,
+    /// and writing it as text.
     fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        crate::encode::snapshot(&mut enc, &self.snapshot())
+        let t0 = Instant::now();
+        let snap = self.snapshot();
+        let t1 = Instant::now();
+        let r = crate::encode::snapshot(&mut enc, &snap);
+        tracing::debug!(
+            flows = snap.flows.len(),
+            snapshot_ms = (t1 - t0).as_secs_f64() * 1e3,
+            encode_ms = t1.elapsed().as_secs_f64() * 1e3,
+            "collected"
+        );
+        r
     }
 }
 

@@ -45,7 +45,7 @@ impl Body {
         self.classic
             .get_or_init(|| {
                 let om = std::str::from_utf8(&self.openmetrics).unwrap_or_default();
-                Bytes::from(crate::server::to_prometheus_text(om))
+                Bytes::from(to_prometheus_text(om))
             })
             .clone()
     }
@@ -159,9 +159,16 @@ impl Exposition {
                 classic: OnceLock::new(),
                 gzip: OnceLock::new(),
             });
+            let encoded = started.elapsed();
             if me.gzip_wanted.load(Relaxed) {
                 body.gzip();
             }
+            tracing::debug!(
+                bytes = body.openmetrics.len(),
+                encode_ms = encoded.as_secs_f64() * 1e3,
+                gzip_ms = (started.elapsed() - encoded).as_secs_f64() * 1e3,
+                "body encoded"
+            );
             Some(body)
         })
         .await
@@ -171,6 +178,34 @@ impl Exposition {
         *self.latest.lock().unwrap() = Some(body.clone());
         Ok(body)
     }
+}
+
+/// OpenMetrics -> Prometheus text 0.0.4: counter families are named with
+/// their `_total` samples' name, `# UNIT` and `# EOF` go.
+pub fn to_prometheus_text(om: &str) -> String {
+    let counters: std::collections::HashSet<&str> = om
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE ")?.strip_suffix(" counter"))
+        .collect();
+    let mut out = String::with_capacity(om.len() + counters.len() * 16);
+    for line in om.lines() {
+        if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        let renamed = ["# HELP ", "# TYPE "].iter().find_map(|p| {
+            let rest = line.strip_prefix(p)?;
+            let (name, tail) = rest.split_once(' ')?;
+            counters
+                .contains(name)
+                .then(|| format!("{p}{name}_total {tail}"))
+        });
+        match renamed {
+            Some(l) => out.push_str(&l),
+            None => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
 }
 
 #[cfg(test)]
@@ -193,5 +228,15 @@ mod tests {
         std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&z[..]), &mut out).unwrap();
         assert_eq!(out, text);
         assert_eq!(b.gzip().as_ptr(), z.as_ptr(), "compressed twice");
+    }
+}
+
+#[cfg(test)]
+mod classic_text_tests {
+    #[test]
+    fn counters_get_their_total_name_in_classic_text() {
+        let om = "# HELP x_bytes Bytes.\n# TYPE x_bytes counter\nx_bytes_total{a=\"b\"} 3\n# HELP g A gauge.\n# TYPE g gauge\ng 1\n# EOF\n";
+        let t = super::to_prometheus_text(om);
+        assert_eq!(t, "# HELP x_bytes_total Bytes.\n# TYPE x_bytes_total counter\nx_bytes_total{a=\"b\"} 3\n# HELP g A gauge.\n# TYPE g gauge\ng 1\n");
     }
 }

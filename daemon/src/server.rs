@@ -128,7 +128,14 @@ async fn metrics(State(app): State<Arc<App>>, headers: axum::http::HeaderMap) ->
             .gzip_wanted
             .store(true, std::sync::atomic::Ordering::Relaxed);
     }
-    match app.exposition.get().await {
+    let arrived = std::time::Instant::now();
+    let got = app.exposition.get().await;
+    tracing::debug!(
+        body_ready_ms = arrived.elapsed().as_secs_f64() * 1e3,
+        gzip,
+        "scrape"
+    );
+    match got {
         Ok(body) if openmetrics && gzip => {
             match tokio::task::spawn_blocking(move || body.gzip()).await {
                 Ok(z) => (
@@ -172,34 +179,6 @@ async fn metrics(State(app): State<Arc<App>>, headers: axum::http::HeaderMap) ->
     }
 }
 
-/// OpenMetrics -> Prometheus text 0.0.4: counter families are named with
-/// their `_total` samples' name, `# UNIT` and `# EOF` go.
-pub fn to_prometheus_text(om: &str) -> String {
-    let counters: std::collections::HashSet<&str> = om
-        .lines()
-        .filter_map(|l| l.strip_prefix("# TYPE ")?.strip_suffix(" counter"))
-        .collect();
-    let mut out = String::with_capacity(om.len() + counters.len() * 16);
-    for line in om.lines() {
-        if line == "# EOF" || line.starts_with("# UNIT ") {
-            continue;
-        }
-        let renamed = ["# HELP ", "# TYPE "].iter().find_map(|p| {
-            let rest = line.strip_prefix(p)?;
-            let (name, tail) = rest.split_once(' ')?;
-            counters
-                .contains(name)
-                .then(|| format!("{p}{name}_total {tail}"))
-        });
-        match renamed {
-            Some(l) => out.push_str(&l),
-            None => out.push_str(line),
-        }
-        out.push('\n');
-    }
-    out
-}
-
 async fn healthz(State(app): State<Arc<App>>) -> Response {
     match tokio::task::spawn_blocking(move || app.collector.healthy()).await {
         Ok(Ok(())) => (StatusCode::OK, "ok\n").into_response(),
@@ -219,15 +198,5 @@ async fn shutdown_signal() {
     tokio::select! {
         _ = term.recv() => {}
         _ = int.recv() => {}
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn counters_get_their_total_name_in_classic_text() {
-        let om = "# HELP x_bytes Bytes.\n# TYPE x_bytes counter\nx_bytes_total{a=\"b\"} 3\n# HELP g A gauge.\n# TYPE g gauge\ng 1\n# EOF\n";
-        let t = super::to_prometheus_text(om);
-        assert_eq!(t, "# HELP x_bytes_total Bytes.\n# TYPE x_bytes_total counter\nx_bytes_total{a=\"b\"} 3\n# HELP g A gauge.\n# TYPE g gauge\ng 1\n");
     }
 }

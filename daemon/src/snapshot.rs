@@ -30,7 +30,8 @@ pub struct FlowSample {
     /// The destination group (the peer's prefix, as configured), rendered
     /// as `peer_addresses` says.
     pub group: String,
-    /// The `peer_addr` and `peer_port` label values (`peer_addresses`).
+    /// The `peer_addr` and `peer_port` label values (`peer_addresses`);
+    /// empty, like `labels`, for a flow without per-flow series.
     pub peer_addr: String,
     pub peer_port: String,
     /// `cca` and `flow`, rendered once for every family of the flow; empty

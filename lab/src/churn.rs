@@ -63,85 +63,11 @@ pub fn run(
     // Servers stop only after every client has finished, so no connection in
     // flight at the end is cut off by the harness itself.
     let stop_servers = Arc::new(AtomicBool::new(false));
-    let mut servers = Vec::new();
-    for p in 0..PORTS {
-        let l = ns
-            .run(move || TcpListener::bind(("127.0.0.1", BASE_PORT + p)))?
-            .context("bind churn server")?;
-        l.set_nonblocking(true)?;
-        let (c, stop) = (counters.clone(), stop_servers.clone());
-        servers.push(ns.spawn(move || serve(l, c, stop))?);
-    }
-    let long_listener = ns
-        .run(|| TcpListener::bind("127.0.0.1:7099"))?
-        .context("bind long-flow server")?;
-    let long_rx: Vec<_> = (0..long_flows)
-        .map(|_| {
-            let l = long_listener.try_clone().unwrap();
-            ns.spawn(move || -> (u64, bool) {
-                let Ok((mut s, _)) = l.accept() else {
-                    return (0, false);
-                };
-                let mut buf = vec![0u8; 1 << 16];
-                let (mut total, mut ok) = (0u64, true);
-                loop {
-                    match s.read(&mut buf) {
-                        Ok(0) => return (total, ok),
-                        Ok(n) => {
-                            ok &= buf[..n]
-                                .iter()
-                                .enumerate()
-                                .all(|(k, b)| *b == pattern(total + k as u64));
-                            total += n as u64;
-                        }
-                        Err(_) => return (total, false),
-                    }
-                }
-            })
-        })
-        .collect::<Result<_>>()?;
+    let servers = start_short_servers(ns, &counters, &stop_servers)?;
+    let long_rx = start_long_receivers(ns, long_flows)?;
     let t0 = Instant::now();
-    let mut long_tx = Vec::new();
-    for _ in 0..long_flows {
-        let (cca, stop) = (cca.to_string(), stop.clone());
-        long_tx.push(ns.spawn(move || -> Result<u64> {
-            let mut s = connect(SocketAddr::from(([127, 0, 0, 1], 7099)), &cca)?;
-            let mut buf = vec![0u8; 1 << 16];
-            let mut off = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                for (k, b) in buf.iter_mut().enumerate() {
-                    *b = pattern(off + k as u64);
-                }
-                off += s.write(&buf)? as u64;
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            Ok(off)
-        })?);
-    }
-    let mut clients = Vec::new();
-    for w in 0..workers {
-        let (cca, c, stop) = (cca.to_string(), counters.clone(), stop.clone());
-        clients.push(ns.spawn(move || {
-            let mut i = w as u64;
-            let started = Instant::now();
-            let mut n = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                n += 1;
-                let due = started + Duration::from_micros(n * 1_000_000 / PER_WORKER_RATE);
-                let now = Instant::now();
-                if due > now {
-                    std::thread::sleep(due - now);
-                }
-                let port = BASE_PORT + (i % PORTS as u64) as u16;
-                i += 1;
-                c.opened.fetch_add(1, Ordering::Relaxed);
-                match short(SocketAddr::from(([127, 0, 0, 1], port)), &cca) {
-                    Ok(()) => c.closed.fetch_add(1, Ordering::Relaxed),
-                    Err(_) => c.failures.fetch_add(1, Ordering::Relaxed),
-                };
-            }
-        })?);
-    }
+    let long_tx = start_long_senders(ns, cca, long_flows, &stop)?;
+    let clients = start_churn_clients(ns, cca, workers, &counters, &stop)?;
     std::thread::sleep(dur);
     stop.store(true, Ordering::Relaxed);
     for h in clients {
@@ -178,6 +104,123 @@ pub fn run(
         r.failures += 1;
     }
     Ok(r)
+}
+
+type Handle<T> = std::thread::JoinHandle<Result<T>>;
+
+/// The short connections' servers, one per port, until `stop`.
+fn start_short_servers(
+    ns: &Netns,
+    counters: &Arc<Counters>,
+    stop: &Arc<AtomicBool>,
+) -> Result<Vec<Handle<()>>> {
+    let mut servers = Vec::new();
+    for p in 0..PORTS {
+        let l = ns
+            .run(move || TcpListener::bind(("127.0.0.1", BASE_PORT + p)))?
+            .context("bind churn server")?;
+        l.set_nonblocking(true)?;
+        let (c, stop) = (counters.clone(), stop.clone());
+        servers.push(ns.spawn(move || serve(l, c, stop))?);
+    }
+    Ok(servers)
+}
+
+/// Receivers of the long flows: each returns the bytes it read and whether
+/// every byte matched the pattern.
+fn start_long_receivers(ns: &Netns, long_flows: usize) -> Result<Vec<Handle<(u64, bool)>>> {
+    let long_listener = ns
+        .run(|| TcpListener::bind("127.0.0.1:7099"))?
+        .context("bind long-flow server")?;
+    (0..long_flows)
+        .map(|_| {
+            let l = long_listener.try_clone()?;
+            ns.spawn(move || -> (u64, bool) {
+                let Ok((mut s, _)) = l.accept() else {
+                    return (0, false);
+                };
+                let mut buf = vec![0u8; 1 << 16];
+                let (mut total, mut ok) = (0u64, true);
+                loop {
+                    match s.read(&mut buf) {
+                        Ok(0) => return (total, ok),
+                        Ok(n) => {
+                            ok &= buf[..n]
+                                .iter()
+                                .enumerate()
+                                .all(|(k, b)| *b == pattern(total + k as u64));
+                            total += n as u64;
+                        }
+                        Err(_) => return (total, false),
+                    }
+                }
+            })
+        })
+        .collect()
+}
+
+/// Long flows on `cca`, writing the pattern until `stop`; each returns the
+/// bytes it wrote.
+fn start_long_senders(
+    ns: &Netns,
+    cca: &str,
+    long_flows: usize,
+    stop: &Arc<AtomicBool>,
+) -> Result<Vec<Handle<Result<u64>>>> {
+    let mut long_tx = Vec::new();
+    for _ in 0..long_flows {
+        let (cca, stop) = (cca.to_string(), stop.clone());
+        long_tx.push(ns.spawn(move || -> Result<u64> {
+            let mut s = connect(SocketAddr::from(([127, 0, 0, 1], 7099)), &cca)?;
+            let mut buf = vec![0u8; 1 << 16];
+            let mut off = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                for (k, b) in buf.iter_mut().enumerate() {
+                    *b = pattern(off + k as u64);
+                }
+                off += s.write(&buf)? as u64;
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Ok(off)
+        })?);
+    }
+    Ok(long_tx)
+}
+
+/// `workers` clients, each opening PER_WORKER_RATE short connections a
+/// second on `cca` (round robin over the servers' ports) until `stop`.
+fn start_churn_clients(
+    ns: &Netns,
+    cca: &str,
+    workers: usize,
+    counters: &Arc<Counters>,
+    stop: &Arc<AtomicBool>,
+) -> Result<Vec<Handle<()>>> {
+    let mut clients = Vec::new();
+    for w in 0..workers {
+        let (cca, c, stop) = (cca.to_string(), counters.clone(), stop.clone());
+        clients.push(ns.spawn(move || {
+            let mut i = w as u64;
+            let started = Instant::now();
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                n += 1;
+                let due = started + Duration::from_micros(n * 1_000_000 / PER_WORKER_RATE);
+                let now = Instant::now();
+                if due > now {
+                    std::thread::sleep(due - now);
+                }
+                let port = BASE_PORT + (i % PORTS as u64) as u16;
+                i += 1;
+                c.opened.fetch_add(1, Ordering::Relaxed);
+                match short(SocketAddr::from(([127, 0, 0, 1], port)), &cca) {
+                    Ok(()) => c.closed.fetch_add(1, Ordering::Relaxed),
+                    Err(_) => c.failures.fetch_add(1, Ordering::Relaxed),
+                };
+            }
+        })?);
+    }
+    Ok(clients)
 }
 
 fn connect(addr: SocketAddr, cca: &str) -> Result<TcpStream> {

@@ -94,8 +94,9 @@ pub fn run_selected(
             .flatten();
         let (summary, prov) = match earlier {
             Some(done) => {
-                // Always said: a resumed sweep shows what it kept.
-                println!(
+                // Always said (on stderr, beside the progress bar; stdout may
+                // be --json): a resumed sweep shows what it kept.
+                eprintln!(
                     "{} x={} y={:?}: complete in {}, not rerun",
                     p.key.cca, p.key.x, p.key.y, run_dir
                 );

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use rttfair_lab::ccas::CcaSession;
 use rttfair_lab::iperf::{self, ClientSpec};
 use rttfair_lab::link;
@@ -19,7 +19,7 @@ fn main() {
         Some("single-flow") => single_flow(&args[1..]),
         Some("verifier") => verifier(),
         Some("lab-accuracy") => lab_accuracy(&args[1..]),
-        Some("daemon") => daemon_bench(),
+        Some("daemon") => daemon_bench(&args[1..]),
         Some("soak") => soak(&args[1..]),
         Some("fairness-grid") => fairness_grid(&args[1..]),
         Some(other) => Err(anyhow::anyhow!(
@@ -450,7 +450,17 @@ fn soak(args: &[String]) -> Result<()> {
 /// (aggregates only), every flow encoded at each scrape (`refresh_ms = 0`,
 /// the old path) and every flow with the background refresh; 50 concurrent
 /// scrapers at 10k flows; idle CPU at one scrape per second.
-fn daemon_bench() -> Result<()> {
+/// `daemon [FLOWS...]`: the flow counts to run (default 1000 and 10000).
+/// With `RUST_LOG` set, the daemon's log (its per-phase timings at debug
+/// level) goes to stderr.
+fn daemon_bench(args: &[String]) -> Result<()> {
+    let counts: Vec<usize> = if args.is_empty() {
+        vec![1_000, 10_000]
+    } else {
+        args.iter()
+            .map(|a| a.parse().with_context(|| format!("flow count '{a}'")))
+            .collect::<Result<_>>()?
+    };
     let ctl = std::env::current_exe()?.with_file_name("rttfairctl");
     if !ctl.exists() {
         bail!(
@@ -464,9 +474,14 @@ fn daemon_bench() -> Result<()> {
             "per_flow all, refresh_ms 0",
             "per_flow = \"all\"\nrefresh_ms = 0\n",
         ),
-        ("per_flow all, refresh_ms 1000", "per_flow = \"all\"\n"),
+        // refresh_ms is 0 by default: it must be set for this mode to
+        // measure the cached body at all.
+        (
+            "per_flow all, refresh_ms 1000",
+            "per_flow = \"all\"\nrefresh_ms = 1000\n",
+        ),
     ];
-    for n in [1_000usize, 10_000] {
+    for n in counts {
         let maps = bench_daemon::SyntheticMaps::new(n)?;
         for (mode, extra) in MODES {
             let d = bench_daemon::Daemon::start(&ctl, &maps, extra)?;
@@ -495,7 +510,7 @@ fn daemon_bench() -> Result<()> {
             }
             let map_read_ms = d.sample("rttfair_previous_scrape_duration_seconds")? * 1e3;
             println!(
-                "{n:>6} flows, {mode}: scrape p50 {:.1} ms, p90 {:.1} ms, p99 {:.1} ms; {} kB, {series} series per scrape; map read {map_read_ms:.1} ms; daemon RSS {} -> {} KiB",
+                "{n:>6} flows, {mode}: scrape p50 {:.1} ms, p90 {:.1} ms, p99 {:.1} ms; {} kB, {series} series per scrape; snapshot (maps read, rated, labelled) {map_read_ms:.1} ms; daemon RSS {} -> {} KiB",
                 pct(&mut lat, 50),
                 pct(&mut lat, 90),
                 pct(&mut lat, 99),
@@ -631,7 +646,11 @@ mod bench_daemon {
                 .args(["daemon", "--config", cfg.to_str().unwrap()])
                 .args(["--listen", &format!("127.0.0.1:{port}")])
                 .env("RTTFAIR_BPFFS", maps.fs.root())
-                .stderr(std::process::Stdio::null())
+                .stderr(if std::env::var_os("RUST_LOG").is_some() {
+                    std::process::Stdio::inherit()
+                } else {
+                    std::process::Stdio::null()
+                })
                 .spawn()?;
             let d = Daemon { child, cfg, port };
             for _ in 0..100 {
