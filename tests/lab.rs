@@ -5,6 +5,7 @@
 mod common;
 
 use common::*;
+use rttfair_lab::provenance::{self, RunProvenance, SweepProvenance};
 use rttfair_lab::run::{self, RunOptions};
 use rttfair_lab::{builtin, netns};
 
@@ -70,6 +71,24 @@ fn ci_smoke_scenario_self_checks_and_fills_the_link() {
     ] {
         assert!(r.dir.join(f).exists(), "missing {f}");
     }
+    // Provenance: this kernel, this iperf3, the scenario as run and the
+    // self-check just passed.
+    let prov: RunProvenance = provenance::read(&r.dir).expect("provenance.json");
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    assert_eq!(prov.environment.kernel_release, release.trim());
+    assert!(
+        prov.environment.iperf3_version.starts_with("iperf 3"),
+        "{:?}",
+        prov.environment.iperf3_version
+    );
+    assert_eq!(
+        prov.scenario,
+        std::fs::read_to_string(r.dir.join("scenario.toml")).unwrap()
+    );
+    assert_eq!(prov.self_check.rtt, r.rtt_check);
+    assert!(prov.self_check.rate.ok);
+    assert_eq!(prov.ccas.len(), 1);
+    assert_eq!(prov.ccas[0].name, "cubic");
     // The queue was sampled at (about) the configured 100 Hz: a sampler
     // that stalled or fell back to a slower path would show far below 90;
     // a 10 ms timerfd on an otherwise busy 2-core host has held >= 95.
@@ -134,7 +153,102 @@ fn invalid_scenarios_are_refused_naming_the_field() {
         ]);
         assert_one_line_error(&out, &format!("bad shard '{spec}'"));
     }
+    let out = t.run(&["lab", "merge", "/nonexistent-shard", "--out", "/tmp"]);
+    assert_one_line_error(&out, "/nonexistent-shard");
     let _ = std::fs::remove_dir_all(&dir);
+    assert!(netns::stale().is_empty());
+}
+
+/// Two shards of a two-point sweep, each on its own, merged: the merged
+/// sweep.csv holds both points in grid order; a resumed shard reruns
+/// nothing. (ci-smoke at 6 s a point: about 40 s in all.)
+#[test]
+fn sharded_sweep_merges_and_resumes() {
+    let t = KernelTest::new();
+    let root = std::env::temp_dir().join(format!("rttfair-shards-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    let base = builtin::SCENARIOS
+        .iter()
+        .find(|(n, _)| *n == "ci-smoke")
+        .unwrap()
+        .1;
+    let scenario = root.join("two-points.toml");
+    std::fs::write(
+        &scenario,
+        format!("{base}\n[sweep]\nx = {{ param = \"bottleneck.buffer.bdp\", values = [1, 2] }}\n"),
+    )
+    .unwrap();
+    let shard = |i: u32, extra: &[&str]| {
+        let out = root.join(format!("shard-{i}"));
+        let mut args = vec![
+            "lab",
+            "sweep",
+            scenario.to_str().unwrap(),
+            "--cca",
+            "cubic",
+            "--duration",
+            "6",
+            "--quiet",
+        ];
+        let spec = format!("{i}/2");
+        args.extend(["--shard", &spec, "--out", out.to_str().unwrap()]);
+        args.extend(extra);
+        let o = t.run(&args);
+        assert!(
+            o.status.success(),
+            "shard {i}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        (out, String::from_utf8_lossy(&o.stderr).into_owned())
+    };
+    let (s0, _) = shard(0, &[]);
+    let (s1, _) = shard(1, &[]);
+    let p0: SweepProvenance = provenance::read(&s0.join("ci-smoke-sweep")).unwrap();
+    assert_eq!(p0.points.len(), 1);
+    assert!(p0.points[0].self_check.rate.ok);
+
+    let merged = root.join("merged");
+    let o = t.run(&[
+        "lab",
+        "merge",
+        s0.to_str().unwrap(),
+        s1.to_str().unwrap(),
+        "--out",
+        merged.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let dir = merged.join("ci-smoke-sweep");
+    // cca, x: the first two fields (no quoting in these rows).
+    let csv = std::fs::read_to_string(dir.join("sweep.csv")).unwrap();
+    let rows: Vec<Vec<&str>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').take(2).collect())
+        .collect();
+    assert_eq!(rows, [["cubic", "1"], ["cubic", "2"]], "{csv}");
+    assert!(dir.join("jain.png").exists());
+    assert_eq!(std::fs::read_dir(dir.join("runs")).unwrap().count(), 2);
+
+    // Merging a shard twice is refused in one line.
+    let o = t.run(&[
+        "lab",
+        "merge",
+        s0.to_str().unwrap(),
+        s0.to_str().unwrap(),
+        s1.to_str().unwrap(),
+        "--out",
+        root.join("again").to_str().unwrap(),
+    ]);
+    assert_one_line_error(&o, "duplicate point");
+
+    // The shard is complete: --resume keeps its point.
+    let summary = s0.join("ci-smoke-sweep/sweep.json");
+    let before = std::fs::read_to_string(&summary).unwrap();
+    let (_, stderr) = shard(0, &["--resume"]);
+    assert!(stderr.contains("not rerun"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&summary).unwrap(), before);
+    let _ = std::fs::remove_dir_all(&root);
     assert!(netns::stale().is_empty());
 }
 

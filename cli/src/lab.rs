@@ -1,5 +1,7 @@
 //! `rttfairctl lab ...`
 
+use std::path::Path;
+
 use anyhow::{bail, Result};
 use rttfair_lab::builtin;
 use rttfair_lab::run::{self, RunOptions, RunResult};
@@ -42,6 +44,7 @@ pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
             scenario,
             cca,
             shard,
+            resume,
             common,
         } => {
             let shard = shard
@@ -53,31 +56,17 @@ pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
                 .sweep
                 .clone()
                 .ok_or_else(|| anyhow::anyhow!("{scenario} has no [sweep] table"))?;
+            let sel = rttfair_lab::sweep::Selection { shard, resume };
             let (points, dir) =
-                rttfair_lab::sweep::run_shard(&s, &sweep, &cca, shard, &options(fs, &common))?;
-            if json {
-                let doc = serde_json::json!({ "points": points, "dir": dir });
-                println!("{}", serde_json::to_string(&doc)?);
-                return Ok(());
+                rttfair_lab::sweep::run_selected(&s, &sweep, &cca, sel, &options(fs, &common))?;
+            report_sweep(&points, &dir, json)
+        }
+        LabCommand::Merge { dirs, out } => {
+            let (merged, dir) = rttfair_lab::merge::merge(&dirs, &out)?;
+            for w in &merged.warnings {
+                eprintln!("{w}");
             }
-            println!(
-                "{:<8} {:>10} {:>8} {:>7} {:>7} {:>7} {:>8}",
-                "cca", "x", "y", "jain", "ratio", "util", "qdelay"
-            );
-            for p in &points {
-                println!(
-                    "{:<8} {:>10} {:>8} {:>7.3} {:>7.2} {:>6.1}% {:>6.1}ms",
-                    p.cca,
-                    p.x,
-                    p.y.map(|v| v.to_string()).unwrap_or_default(),
-                    p.summary.jain,
-                    p.summary.group_ratio,
-                    p.summary.utilization * 100.0,
-                    p.summary.qdelay_mean_ms
-                );
-            }
-            println!("results: {}", dir.display());
-            Ok(())
+            report_sweep(&merged.points, &dir, json)
         }
         LabCommand::Compare {
             scenario,
@@ -91,6 +80,39 @@ pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
             }
             report(&results, json)
         }
+    }
+}
+
+/// A sweep's (or a merge's) points and folder: one JSON document with
+/// `json`, else one row per point and the folder.
+fn report_sweep(points: &[rttfair_lab::sweep::Point], dir: &Path, json: bool) -> Result<()> {
+    if json {
+        let doc = serde_json::json!({ "points": points, "dir": dir });
+        println!("{}", serde_json::to_string(&doc)?);
+        return Ok(());
+    }
+    print_sweep(points);
+    println!("results: {}", dir.display());
+    Ok(())
+}
+
+/// One row per sweep point (the same table for a sweep and a merge).
+fn print_sweep(points: &[rttfair_lab::sweep::Point]) {
+    println!(
+        "{:<8} {:>10} {:>8} {:>7} {:>7} {:>7} {:>8}",
+        "cca", "x", "y", "jain", "ratio", "util", "qdelay"
+    );
+    for p in points {
+        println!(
+            "{:<8} {:>10} {:>8} {:>7.3} {:>7.2} {:>6.1}% {:>6.1}ms",
+            p.cca,
+            p.x,
+            p.y.map(|v| v.to_string()).unwrap_or_default(),
+            p.summary.jain,
+            p.summary.group_ratio,
+            p.summary.utilization * 100.0,
+            p.summary.qdelay_mean_ms
+        );
     }
 }
 

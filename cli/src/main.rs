@@ -230,8 +230,24 @@ pub enum LabCommand {
         /// other error.)
         #[arg(long, value_name = "I/N")]
         shard: Option<String>,
+        /// Continue an interrupted sweep in the same --out: points whose
+        /// run folder holds a complete result of the same scenario made by
+        /// this build are kept, the others run.
+        #[arg(long)]
+        resume: bool,
         #[command(flatten)]
         common: LabArgs,
+    },
+    /// Join the folders of a sharded sweep into the folder one machine
+    /// would have written; refuses mixed scenarios or binaries and
+    /// missing or duplicate points.
+    Merge {
+        /// Shard folders: each a sweep folder or the --out holding one.
+        #[arg(required = true, value_name = "DIR")]
+        dirs: Vec<std::path::PathBuf>,
+        /// Where the merged `<scenario>-sweep` folder is created.
+        #[arg(long, value_name = "DIR")]
+        out: std::path::PathBuf,
     },
     /// List the embedded scenarios.
     Scenarios,

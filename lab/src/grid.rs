@@ -65,7 +65,7 @@ pub fn expand(
 /// is one plan with all its repetitions, so they stay together; the same
 /// scenario and CCA list give every machine the same order, so N shards
 /// partition the grid exactly.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Shard {
     pub index: u32,
     pub count: u32,

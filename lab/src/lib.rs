@@ -24,10 +24,13 @@
 //! - [`summary`]: metrics of a repetition from its series, and their mean.
 //! - [`files`]: every CSV/JSON of the results folder.
 //! - [`plot`]: PNG plots of a repetition and of a sweep.
+//! - [`provenance`]: provenance.json, what a folder was produced with.
 //!
 //! Execution:
 //! - [`run`]: runs a plan: network, self-check, flows, sampling, summary.
 //! - [`sweep`]: runs every point of a grid and writes the sweep's files.
+//! - [`resume`]: which points of an interrupted sweep are done.
+//! - [`merge`]: shard folders joined into the folder one machine writes.
 //! - [`fairness_grid`]: issue 14's two-flow grid, every CCA back to back at
 //!   each point, printed side by side (`cargo xtask bench fairness-grid`).
 //!
@@ -57,13 +60,16 @@ pub mod files;
 pub mod grid;
 pub mod iperf;
 pub mod link;
+pub mod merge;
 pub mod netns;
 pub mod pathsched;
 pub mod plan;
 pub mod plot;
+pub mod provenance;
 pub mod qstats;
 pub mod rcvbytes;
 pub mod results;
+pub mod resume;
 pub mod run;
 pub mod scenario;
 pub mod selfcheck;

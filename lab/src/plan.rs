@@ -12,7 +12,7 @@ use crate::scenario::{FlowSpec, Scenario, ScenarioError, MSS, WIRE_PACKET};
 
 /// The part of every repetition the summary measures: the same interval of
 /// run time for every flow, the warm-up excluded.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct Window {
     /// Seconds since the run started.
     pub start_s: f64,

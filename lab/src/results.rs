@@ -8,9 +8,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use rttfair_loader::Flow;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::plan::Window;
+use crate::provenance::RunProvenance;
 use crate::qstats::QueueSample;
 use crate::scenario::{FlowSpec, Scenario};
 use crate::selfcheck::RttCheck;
@@ -124,7 +125,7 @@ pub struct FlowResult {
 }
 
 /// Metrics of one repetition (or their mean over repetitions).
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     pub jain: f64,
     pub jain_by_group: BTreeMap<String, f64>,
@@ -180,10 +181,14 @@ pub struct RunResult {
     /// Mean of the repetitions' summaries.
     pub summary: Summary,
     pub dir: PathBuf,
+    /// What the run was produced with (its own provenance.json, not part
+    /// of summary.json).
+    #[serde(skip)]
+    pub provenance: RunProvenance,
 }
 
 /// One grid point of a sweep and its summary.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SweepPoint {
     pub cca: String,
     pub x: f64,

@@ -15,6 +15,7 @@ use crate::ccas::CcaSession;
 use crate::iperf::{self, ClientSpec};
 use crate::link::Bottleneck;
 use crate::plan::Plan;
+use crate::provenance::{CcaObject, Environment, RunProvenance, SelfCheck};
 use crate::qstats::QueueSampler;
 use crate::rcvbytes;
 use crate::results::{BpfSample, FlowResult};
@@ -48,6 +49,7 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<RunResult> {
 /// Run a resolved plan end to end and write its results folder.
 pub fn run_plan(plan: &Plan, opts: &RunOptions) -> Result<RunResult> {
     let _session = CcaSession::ensure(&opts.bpffs, &plan.ccas)?;
+    let tunables = crate::provenance::tunables(&opts.bpffs, &plan.ccas)?;
     let (net, rtt_check) = build_checked_network(plan)?;
     let servers: Vec<iperf::Server> = (0..plan.flows.len())
         .map(|i| iperf::Server::start(&net.rcv, &RECEIVER.to_string(), 5201 + i as u16))
@@ -56,17 +58,32 @@ pub fn run_plan(plan: &Plan, opts: &RunOptions) -> Result<RunResult> {
 
     let dir = opts.out_dir.join(plan.dir_name());
     std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
+    // A result left by an earlier run must not outlive this one's start
+    // (`--resume` takes a folder with summary.json as finished).
+    let _ = std::fs::remove_file(dir.join("summary.json"));
     crate::files::write_scenario(&dir, plan)?;
+    let provenance = RunProvenance {
+        environment: Environment::current(),
+        ccas: plan.ccas.iter().map(|c| CcaObject::of(c)).collect(),
+        tunables,
+        scenario: crate::provenance::scenario_text(&plan.scenario)?,
+        self_check: SelfCheck {
+            rtt: rtt_check.clone(),
+            rate: rate_check.clone(),
+        },
+    };
+    crate::provenance::write(&dir, &provenance)?;
     let reps = run_reps(plan, &net, opts, &dir)?;
     drop(servers);
     let summary = mean_summary(&reps.iter().map(|r| r.summary.clone()).collect::<Vec<_>>());
     let result = RunResult {
         scenario: plan.scenario.clone(),
         rtt_check,
-        rate_check_goodput_mbit: rate_check / 1e6,
+        rate_check_goodput_mbit: rate_check.goodput_bit() / 1e6,
         reps,
         summary,
         dir,
+        provenance,
     };
     crate::files::write_run_summary(&result)?;
     Ok(result)
@@ -148,8 +165,8 @@ fn progress_bar(on: bool, plan: &Plan) -> Option<indicatif::ProgressBar> {
 }
 
 /// The bottleneck's departure rate while backlogged vs the configured rate
-/// (see [`selfcheck::measure_rate`]), returned as goodput.
-fn check_rate(net: &Dumbbell, plan: &Plan) -> Result<f64> {
+/// (see [`selfcheck::measure_rate`]).
+fn check_rate(net: &Dumbbell, plan: &Plan) -> Result<selfcheck::RateCheck> {
     let b = Bottleneck {
         rate_bit: plan.rate_bit,
         limit_bytes: plan.buffer_bytes,
@@ -167,7 +184,7 @@ fn check_rate(net: &Dumbbell, plan: &Plan) -> Result<f64> {
         );
     }
     std::thread::sleep(Duration::from_millis(300));
-    Ok(c.goodput_bit())
+    Ok(c)
 }
 
 /// One repetition: every flow from its start to its stop time, the queue

@@ -35,7 +35,7 @@ const RATE_SAMPLE: Duration = Duration::from_millis(5);
 pub const MIN_BUSY_S: f64 = 1.0;
 
 /// Measured base RTT of one flow path.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RttCheck {
     pub flow: usize,
     pub configured_ms: f64,
@@ -44,7 +44,7 @@ pub struct RttCheck {
 }
 
 /// Measured departure rate of the bottleneck.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RateCheck {
     /// Configured rate in bit/s of wire bytes (as HTB counts them).
     pub configured_bit: f64,

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 
 use crate::grid;
+use crate::provenance::{CcaObject, Environment, PointProvenance, SweepProvenance};
 use crate::results::{Summary, SweepPoint};
 use crate::run::{self, RunOptions};
 use crate::scenario::Scenario;
@@ -35,39 +36,127 @@ pub fn run_shard(
     shard: Option<grid::Shard>,
     opts: &RunOptions,
 ) -> Result<(Vec<SweepPoint>, PathBuf)> {
+    run_selected(
+        base,
+        sweep,
+        ccas,
+        Selection {
+            shard,
+            resume: false,
+        },
+        opts,
+    )
+}
+
+/// Which points of the grid a sweep runs.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Selection {
+    /// Only this shard's points (all with `None`).
+    pub shard: Option<grid::Shard>,
+    /// Keep the points the folder already holds complete results of (see
+    /// [`crate::resume`]); run the others.
+    pub resume: bool,
+}
+
+/// The folder a sweep of `base` writes under `out_dir`.
+pub fn dir_of(out_dir: &Path, base: &Scenario) -> PathBuf {
+    out_dir.join(format!("{}-sweep", base.name))
+}
+
+/// As [`run`], the points `sel` selects; writes the sweep's files and its
+/// provenance.json (one record per point).
+pub fn run_selected(
+    base: &Scenario,
+    sweep: &Sweep,
+    ccas: &[String],
+    sel: Selection,
+    opts: &RunOptions,
+) -> Result<(Vec<SweepPoint>, PathBuf)> {
     let mut plans =
         grid::expand(base, sweep, ccas).map_err(|e| anyhow::anyhow!("{}: {e}", base.name))?;
-    if let Some(sh) = shard {
+    if let Some(sh) = sel.shard {
         plans = sh.select(plans);
     }
-    let dir = opts.out_dir.join(format!("{}-sweep", base.name));
+    let dir = dir_of(&opts.out_dir, base);
     std::fs::create_dir_all(&dir)?;
     let inner = RunOptions {
         out_dir: dir.join("runs"),
         ..opts.clone()
     };
+    let build = crate::resume::Build::current();
     let mut points = Vec::new();
+    let mut records = Vec::new();
     for p in &plans {
-        let r = run::run_plan(&p.plan, &inner)?;
-        if opts.verbose {
-            println!(
-                "{} x={} y={:?}: {}",
-                p.key.cca,
-                p.key.x,
-                p.key.y,
-                run::one_line(&r.summary)
-            );
-        }
+        let run_dir = p.plan.dir_name();
+        let earlier = sel
+            .resume
+            .then(|| crate::resume::finished(&inner.out_dir.join(&run_dir), &p.plan, &build))
+            .flatten();
+        let (summary, prov) = match earlier {
+            Some(done) => {
+                // Always said (on stderr, beside the progress bar; stdout may
+                // be --json): a resumed sweep shows what it kept.
+                eprintln!(
+                    "{} x={} y={:?}: complete in {}, not rerun",
+                    p.key.cca, p.key.x, p.key.y, run_dir
+                );
+                (done.summary, done.provenance)
+            }
+            None => {
+                let r = run::run_plan(&p.plan, &inner)?;
+                if opts.verbose {
+                    println!(
+                        "{} x={} y={:?}: {}",
+                        p.key.cca,
+                        p.key.x,
+                        p.key.y,
+                        run::one_line(&r.summary)
+                    );
+                }
+                (r.summary, r.provenance)
+            }
+        };
+        records.push(PointProvenance {
+            cca: p.key.cca.clone(),
+            x: p.key.x,
+            y: p.key.y,
+            run_dir,
+            tunables: prov.tunables,
+            self_check: prov.self_check,
+        });
         points.push(SweepPoint {
             cca: p.key.cca.clone(),
             x: p.key.x,
             y: p.key.y,
-            summary: r.summary,
+            summary,
         });
     }
-    crate::files::write_sweep(&dir, sweep, &points)?;
-    plot_sweep(&dir, base, sweep, ccas, &points)?;
+    let provenance = SweepProvenance {
+        environment: Environment::current(),
+        ccas: ccas.iter().map(|c| CcaObject::of(c)).collect(),
+        scenario: crate::provenance::scenario_text(base)?,
+        shard: sel.shard,
+        merged_from: Vec::new(),
+        points: records,
+    };
+    write_outputs(&dir, base, sweep, ccas, &points, &provenance)?;
     Ok((points, dir))
+}
+
+/// Every file of a sweep folder from its points (in grid order): sweep.csv,
+/// sweep.json, the plots and provenance.json. The one writer of a sweep
+/// folder, for a run and for a merge alike.
+pub fn write_outputs(
+    dir: &Path,
+    base: &Scenario,
+    sweep: &Sweep,
+    ccas: &[String],
+    points: &[SweepPoint],
+    provenance: &SweepProvenance,
+) -> Result<()> {
+    crate::files::write_sweep(dir, sweep, points)?;
+    plot_sweep(dir, base, sweep, ccas, points)?;
+    crate::provenance::write(dir, provenance)
 }
 
 /// Heatmaps of Jain and STDR per CCA for a 2-D grid; lines of Jain and

@@ -1,0 +1,589 @@
+//! `rttfairctl lab merge DIR... --out DIR`: the folders of a sharded sweep
+//! joined into exactly the folder one machine would have written. The
+//! sweep's own writer ([`crate::sweep::write_outputs`]) writes it from the
+//! points in grid order; each point's run folder is copied as it is.
+//!
+//! Refused, with one line and before anything is written: folders of
+//! different scenarios or CCA lists, of different binaries (commit or BPF
+//! object hashes), a point missing from every folder or present in two.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Context, Result};
+
+use crate::grid::{self, PointKey};
+use crate::provenance::{self, SweepProvenance};
+use crate::results::SweepPoint;
+use crate::scenario::Scenario;
+
+/// One sweep folder as written: its provenance and its points.
+#[derive(Debug, Clone)]
+pub struct Folder {
+    pub dir: PathBuf,
+    pub provenance: SweepProvenance,
+    pub points: Vec<SweepPoint>,
+}
+
+impl Folder {
+    /// The sweep folder at `dir`: `dir` itself if it holds provenance.json,
+    /// else its one `*-sweep` subfolder (a shard's `--out`).
+    pub fn load(dir: &Path) -> Result<Folder> {
+        let dir = sweep_dir(dir)?;
+        let provenance: SweepProvenance = provenance::read(&dir)?;
+        let path = dir.join("sweep.json");
+        let text =
+            std::fs::read_to_string(&path).with_context(|| format!("read {}", path.display()))?;
+        let points: Vec<SweepPoint> =
+            serde_json::from_str(&text).with_context(|| format!("parse {}", path.display()))?;
+        Ok(Folder {
+            dir,
+            provenance,
+            points,
+        })
+    }
+}
+
+fn sweep_dir(dir: &Path) -> Result<PathBuf> {
+    if dir.join(provenance::FILE).exists() {
+        return Ok(dir.to_path_buf());
+    }
+    let entries =
+        std::fs::read_dir(dir).with_context(|| format!("read folder {}", dir.display()))?;
+    let found: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().ends_with("-sweep"))
+                && p.join(provenance::FILE).exists()
+        })
+        .collect();
+    match found.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => bail!(
+            "{}: no sweep folder with {} here or in a *-sweep subfolder",
+            dir.display(),
+            provenance::FILE
+        ),
+        _ => bail!(
+            "{}: several sweep folders; name the one to merge",
+            dir.display()
+        ),
+    }
+}
+
+/// The merged sweep, ready to write.
+#[derive(Debug, Clone)]
+pub struct Merged {
+    pub scenario: Scenario,
+    pub points: Vec<SweepPoint>,
+    pub provenance: SweepProvenance,
+    /// For each point, the folder holding its run.
+    pub sources: Vec<PathBuf>,
+    /// Differences worth a note that do not make the folders incomparable
+    /// (kernel release, iperf3 version).
+    pub warnings: Vec<String>,
+}
+
+fn key_text(k: &PointKey) -> String {
+    match k.y {
+        Some(y) => format!("{} x={} y={}", k.cca, k.x, y),
+        None => format!("{} x={}", k.cca, k.x),
+    }
+}
+
+/// Check that `folders` are shards of one sweep made by one build and
+/// together hold every point once; the points in grid order.
+pub fn combine(folders: &[Folder]) -> Result<Merged> {
+    let Some(first) = folders.first() else {
+        bail!("nothing to merge: name at least one sweep folder");
+    };
+    let p0 = &first.provenance;
+    let name = |f: &Folder| f.dir.display().to_string();
+    let mut warnings = Vec::new();
+    for f in &folders[1..] {
+        let p = &f.provenance;
+        if p.scenario != p0.scenario {
+            bail!(
+                "mixed scenarios: {} and {} record different scenario text",
+                name(first),
+                name(f)
+            );
+        }
+        if p.cca_names() != p0.cca_names() {
+            bail!(
+                "mixed scenarios: {} swept {} and {} swept {}",
+                name(first),
+                p0.cca_names().join(","),
+                name(f),
+                p.cca_names().join(",")
+            );
+        }
+        if p.environment.rttfair_commit != p0.environment.rttfair_commit {
+            bail!(
+                "mixed binaries: {} was made by rttfair {} and {} by {}",
+                name(first),
+                p0.environment.rttfair_commit,
+                name(f),
+                p.environment.rttfair_commit
+            );
+        }
+        if let Some((a, b)) = p0.ccas.iter().zip(&p.ccas).find(|(a, b)| a != b) {
+            bail!(
+                "mixed binaries: {}'s {} object has SHA-256 {} and {}'s {}",
+                name(first),
+                a.name,
+                a.object_sha256.as_deref().unwrap_or("(kernel)"),
+                name(f),
+                b.object_sha256.as_deref().unwrap_or("(kernel)")
+            );
+        }
+        for (what, a, b) in [
+            (
+                "kernel",
+                &p0.environment.kernel_release,
+                &p.environment.kernel_release,
+            ),
+            (
+                "iperf3",
+                &p0.environment.iperf3_version,
+                &p.environment.iperf3_version,
+            ),
+        ] {
+            if a != b {
+                warnings.push(format!(
+                    "note: {} ran on {what} {a} and {} on {what} {b}",
+                    name(first),
+                    name(f)
+                ));
+            }
+        }
+    }
+    let scenario = Scenario::from_toml(&p0.scenario)
+        .map_err(|e| anyhow!("{}: recorded scenario: {e}", name(first)))?;
+    let sweep = scenario
+        .sweep
+        .clone()
+        .ok_or_else(|| anyhow!("{}: recorded scenario has no [sweep] table", name(first)))?;
+    let ccas = p0.cca_names();
+    let grid = grid::expand(&scenario, &sweep, &ccas)
+        .map_err(|e| anyhow!("{}: recorded scenario: {e}", name(first)))?;
+
+    // Each point of each folder, with where it came from.
+    let mut found: Vec<(usize, &SweepPoint)> = Vec::new();
+    for (i, f) in folders.iter().enumerate() {
+        if f.points.len() != f.provenance.points.len() {
+            bail!(
+                "{}: sweep.json has {} points and provenance.json {}",
+                name(f),
+                f.points.len(),
+                f.provenance.points.len()
+            );
+        }
+        for pt in &f.points {
+            let key = PointKey {
+                cca: pt.cca.clone(),
+                x: pt.x,
+                y: pt.y,
+            };
+            if !grid.iter().any(|g| g.key == key) {
+                bail!(
+                    "{}: point {} is not in the sweep's grid",
+                    name(f),
+                    key_text(&key)
+                );
+            }
+            if let Some((j, _)) = found
+                .iter()
+                .find(|(_, q)| q.cca == pt.cca && q.x == pt.x && q.y == pt.y)
+            {
+                bail!(
+                    "duplicate point {}: in {} and in {}",
+                    key_text(&key),
+                    name(&folders[*j]),
+                    name(f)
+                );
+            }
+            found.push((i, pt));
+        }
+    }
+    let missing: Vec<&PointKey> = grid
+        .iter()
+        .map(|g| &g.key)
+        .filter(|k| {
+            !found
+                .iter()
+                .any(|(_, q)| q.cca == k.cca && q.x == k.x && q.y == k.y)
+        })
+        .collect();
+    if let Some(k) = missing.first() {
+        bail!(
+            "missing points: {} of the grid's {} are in no folder, e.g. {}",
+            missing.len(),
+            grid.len(),
+            key_text(k)
+        );
+    }
+
+    let mut points = Vec::new();
+    let mut records = Vec::new();
+    let mut sources = Vec::new();
+    for g in &grid {
+        let (i, pt) = found
+            .iter()
+            .find(|(_, q)| q.cca == g.key.cca && q.x == g.key.x && q.y == g.key.y)
+            .expect("checked above");
+        let f = &folders[*i];
+        let record = f
+            .provenance
+            .points
+            .iter()
+            .find(|r| r.cca == pt.cca && r.x == pt.x && r.y == pt.y)
+            .ok_or_else(|| {
+                anyhow!(
+                    "{}: point {} is in sweep.json but not in provenance.json",
+                    name(f),
+                    key_text(&g.key)
+                )
+            })?;
+        points.push((*pt).clone());
+        records.push(record.clone());
+        sources.push(f.dir.join("runs").join(&record.run_dir));
+    }
+    let provenance = SweepProvenance {
+        shard: None,
+        merged_from: folders.iter().map(name).collect(),
+        points: records,
+        ..p0.clone()
+    };
+    Ok(Merged {
+        scenario,
+        points,
+        provenance,
+        sources,
+        warnings,
+    })
+}
+
+/// Merge the sweep folders `dirs` into `out/<name>-sweep` (which must not
+/// exist yet); returns that folder. Nothing is written unless every check
+/// passes.
+pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<(Merged, PathBuf)> {
+    let folders: Vec<Folder> = dirs
+        .iter()
+        .map(|d| Folder::load(d))
+        .collect::<Result<_>>()?;
+    let m = combine(&folders)?;
+    let dir = crate::sweep::dir_of(out, &m.scenario);
+    if dir.exists() {
+        bail!("{} already exists; merge into a new folder", dir.display());
+    }
+    for src in &m.sources {
+        if !src.is_dir() {
+            bail!("{}: run folder missing", src.display());
+        }
+    }
+    write(&m, &dir)?;
+    Ok((m, dir))
+}
+
+/// Write the merged folder: runs copied, then the sweep's files.
+fn write(m: &Merged, dir: &Path) -> Result<()> {
+    let sweep = m.scenario.sweep.as_ref().expect("checked in combine");
+    for src in &m.sources {
+        let to = dir
+            .join("runs")
+            .join(src.file_name().expect("a run folder"));
+        copy_tree(src, &to)?;
+    }
+    crate::sweep::write_outputs(
+        dir,
+        &m.scenario,
+        sweep,
+        &m.provenance.cca_names(),
+        &m.points,
+        &m.provenance,
+    )
+}
+
+/// Copy the folder `from` to `to`, recursively (a run folder: plain files
+/// and folders, a few MB; too small a need for a crate).
+fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to).with_context(|| format!("create {}", to.display()))?;
+    for e in std::fs::read_dir(from).with_context(|| format!("read {}", from.display()))? {
+        let e = e?;
+        let target = to.join(e.file_name());
+        if e.file_type()?.is_dir() {
+            copy_tree(&e.path(), &target)?;
+        } else {
+            std::fs::copy(e.path(), &target)
+                .with_context(|| format!("copy {}", e.path().display()))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::grid::Shard;
+    use crate::provenance::{CcaObject, Environment, PointProvenance, SelfCheck};
+    use crate::results::Summary;
+    use crate::selfcheck::RateCheck;
+
+    const GRID_2D: &str = r#"
+name = "m"
+duration_s = 10
+[bottleneck]
+rate_mbit = 10
+buffer = { bdp = 1.0, rtt_ms = 20.0 }
+[[flows]]
+cca = "cubic"
+rtt_ms = 20
+group = "short"
+[[flows]]
+cca = "cubic"
+rtt_ms = 20
+group = "long"
+[sweep]
+x = { param = "bottleneck.buffer.bdp", values = [0.5, 2] }
+y = { param = "flows[1].rtt_ms", values = [10, 40, 80] }
+"#;
+
+    fn ccas() -> Vec<String> {
+        vec!["fairtt".into(), "cubic".into()]
+    }
+
+    /// A test folder under the temp dir, empty.
+    fn tmp(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("rttfair-merge-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    /// A distinct made-up summary for the k-th point of the grid.
+    fn summary(k: usize) -> Summary {
+        let mut s = Summary {
+            jain: 0.5 + k as f64 * 0.037,
+            stdr: -0.9 + k as f64 * 0.11,
+            group_ratio: 1.0 + k as f64 * 0.3,
+            utilization: 0.9 + k as f64 * 0.001,
+            qdelay_mean_ms: k as f64 * 1.7,
+            ..Summary::default()
+        };
+        s.goodput_mbit_by_group = BTreeMap::from([
+            ("long".to_string(), 4.0 - k as f64 * 0.1),
+            ("short".to_string(), 5.0 + k as f64 * 0.1),
+        ]);
+        s
+    }
+
+    /// What a sweep of `text` (shard `shard`, or all of it) writes under
+    /// `out`, from made-up point results: the sweep's own writer, plus a
+    /// run folder per point. `edit` changes the provenance before writing.
+    fn write_sweep_folder(
+        out: &Path,
+        text: &str,
+        shard: Option<Shard>,
+        edit: impl Fn(&mut SweepProvenance),
+    ) -> PathBuf {
+        let base = Scenario::from_toml(text).unwrap();
+        let sweep = base.sweep.clone().unwrap();
+        let all = grid::expand(&base, &sweep, &ccas()).unwrap();
+        let mine: Vec<(usize, grid::PointPlan)> = all
+            .into_iter()
+            .enumerate()
+            .filter(|(k, _)| shard.is_none_or(|s| *k as u32 % s.count == s.index))
+            .collect();
+        let dir = crate::sweep::dir_of(out, &base);
+        let mut points = Vec::new();
+        let mut records = Vec::new();
+        for (k, p) in &mine {
+            let run_dir = p.plan.dir_name();
+            let rd = dir.join("runs").join(&run_dir);
+            std::fs::create_dir_all(rd.join("rep0")).unwrap();
+            std::fs::write(rd.join("rep0/goodput.csv"), format!("point {k}\n")).unwrap();
+            points.push(SweepPoint {
+                cca: p.key.cca.clone(),
+                x: p.key.x,
+                y: p.key.y,
+                summary: summary(*k),
+            });
+            records.push(PointProvenance {
+                cca: p.key.cca.clone(),
+                x: p.key.x,
+                y: p.key.y,
+                run_dir,
+                tunables: BTreeMap::new(),
+                self_check: SelfCheck {
+                    rtt: vec![],
+                    rate: RateCheck {
+                        configured_bit: 1e7,
+                        measured_bit: 1e7,
+                        busy_s: 3.0,
+                        ok: true,
+                    },
+                },
+            });
+        }
+        let mut prov = SweepProvenance {
+            environment: Environment::current(),
+            ccas: ccas().iter().map(|c| CcaObject::of(c)).collect(),
+            scenario: provenance::scenario_text(&base).unwrap(),
+            shard,
+            merged_from: vec![],
+            points: records,
+        };
+        edit(&mut prov);
+        crate::sweep::write_outputs(&dir, &base, &sweep, &ccas(), &points, &prov).unwrap();
+        dir
+    }
+
+    fn shard(i: u32, n: u32) -> Option<Shard> {
+        Some(Shard { index: i, count: n })
+    }
+
+    /// Every file under `dir` (relative path -> bytes).
+    fn tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+        let mut out = BTreeMap::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else {
+                    out.insert(
+                        p.strip_prefix(dir).unwrap().to_path_buf(),
+                        std::fs::read(&p).unwrap(),
+                    );
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn merged_shards_are_what_one_machine_writes() {
+        for (name, text) in [
+            ("2d", GRID_2D.to_string()),
+            (
+                "1d",
+                GRID_2D.replace(
+                    "y = { param = \"flows[1].rtt_ms\", values = [10, 40, 80] }",
+                    "",
+                ),
+            ),
+        ] {
+            let root = tmp(&format!("equal-{name}"));
+            let whole = write_sweep_folder(&root.join("whole"), &text, None, |_| {});
+            let shards: Vec<PathBuf> = (0..3)
+                .map(|i| {
+                    write_sweep_folder(
+                        &root.join(format!("shard-{i}")),
+                        &text,
+                        shard(i, 3),
+                        |_| {},
+                    );
+                    // As the Kubernetes recipe names them: the shard's --out.
+                    root.join(format!("shard-{i}"))
+                })
+                .collect();
+            let (m, dir) = merge(&shards, &root.join("merged")).unwrap();
+            assert!(m.warnings.is_empty());
+            let (a, b) = (tree(&whole), tree(&dir));
+            assert_eq!(
+                a.keys().collect::<Vec<_>>(),
+                b.keys().collect::<Vec<_>>(),
+                "{name}"
+            );
+            for (path, bytes) in &a {
+                if path.as_os_str() == provenance::FILE {
+                    continue;
+                }
+                assert!(*bytes == b[path], "{name}: {} differs", path.display());
+            }
+            assert!(a.keys().any(|p| p.extension().is_some_and(|e| e == "png")));
+            // Provenance: the whole grid, no shard, the folders named.
+            let pw: SweepProvenance = provenance::read(&whole).unwrap();
+            let pm: SweepProvenance = provenance::read(&dir).unwrap();
+            assert_eq!(pm.shard, None);
+            assert_eq!(pm.merged_from.len(), 3);
+            assert_eq!(pm.points, pw.points);
+            assert_eq!(
+                SweepProvenance {
+                    merged_from: vec![],
+                    ..pm
+                },
+                pw
+            );
+            let _ = std::fs::remove_dir_all(&root);
+        }
+    }
+
+    /// Merging `dirs` fails with one line containing `expect`, and writes
+    /// nothing.
+    fn refused(root: &Path, dirs: &[PathBuf], expect: &str) {
+        let out = root.join("merged");
+        let e = format!("{:#}", merge(dirs, &out).unwrap_err());
+        assert!(e.contains(expect), "{e}");
+        assert!(!e.contains('\n'), "{e}");
+        assert!(!out.exists(), "wrote {} on refusal", out.display());
+    }
+
+    #[test]
+    fn refuses_mixed_scenarios() {
+        let root = tmp("mixed-scenario");
+        let other = GRID_2D.replace("duration_s = 10", "duration_s = 12");
+        let a = write_sweep_folder(&root.join("a"), GRID_2D, shard(0, 2), |_| {});
+        let b = write_sweep_folder(&root.join("b"), &other, shard(1, 2), |_| {});
+        refused(&root, &[a.clone(), b], "mixed scenarios");
+        let c = write_sweep_folder(&root.join("c"), GRID_2D, shard(1, 2), |p| p.ccas.reverse());
+        refused(&root, &[a, c], "mixed scenarios");
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn refuses_mixed_binaries() {
+        let root = tmp("mixed-binaries");
+        let a = write_sweep_folder(&root.join("a"), GRID_2D, shard(0, 2), |_| {});
+        let b = write_sweep_folder(&root.join("b"), GRID_2D, shard(1, 2), |p| {
+            p.environment.rttfair_commit = "0123456789abcdef".into()
+        });
+        refused(&root, &[a.clone(), b], "mixed binaries");
+        let c = write_sweep_folder(&root.join("c"), GRID_2D, shard(1, 2), |p| {
+            p.ccas[0].object_sha256 = Some("00".repeat(32))
+        });
+        refused(&root, &[a.clone(), c], "mixed binaries");
+        // Another kernel is a note, not a refusal.
+        let d = write_sweep_folder(&root.join("d"), GRID_2D, shard(1, 2), |p| {
+            p.environment.kernel_release = "6.1.0-other".into()
+        });
+        let folders = [Folder::load(&a).unwrap(), Folder::load(&d).unwrap()];
+        let m = combine(&folders).unwrap();
+        assert_eq!(m.warnings.len(), 1, "{:?}", m.warnings);
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn refuses_missing_and_duplicate_points() {
+        let root = tmp("points");
+        let s: Vec<PathBuf> = (0..3)
+            .map(|i| write_sweep_folder(&root.join(format!("s{i}")), GRID_2D, shard(i, 3), |_| {}))
+            .collect();
+        refused(&root, &s[..2], "missing points: 4 of the grid's 12");
+        let again = write_sweep_folder(&root.join("again"), GRID_2D, shard(1, 3), |_| {});
+        refused(
+            &root,
+            &[s[0].clone(), s[1].clone(), again, s[2].clone()],
+            "duplicate point",
+        );
+        // A whole sweep and one of its shards overlap too.
+        let whole = write_sweep_folder(&root.join("whole"), GRID_2D, None, |_| {});
+        refused(&root, &[whole, s[0].clone()], "duplicate point");
+        refused(&root, &[], "nothing to merge");
+        let _ = std::fs::remove_dir_all(&root);
+    }
+}

@@ -1,0 +1,200 @@
+//! `lab sweep --resume`: which points of an interrupted sweep are already
+//! done. A point is done when its run folder holds a complete result of the
+//! same plan made by the same binaries; anything else is run again.
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::plan::Plan;
+use crate::provenance::{self, CcaObject, RunProvenance};
+use crate::results::Summary;
+
+/// What a kept result must have been made with: this build.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Build {
+    pub commit: String,
+}
+
+impl Build {
+    /// The running build.
+    pub fn current() -> Build {
+        Build {
+            commit: provenance::Environment::current().rttfair_commit,
+        }
+    }
+}
+
+/// A complete earlier run of a point.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    pub summary: Summary,
+    pub provenance: RunProvenance,
+}
+
+/// The part of a run's summary.json resume reads.
+#[derive(Deserialize)]
+struct StoredRun {
+    reps: Vec<serde::de::IgnoredAny>,
+    summary: Summary,
+}
+
+/// The earlier run in `run_dir` if it is complete and comparable: its
+/// provenance.json names the same scenario text, commit and BPF objects
+/// (hashes of this build's), and its summary.json (written last, and
+/// removed when a run starts) holds every repetition of `plan`.
+pub fn finished(run_dir: &Path, plan: &Plan, build: &Build) -> Option<Finished> {
+    let prov: RunProvenance = provenance::read(run_dir).ok()?;
+    let objects: Vec<CcaObject> = plan.ccas.iter().map(|c| CcaObject::of(c)).collect();
+    if prov.scenario != provenance::scenario_text(&plan.scenario).ok()?
+        || prov.environment.rttfair_commit != build.commit
+        || prov.ccas != objects
+    {
+        return None;
+    }
+    let text = std::fs::read_to_string(run_dir.join("summary.json")).ok()?;
+    let stored: StoredRun = serde_json::from_str(&text).ok()?;
+    (stored.reps.len() == plan.repetitions as usize).then_some(Finished {
+        summary: stored.summary,
+        provenance: prov,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provenance::{Environment, SelfCheck};
+    use crate::scenario::Scenario;
+    use crate::selfcheck::RateCheck;
+
+    const SCENARIO: &str = r#"
+name = "r"
+duration_s = 10
+repetitions = 2
+[bottleneck]
+rate_mbit = 10
+buffer = { bdp = 1.0, rtt_ms = 20.0 }
+[[flows]]
+cca = "fairtt"
+rtt_ms = 20
+[[flows]]
+cca = "cubic"
+rtt_ms = 40
+"#;
+
+    fn plan() -> Plan {
+        Plan::resolve(&Scenario::from_toml(SCENARIO).unwrap()).unwrap()
+    }
+
+    fn build() -> Build {
+        Build {
+            commit: "c0ffee".into(),
+        }
+    }
+
+    fn run_provenance(plan: &Plan) -> RunProvenance {
+        let mut environment = Environment::current();
+        environment.rttfair_commit = "c0ffee".into();
+        RunProvenance {
+            environment,
+            ccas: plan.ccas.iter().map(|c| CcaObject::of(c)).collect(),
+            tunables: Default::default(),
+            scenario: provenance::scenario_text(&plan.scenario).unwrap(),
+            self_check: SelfCheck {
+                rtt: vec![],
+                rate: RateCheck {
+                    configured_bit: 1e7,
+                    measured_bit: 1e7,
+                    busy_s: 3.0,
+                    ok: true,
+                },
+            },
+        }
+    }
+
+    /// A run folder as run_plan leaves it: provenance, then (if it
+    /// finished) summary.json with `reps` repetitions.
+    fn folder(name: &str, prov: &RunProvenance, reps: Option<usize>) -> std::path::PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("rttfair-resume-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        provenance::write(&dir, prov).unwrap();
+        if let Some(n) = reps {
+            let summary = Summary {
+                jain: 0.75,
+                ..Summary::default()
+            };
+            let reps: Vec<serde_json::Value> = (0..n).map(|_| serde_json::json!({})).collect();
+            std::fs::write(
+                dir.join("summary.json"),
+                serde_json::json!({ "reps": reps, "summary": summary }).to_string(),
+            )
+            .unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn a_complete_run_of_the_same_plan_and_binaries_is_kept() {
+        let p = plan();
+        let dir = folder("complete", &run_provenance(&p), Some(2));
+        let f = finished(&dir, &p, &build()).expect("kept");
+        assert_eq!(f.summary.jain, 0.75);
+        assert_eq!(f.provenance, run_provenance(&p));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn anything_else_is_run_again() {
+        let p = plan();
+        let good = run_provenance(&p);
+        let cases: Vec<(&str, RunProvenance, Option<usize>)> = vec![
+            ("interrupted", good.clone(), None),
+            ("one-rep-short", good.clone(), Some(1)),
+            (
+                "other-scenario",
+                RunProvenance {
+                    scenario: good.scenario.replace("duration_s = 10", "duration_s = 11"),
+                    ..good.clone()
+                },
+                Some(2),
+            ),
+            (
+                "other-commit",
+                RunProvenance {
+                    environment: Environment {
+                        rttfair_commit: "deadbeef".into(),
+                        ..good.environment.clone()
+                    },
+                    ..good.clone()
+                },
+                Some(2),
+            ),
+            (
+                "other-object",
+                RunProvenance {
+                    ccas: good
+                        .ccas
+                        .iter()
+                        .map(|c| CcaObject {
+                            object_sha256: c.object_sha256.as_ref().map(|_| "00".repeat(32)),
+                            ..c.clone()
+                        })
+                        .collect(),
+                    ..good.clone()
+                },
+                Some(2),
+            ),
+        ];
+        assert!(good.scenario.contains("duration_s = 10"));
+        for (name, prov, reps) in cases {
+            let dir = folder(name, &prov, reps);
+            assert!(finished(&dir, &p, &build()).is_none(), "{name} was kept");
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        let empty =
+            std::env::temp_dir().join(format!("rttfair-resume-{}-none", std::process::id()));
+        assert!(finished(&empty, &p, &build()).is_none());
+    }
+}
