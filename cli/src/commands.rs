@@ -76,8 +76,8 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Demo {
             seconds,
             keep_loaded,
-            out,
-        } => demo(&fs, seconds, keep_loaded, out),
+            out: dir,
+        } => demo(&fs, seconds, keep_loaded, dir, out.json),
         Command::Completions { shell } => {
             use std::io::Write;
             let mut cmd = <Cli as clap::CommandFactory>::command();
@@ -241,6 +241,7 @@ fn demo(
     seconds: Option<f64>,
     keep_loaded: bool,
     out: std::path::PathBuf,
+    json: bool,
 ) -> Result<()> {
     if let Some(s) = seconds {
         if !(s.is_finite() && (5.0..=600.0).contains(&s)) {
@@ -253,6 +254,7 @@ fn demo(
             seconds,
             keep_loaded,
             out,
+            json,
         },
     )
 }

@@ -22,6 +22,9 @@ pub struct DemoOptions {
     pub seconds: Option<f64>,
     pub keep_loaded: bool,
     pub out: PathBuf,
+    /// Print only the results, as one JSON document (the tour's text and
+    /// progress go to stderr).
+    pub json: bool,
 }
 
 /// The CCAs the demo compares, in the order shown.
@@ -54,15 +57,24 @@ pub fn run(fs: &BpfFs, opts: &DemoOptions) -> Result<()> {
     scenario
         .validate()
         .map_err(|e| anyhow::anyhow!("--seconds: {e}"))?;
-    println!(
+    // With --json, stdout carries only the JSON document.
+    let say = |line: String| {
+        if opts.json {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+    };
+    say(
         "rttfair demo: qfair, RTT-fair congestion control, against BBR (v1, v3), cubic, FaiRTT and Ad-BBR"
+            .to_string(),
     );
-    println!(
+    say(format!(
         "scenario: {} ({} s per CCA; buffer {} kB)",
         scenario.description,
         scenario.duration_s,
         scenario.buffer_bytes() / 1000
-    );
+    ));
     let names: Vec<String> = PROJECT.map(String::from).to_vec();
     let mut session = CcaSession::ensure(fs, &names)?;
     if opts.keep_loaded {
@@ -70,7 +82,7 @@ pub fn run(fs: &BpfFs, opts: &DemoOptions) -> Result<()> {
     }
     let daemon = start_daemon(fs).ok();
     if let Some((_, port)) = &daemon {
-        println!("live per-flow metrics while it runs: http://127.0.0.1:{port}/metrics  (try: curl -s 127.0.0.1:{port}/metrics | grep rttfair_flow_throughput)");
+        say(format!("live per-flow metrics while it runs: http://127.0.0.1:{port}/metrics  (try: curl -s 127.0.0.1:{port}/metrics | grep rttfair_flow_throughput)"));
     }
     let ropts = RunOptions {
         out_dir: opts.out.clone(),
@@ -85,6 +97,9 @@ pub fn run(fs: &BpfFs, opts: &DemoOptions) -> Result<()> {
         );
     }
     drop(daemon);
+    if opts.json {
+        return crate::lab::report(&results, true);
+    }
     println!();
     crate::lab::print_table(&results);
     println!();

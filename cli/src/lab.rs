@@ -142,7 +142,7 @@ fn options(fs: &BpfFs, a: &LabArgs) -> RunOptions {
 
 /// The runs as a table, or with `json` as one array of
 /// `{cca, summary, dir}` (the full per-repetition data is in each `dir`).
-fn report(results: &[RunResult], json: bool) -> Result<()> {
+pub fn report(results: &[RunResult], json: bool) -> Result<()> {
     if json {
         let doc: Vec<_> = results
             .iter()
