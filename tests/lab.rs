@@ -293,3 +293,40 @@ fn a_closed_stdout_ends_a_listing_without_a_panic() {
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{out:?}");
 }
+
+/// `lab sweep --dry-run` runs nothing (no root, no kernel) and prints the
+/// grid's points, their machine time, and a shard plan that adds up.
+#[test]
+fn dry_run_prints_the_seed000_grid_and_a_shard_plan_that_adds_up() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rttfairctl"))
+        .args([
+            "--json",
+            "lab",
+            "sweep",
+            "seed000-grid",
+            "--cca",
+            "bbr,cubic",
+            "--dry-run",
+            "--shard",
+            "1/4",
+        ])
+        .output()
+        .expect("spawn rttfairctl");
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    // The study's grid: 32 buffers x 24 RTTs, per CCA.
+    assert_eq!(v["points"].as_array().unwrap().len(), 2 * 32 * 24);
+    let total = v["machine_hours"].as_f64().unwrap();
+    let shards = v["shards"].as_array().unwrap();
+    assert_eq!(shards.len(), 4);
+    let points: u64 = shards.iter().map(|s| s["points"].as_u64().unwrap()).sum();
+    let hours: f64 = shards
+        .iter()
+        .map(|s| s["machine_hours"].as_f64().unwrap())
+        .sum();
+    assert_eq!(points, 2 * 32 * 24);
+    assert!((hours - total).abs() < 1e-6, "{hours} vs {total}");
+    let selected: Vec<_> = shards.iter().filter(|s| s["selected"] == true).collect();
+    assert_eq!(selected.len(), 1);
+    assert_eq!(selected[0]["shard"], "1/4");
+}

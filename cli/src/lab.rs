@@ -45,6 +45,7 @@ pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
             cca,
             shard,
             resume,
+            dry_run,
             common,
         } => {
             let shard = shard
@@ -56,6 +57,9 @@ pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
                 .sweep
                 .clone()
                 .ok_or_else(|| anyhow::anyhow!("{scenario} has no [sweep] table"))?;
+            if dry_run {
+                return dry_run_plan(&s, &sweep, &cca, shard, json);
+            }
             let sel = rttfair_lab::sweep::Selection { shard, resume };
             let (points, dir) =
                 rttfair_lab::sweep::run_selected(&s, &sweep, &cca, sel, &options(fs, &common))?;
@@ -138,6 +142,84 @@ fn options(fs: &BpfFs, a: &LabArgs) -> RunOptions {
         progress: !a.quiet,
         verbose: !a.quiet,
     }
+}
+
+/// `lab sweep --dry-run`: every point with its estimated machine time, the
+/// total, and with a shard spec every shard's share (the one asked for
+/// marked). Runs and touches nothing.
+fn dry_run_plan(
+    s: &Scenario,
+    sweep: &rttfair_lab::scenario::Sweep,
+    ccas: &[String],
+    shard: Option<rttfair_lab::grid::Shard>,
+    json: bool,
+) -> Result<()> {
+    use rttfair_lab::grid::{self, Shard};
+    let expand = || grid::expand(s, sweep, ccas).map_err(|e| anyhow::anyhow!("{}: {e}", s.name));
+    let all = expand()?;
+    let count = shard.map_or(1, |sh| sh.count);
+    let mut shards = Vec::new();
+    for index in 0..count {
+        let mine = Shard { index, count }.select(expand()?);
+        shards.push(serde_json::json!({
+            "shard": format!("{index}/{count}"),
+            "points": mine.len(),
+            "machine_hours": grid::machine_hours(&mine),
+            "selected": shard.is_some_and(|sh| sh.index == index),
+        }));
+    }
+    if json {
+        let points: Vec<_> = all
+            .iter()
+            .map(|p| serde_json::json!({ "point": p.key, "seconds": grid::point_seconds(p) }))
+            .collect();
+        let doc = serde_json::json!({
+            "scenario": s.name,
+            "points": points,
+            "machine_hours": grid::machine_hours(&all),
+            "shards": shards,
+        });
+        println!("{}", serde_json::to_string(&doc)?);
+        return Ok(());
+    }
+    println!(
+        "{:<8} {:>10} {:>8} {:>6} {:>10}",
+        "cca", "x", "y", "reps", "seconds"
+    );
+    for p in &all {
+        println!(
+            "{:<8} {:>10} {:>8} {:>6} {:>10.0}",
+            p.key.cca,
+            p.key.x,
+            p.key.y.map(|v| v.to_string()).unwrap_or_default(),
+            p.plan.repetitions,
+            grid::point_seconds(p)
+        );
+    }
+    println!(
+        "{}: {} points, about {:.1} machine-hours (x = {}, y = {})",
+        s.name,
+        all.len(),
+        grid::machine_hours(&all),
+        sweep.x.param,
+        sweep.y.as_ref().map_or("-", |a| a.param.as_str())
+    );
+    if shard.is_some() {
+        for sh in &shards {
+            println!(
+                "  shard {:>7}: {:>5} points, {:>7.1} h{}",
+                sh["shard"].as_str().unwrap_or_default(),
+                sh["points"],
+                sh["machine_hours"].as_f64().unwrap_or_default(),
+                if sh["selected"] == true {
+                    "  <- this shard"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The runs as a table, or with `json` as one array of

@@ -235,6 +235,10 @@ pub enum LabCommand {
         /// this build are kept, the others run.
         #[arg(long)]
         resume: bool,
+        /// Run nothing: print the points, the machine-hours they take and,
+        /// with --shard I/N, every shard's share.
+        #[arg(long)]
+        dry_run: bool,
         #[command(flatten)]
         common: LabArgs,
     },

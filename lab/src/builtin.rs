@@ -39,6 +39,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/shallow-grid.toml"),
     ),
     (
+        "seed000-grid",
+        include_str!("../../scenarios/seed000-grid.toml"),
+    ),
+    (
         "adbbr-loss",
         include_str!("../../scenarios/adbbr-loss.toml"),
     ),

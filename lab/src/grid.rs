@@ -60,6 +60,24 @@ pub fn expand(
     Ok(out)
 }
 
+/// Seconds a point costs beyond its repetitions: building the network, the
+/// self-check (RTT probes and a 4 s backlogged-rate load) and writing the
+/// results, once per point; about 8 s on this project's VM (ci-smoke's
+/// 10 s run takes about 18 s). Each repetition adds its duration and the
+/// 0.5 s the run waits for the queue to drain.
+pub const POINT_OVERHEAD_S: f64 = 8.0;
+
+/// Machine time one point takes, seconds (an estimate: see
+/// [`POINT_OVERHEAD_S`]).
+pub fn point_seconds(p: &PointPlan) -> f64 {
+    POINT_OVERHEAD_S + p.plan.repetitions as f64 * (p.plan.duration_s + 0.5)
+}
+
+/// Machine time of a list of points, hours.
+pub fn machine_hours(points: &[PointPlan]) -> f64 {
+    points.iter().map(point_seconds).sum::<f64>() / 3600.0
+}
+
 /// One machine's share of a sweep: `--shard I/N` runs the points whose
 /// position in [`expand`]'s order is I modulo N (0-based I). Every point
 /// is one plan with all its repetitions, so they stay together; the same
@@ -124,6 +142,25 @@ mod tests {
                 assert_eq!(seen.iter().filter(|k| **k == p.key).count(), 1, "N = {n}");
             }
         }
+    }
+
+    #[test]
+    fn machine_hours_add_up_over_shards() {
+        let s = Scenario::from_toml(GRID).unwrap();
+        let ccas = ["bbr".to_string()];
+        let all = expand(&s, s.sweep.as_ref().unwrap(), &ccas).unwrap();
+        // 6 points of 1 repetition of 10 s.
+        let per_point = POINT_OVERHEAD_S + 10.5;
+        assert!((machine_hours(&all) - 6.0 * per_point / 3600.0).abs() < 1e-9);
+        let shards: f64 = (0..4)
+            .map(|i| {
+                machine_hours(
+                    &Shard { index: i, count: 4 }
+                        .select(expand(&s, s.sweep.as_ref().unwrap(), &ccas).unwrap()),
+                )
+            })
+            .sum();
+        assert!((shards - machine_hours(&all)).abs() < 1e-9);
     }
 
     #[test]
