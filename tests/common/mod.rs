@@ -72,6 +72,27 @@ impl KernelTest {
     pub fn run(&self, args: &[&str]) -> Output {
         self.ctl().args(args).output().expect("spawn rttfairctl")
     }
+
+    /// Each `(name, value)` is refused by `rttfairctl set` with one line on
+    /// stderr and a non-zero exit, and afterwards every tunable of `cca`
+    /// still has its default: a refused value stores nothing.
+    pub fn assert_tunables_refused(&self, cca: &str, bad: &[(&str, &str)]) {
+        for (name, value) in bad {
+            let out = self.run(&["set", name, value]);
+            assert!(!out.status.success(), "{name} = {value} accepted");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(err.trim().lines().count(), 1, "{err}");
+        }
+        let got = assert_success(&self.run(&["get", cca, "--json"]));
+        let v: serde_json::Value = serde_json::from_str(&got).unwrap();
+        assert!(
+            v.as_array()
+                .unwrap()
+                .iter()
+                .all(|t| t["is_default"] == true),
+            "a refused value changed something: {got}"
+        );
+    }
 }
 
 impl Drop for KernelTest {
