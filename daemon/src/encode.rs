@@ -197,6 +197,15 @@ mod tests {
 
     /// A qfair flow gets the core families and qfair's own, and none of
     /// another CCA's; counters end in `_total`.
+    /// The OpenMetrics text a registry holding only `snap` exposes.
+    fn exposition_of(snap: Snapshot) -> String {
+        let mut registry = prometheus_client::registry::Registry::default();
+        registry.register_collector(Box::new(One(snap)));
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        text
+    }
+
     #[test]
     fn a_qfair_flow_is_encoded_through_the_table() {
         let flow = Flow {
@@ -232,10 +241,7 @@ mod tests {
             maps_present: true,
             previous_scrape_seconds: 0.0,
         };
-        let mut registry = prometheus_client::registry::Registry::default();
-        registry.register_collector(Box::new(One(snap)));
-        let mut text = String::new();
-        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        let text = exposition_of(snap);
         let has = |l: &str| text.lines().any(|x| x == l);
         assert!(
             has("rttfair_qfair_alpha_packets{cca=\"qfair\",flow=\"9\"} 3.0"),
@@ -294,10 +300,7 @@ mod tests {
             maps_present: true,
             previous_scrape_seconds: 0.0,
         };
-        let mut registry = prometheus_client::registry::Registry::default();
-        registry.register_collector(Box::new(One(snap)));
-        let mut text = String::new();
-        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        let text = exposition_of(snap);
         let has = |l: &str| text.lines().any(|x| x == l);
         assert!(!text.contains("rttfair_flow_min_rtt_seconds{"), "{text}");
         assert!(!text.contains("rttfair_flow_info{"), "{text}");

@@ -85,15 +85,11 @@ fn cca_object_size(cca: Cca) -> usize {
 fn single_flow(args: &[String]) -> Result<()> {
     let secs: f64 = args.first().map(|s| s.parse()).transpose()?.unwrap_or(8.0);
     let reps: usize = args.get(1).map(|s| s.parse()).transpose()?.unwrap_or(3);
-    let ccas = [
-        "bbr",
-        "bbr1",
-        "fairtt",
-        "adbbr",
-        "qfair",
-        "bbr_native",
-        "bbr3",
-    ];
+    // Native bbr first (the reference), then every CCA this build ships: a
+    // new CCA joins the bench by joining `Cca::ALL`.
+    let ccas: Vec<&str> = std::iter::once("bbr")
+        .chain(rttfair_loader::Cca::ALL.iter().map(|c| c.name()))
+        .collect();
     let fs = BpfFs::from_env();
     let project: Vec<String> = ccas[1..].iter().map(|s| s.to_string()).collect();
     let _session = CcaSession::ensure(&fs, &project)?;
@@ -118,7 +114,7 @@ fn single_flow(args: &[String]) -> Result<()> {
     // of the sum over a run is that CCA's.
     let mut cc_runtime: Vec<(&str, u64, u64)> = Vec::new();
     for rep in 0..reps {
-        for cca in ccas {
+        for &cca in &ccas {
             let before = prog_stats("rf_cong_control");
             let r = iperf::client(
                 &a,
@@ -168,7 +164,7 @@ fn single_flow(args: &[String]) -> Result<()> {
         "  {:<7} {:>12} {:>10} {:>12} {:>10} {:>16}",
         "cca", "Gbit/s", "x bbr", "CPU-s/GB", "x bbr", "ns/cong_control"
     );
-    for cca in ccas {
+    for &cca in &ccas {
         let (t, c) = (mean(cca, |r| r.1), mean(cca, |r| r.2));
         let (ns, calls) = cc_runtime
             .iter()
