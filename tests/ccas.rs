@@ -169,11 +169,7 @@ fn fairtt_shares_wfcount_host_wide_and_reduces_bdp_when_rtt_exceeds_alpha() {
         samples.len()
     );
     assert!(active > 0, "lastRTT never exceeded alpha in a deep buffer");
-    assert!(wait_until(Duration::from_secs(10), || {
-        rttfair_loader::flows::live_sockets(&t.fs, rttfair_loader::Cca::Fairtt).unwrap() == 0
-    }));
-    drop(net);
-    assert_success(&t.run(&["unload", "fairtt"]));
+    t.unload_when_idle(rttfair_loader::Cca::Fairtt, net);
 }
 
 #[test]
@@ -314,11 +310,7 @@ fn adbbr_enters_probe_rtt_when_a_queue_persists() {
         entries > 0,
         "adbbr never entered ProbeRTT under a standing queue of ~100+ ms"
     );
-    assert!(wait_until(Duration::from_secs(10), || {
-        rttfair_loader::flows::live_sockets(&t.fs, rttfair_loader::Cca::Adbbr).unwrap() == 0
-    }));
-    drop(net);
-    assert_success(&t.run(&["unload", "adbbr"]));
+    t.unload_when_idle(rttfair_loader::Cca::Adbbr, net);
 }
 
 /// fairtt.scope: whose minRTT classes Wfcount counts. Two dumbbells (two
@@ -419,12 +411,7 @@ fn fairtt_scope_limits_wfcount_to_the_namespace_or_the_address() {
             "flow {i} under scope addr: {w:?}"
         );
     }
-    assert!(wait_until(Duration::from_secs(10), || {
-        rttfair_loader::flows::live_sockets(&t.fs, rttfair_loader::Cca::Fairtt).unwrap() == 0
-    }));
-    drop(a);
-    drop(b);
-    assert_success(&t.run(&["unload", "fairtt"]));
+    t.unload_when_idle(rttfair_loader::Cca::Fairtt, (a, b));
 }
 
 /// FaiRTT's Wfcount as the flow exported it (0 for another CCA's flow).
@@ -554,11 +541,7 @@ fn qfair_exports_its_law_and_drains_with_two_flows() {
             last.drains_failed
         );
     }
-    assert!(wait_until(Duration::from_secs(10), || {
-        rttfair_loader::flows::live_sockets(&t.fs, rttfair_loader::Cca::Qfair).unwrap() == 0
-    }));
-    drop(net);
-    assert_success(&t.run(&["unload", "qfair"]));
+    t.unload_when_idle(rttfair_loader::Cca::Qfair, net);
 }
 
 /// bbr3 on a path with 5 % random loss (above BBRv3's 2 % bound): the
@@ -638,9 +621,5 @@ fn bbr3_bounds_inflight_on_a_lossy_path() {
             );
         }
     }
-    assert!(wait_until(Duration::from_secs(10), || {
-        rttfair_loader::flows::live_sockets(&t.fs, rttfair_loader::Cca::Bbr3).unwrap() == 0
-    }));
-    drop(net);
-    assert_success(&t.run(&["unload", "bbr3"]));
+    t.unload_when_idle(rttfair_loader::Cca::Bbr3, net);
 }

@@ -73,6 +73,21 @@ impl KernelTest {
         self.ctl().args(args).output().expect("spawn rttfairctl")
     }
 
+    /// The end of a test that ran flows on `cca`: its sockets close (so
+    /// the CCA may go), then `network` is torn down, then the CCA is
+    /// unloaded, and each step must succeed.
+    pub fn unload_when_idle<N>(&self, cca: rttfair_loader::Cca, network: N) {
+        assert!(
+            wait_until(Duration::from_secs(10), || {
+                rttfair_loader::flows::live_sockets(&self.fs, cca).unwrap() == 0
+            }),
+            "{} sockets still open 10 s after the flows ended",
+            cca.name()
+        );
+        drop(network);
+        assert_success(&self.run(&["unload", cca.name()]));
+    }
+
     /// Each `(name, value)` is refused by `rttfairctl set` with one line on
     /// stderr and a non-zero exit, and afterwards every tunable of `cca`
     /// still has its default: a refused value stores nothing.
