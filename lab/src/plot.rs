@@ -193,18 +193,16 @@ pub fn queue(path: &Path, plan: &Plan, r: &RepResult) -> Result<()> {
     save(&root, path)
 }
 
-/// A heatmap of `values[y][x]` (NaN = missing) with labelled axes, colour
-/// from `lo` (blue) through the middle (white) to `hi` (red).
+/// A heatmap of `values[y][x]` (NaN = missing) with labelled axes, each
+/// given as (name, one label per column or row), colour from `lo` (blue)
+/// through the middle (white) to `hi` (red).
 pub fn heatmap(
     path: &Path,
     title: &str,
-    x_label: &str,
-    xs: &[String],
-    y_label: &str,
-    ys: &[String],
+    (x_label, xs): (&str, &[String]),
+    (y_label, ys): (&str, &[String]),
     values: &[Vec<f64>],
-    lo: f64,
-    hi: f64,
+    (lo, hi): (f64, f64),
 ) -> Result<()> {
     let text = ensure_font();
     let root = canvas(
@@ -390,13 +388,10 @@ mod tests {
         heatmap(
             &dir.join("heatmap.png"),
             "jain",
-            "buffer (BDP)",
-            &xs,
-            "RTT (ms)",
-            &ys,
+            ("buffer (BDP)", &xs),
+            ("RTT (ms)", &ys),
             &values,
-            0.5,
-            1.0,
+            (0.5, 1.0),
         )
         .unwrap();
         let points: Vec<SweepPoint> = ["qfair", "bbr"]
