@@ -14,7 +14,7 @@ use rttfair_lab::netns::Netns;
 use rttfair_loader::flows::{live_sockets, FlowReader};
 use rttfair_loader::{BpfFs, Cca};
 
-use crate::procfs::rss_kib;
+use rttfair_lab::procfs::{kernel_warnings, rss_kib};
 
 /// Long churn with every project CCA while the daemon is scraped: the
 /// figures the reliability issue asks for. Fails if any export entry or
@@ -29,7 +29,7 @@ pub fn run(args: &[String]) -> Result<()> {
         .port();
     let daemon = start_daemon(&fs, port)?;
     std::thread::sleep(Duration::from_secs(1));
-    let (w0, rss0) = (dmesg_warnings(), rss_kib(daemon.0.id()));
+    let (w0, rss0) = (kernel_warnings(), rss_kib(daemon.0.id()));
     let stop = Arc::new(AtomicBool::new(false));
     let scraper = scrape_every_second(port, stop.clone());
     let ns = Netns::create("soak")?;
@@ -50,7 +50,7 @@ pub fn run(args: &[String]) -> Result<()> {
     }
     stop.store(true, Ordering::Relaxed);
     let _ = scraper.join();
-    let (w1, rss1) = (dmesg_warnings(), rss_kib(daemon.0.id()));
+    let (w1, rss1) = (kernel_warnings(), rss_kib(daemon.0.id()));
     drop(daemon);
     println!("entries leaked: {leaked_total} (must be 0)");
     println!("dmesg warnings: {} (must be 0)", w1.saturating_sub(w0));
@@ -86,15 +86,6 @@ fn start_daemon(fs: &BpfFs, port: u16) -> Result<Daemon> {
         .stderr(Stdio::null())
         .spawn()?;
     Ok(Daemon(child))
-}
-
-/// Lines the kernel has logged at warning level or worse so far.
-fn dmesg_warnings() -> usize {
-    Command::new("dmesg")
-        .args(["--level=emerg,alert,crit,err,warn"])
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).lines().count())
-        .unwrap_or(0)
 }
 
 /// A thread that scrapes /metrics on `port` once a second until `stop`.

@@ -140,7 +140,7 @@ impl Daemon {
             let sampler = s.spawn(|| {
                 let mut peak = 0;
                 while !done.load(std::sync::atomic::Ordering::Relaxed) {
-                    peak = peak.max(crate::procfs::rss_kib(pid));
+                    peak = peak.max(rttfair_lab::procfs::rss_kib(pid));
                     std::thread::sleep(Duration::from_millis(5));
                 }
                 peak
