@@ -120,8 +120,7 @@ pub fn run(fs: &BpfFs, opts: &DemoOptions) -> Result<()> {
 fn scenario(seconds: Option<f64>) -> Result<Scenario> {
     let mut scenario = builtin::resolve("two-flow-deep")?;
     if let Some(s) = seconds {
-        scenario.duration_s = s;
-        scenario.warmup_s = scenario.warmup_s.min(s / 4.0);
+        scenario.set_duration(s);
     }
     scenario
         .validate()

@@ -123,8 +123,7 @@ fn print_sweep(points: &[rttfair_lab::sweep::Point]) {
 fn prepare(arg: &str, a: &LabArgs) -> Result<Scenario> {
     let mut s = builtin::resolve(arg)?;
     if let Some(d) = a.duration {
-        s.duration_s = d;
-        s.warmup_s = s.warmup_s.min(d / 4.0);
+        s.set_duration(d);
     }
     if let Some(r) = a.reps {
         s.repetitions = r;
