@@ -172,7 +172,7 @@ mod tests {
     use rttfair_lab::run::Summary;
 
     use super::{scenario, CCAS};
-    use crate::lab::RunDoc;
+    use crate::lab::{runs_json, RunDoc};
 
     /// `demo --json` prints one array with a `{cca, dir, scenario, summary}`
     /// object per CCA, in the order of the table, and the summary reads back
@@ -200,7 +200,13 @@ mod tests {
             .iter()
             .map(|(sc, dir)| RunDoc::new(sc, &summary, dir))
             .collect();
-        let text = serde_json::to_string(&docs).unwrap();
+        let text = runs_json(&docs).unwrap();
+        // Keys in name order at every level, the summary's too.
+        assert!(
+            text.starts_with(r#"[{"cca":"qfair","dir":"#)
+                && text.contains(r#""summary":{"convergence_s":"#),
+            "{text}"
+        );
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         let runs = v.as_array().expect("one JSON array");
         assert_eq!(runs.len(), CCAS.len(), "{text}");

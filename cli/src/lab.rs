@@ -224,12 +224,19 @@ fn dry_run_plan(
 /// The runs as a table, or with `json` as one array of [`RunDoc`]s.
 pub fn report(results: &[RunResult], json: bool) -> Result<()> {
     if json {
-        let doc: Vec<RunDoc> = results.iter().map(RunDoc::of).collect();
-        println!("{}", serde_json::to_string(&doc)?);
+        let docs: Vec<RunDoc> = results.iter().map(RunDoc::of).collect();
+        println!("{}", runs_json(&docs)?);
     } else {
         print_table(results);
     }
     Ok(())
+}
+
+/// The `--json` text of `runs`: one array, every object's keys in name
+/// order at every level. Through a `Value` (whose maps are sorted) because
+/// that is how it has always been printed, summary included.
+pub fn runs_json(runs: &[RunDoc]) -> Result<String> {
+    Ok(serde_json::to_string(&serde_json::to_value(runs)?)?)
 }
 
 /// One run as `--json` prints it (`lab run`, `lab compare`, `demo`): the
