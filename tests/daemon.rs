@@ -516,19 +516,7 @@ fn fifty_scrapers_at_10k_flows_then_killed_mid_scrape_and_restarted() {
         let sampler = s.spawn(|| {
             let mut peak = 0u64;
             while !done.load(std::sync::atomic::Ordering::Relaxed) {
-                let rss = std::fs::read_to_string(format!("/proc/{pid}/status"))
-                    .ok()
-                    .and_then(|st| {
-                        st.lines().find_map(|l| {
-                            l.strip_prefix("VmRSS:")?
-                                .trim()
-                                .trim_end_matches(" kB")
-                                .parse::<u64>()
-                                .ok()
-                        })
-                    })
-                    .unwrap_or(0);
-                peak = peak.max(rss);
+                peak = peak.max(rttfair_lab::procfs::rss_kib(pid));
                 std::thread::sleep(Duration::from_millis(5));
             }
             peak

@@ -11,29 +11,9 @@ use std::time::Duration;
 
 use common::*;
 use rttfair_lab::netns::{self, Netns};
+use rttfair_lab::procfs::{kernel_warnings, rss_kib};
 use rttfair_loader::flows::{live_sockets, FlowReader};
 use rttfair_loader::Cca;
-
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines().find_map(|l| {
-                l.strip_prefix("VmRSS:")
-                    .map(|v| v.trim().trim_end_matches("kB").trim().parse().unwrap_or(0))
-            })
-        })
-        .unwrap_or(0)
-}
-
-/// Kernel log lines at warning level or worse.
-fn dmesg_warnings() -> usize {
-    std::process::Command::new("dmesg")
-        .args(["--level=emerg,alert,crit,err,warn"])
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).lines().count())
-        .unwrap_or(0)
-}
 
 fn start_daemon(t: &KernelTest, port: u16) -> Proc {
     let p = Proc(
@@ -58,7 +38,7 @@ fn churn_with_every_cca_leaks_nothing() {
     assert_success(&t.run(&[&["load"][..], &all].concat()));
     let port = free_port();
     let daemon = start_daemon(&t, port);
-    let warn0 = dmesg_warnings();
+    let warn0 = kernel_warnings();
     let rss0 = rss_kib(daemon.0.id());
     let ns = Netns::create("churn").unwrap();
     for cca in Cca::ALL {
@@ -104,7 +84,7 @@ fn churn_with_every_cca_leaks_nothing() {
         assert_eq!(left, 0, "{cca}: {left} export entries leaked");
     }
     let rss1 = rss_kib(daemon.0.id());
-    let warn1 = dmesg_warnings();
+    let warn1 = kernel_warnings();
     println!("daemon RSS {rss0} -> {rss1} KiB; kernel warnings {warn0} -> {warn1}");
     assert_eq!(warn1, warn0, "new kernel warnings during churn");
     assert!(

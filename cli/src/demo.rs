@@ -15,6 +15,7 @@ use anyhow::{Context, Result};
 use rttfair_lab::builtin;
 use rttfair_lab::ccas::CcaSession;
 use rttfair_lab::run::{self, RunOptions};
+use rttfair_lab::scenario::Scenario;
 use rttfair_loader::BpfFs;
 
 /// The demo's options.
@@ -49,14 +50,7 @@ impl Drop for Daemon {
 }
 
 pub fn run(fs: &BpfFs, opts: &DemoOptions) -> Result<()> {
-    let mut scenario = builtin::resolve("two-flow-deep")?;
-    if let Some(s) = opts.seconds {
-        scenario.duration_s = s;
-        scenario.warmup_s = scenario.warmup_s.min(s / 4.0);
-    }
-    scenario
-        .validate()
-        .map_err(|e| anyhow::anyhow!("--seconds: {e}"))?;
+    let scenario = scenario(opts.seconds)?;
     // With --json, stdout carries only the JSON document.
     let say = |line: String| {
         if opts.json {
@@ -120,6 +114,20 @@ pub fn run(fs: &BpfFs, opts: &DemoOptions) -> Result<()> {
     Ok(())
 }
 
+/// The demo's scenario (the embedded two-flow-deep), `seconds` long per
+/// CCA when given; refused, before anything is loaded, if that is no
+/// valid duration.
+fn scenario(seconds: Option<f64>) -> Result<Scenario> {
+    let mut scenario = builtin::resolve("two-flow-deep")?;
+    if let Some(s) = seconds {
+        scenario.set_duration(s);
+    }
+    scenario
+        .validate()
+        .map_err(|e| anyhow::anyhow!("--seconds: {e}"))?;
+    Ok(scenario)
+}
+
 /// `rttfairctl daemon` on a free loopback port for the demo's duration.
 fn start_daemon(fs: &BpfFs) -> Result<(Daemon, u16)> {
     let port = [9977u16, 0]
@@ -153,5 +161,79 @@ fn start_daemon(fs: &BpfFs) -> Result<(Daemon, u16)> {
             let _ = std::fs::remove_file(&config);
             Err(e.into())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::path::PathBuf;
+
+    use rttfair_lab::run::Summary;
+
+    use super::{scenario, CCAS};
+    use crate::lab::{runs_json, RunDoc};
+
+    /// `demo --json` prints one array with a `{cca, dir, scenario, summary}`
+    /// object per CCA, in the order of the table, and the summary reads back
+    /// as the lab's `Summary`. Built from the demo's own scenario and the
+    /// document type `report` prints, so no run (and no kernel) is needed.
+    #[test]
+    fn json_document_is_one_object_per_cca_in_table_order() {
+        let s = scenario(Some(8.0)).unwrap();
+        let summary = Summary {
+            jain: 0.999,
+            group_ratio: 1.05,
+            goodput_mbit_by_group: BTreeMap::from([
+                ("long".to_string(), 9.24),
+                ("short".to_string(), 9.70),
+            ]),
+            utilization: 0.99,
+            qdelay_mean_ms: 4.9,
+            ..Summary::default()
+        };
+        let runs: Vec<_> = CCAS
+            .iter()
+            .map(|c| (s.with_cca(c), PathBuf::from(format!("lab-out/demo/{c}"))))
+            .collect();
+        let docs: Vec<RunDoc> = runs
+            .iter()
+            .map(|(sc, dir)| RunDoc::new(sc, &summary, dir))
+            .collect();
+        let text = runs_json(&docs).unwrap();
+        // Keys in name order at every level, the summary's too.
+        assert!(
+            text.starts_with(r#"[{"cca":"qfair","dir":"#)
+                && text.contains(r#""summary":{"convergence_s":"#),
+            "{text}"
+        );
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let runs = v.as_array().expect("one JSON array");
+        assert_eq!(runs.len(), CCAS.len(), "{text}");
+        for (doc, cca) in runs.iter().zip(CCAS) {
+            let keys: Vec<&str> = doc
+                .as_object()
+                .expect("each run is an object")
+                .keys()
+                .map(String::as_str)
+                .collect();
+            assert_eq!(keys, ["cca", "dir", "scenario", "summary"], "{doc}");
+            assert_eq!(doc["cca"], cca);
+            assert_eq!(doc["scenario"], "two-flow-deep");
+            assert_eq!(doc["dir"], format!("lab-out/demo/{cca}"));
+            let back: Summary = serde_json::from_value(doc["summary"].clone()).unwrap();
+            assert_eq!(back, summary);
+        }
+    }
+
+    /// A duration the scenario refuses is refused before the demo loads
+    /// anything, with the option's name in the message.
+    #[test]
+    fn a_bad_duration_is_refused_naming_the_option() {
+        for bad in [0.0, -1.0, f64::NAN] {
+            let e = scenario(Some(bad)).unwrap_err().to_string();
+            assert!(e.starts_with("--seconds: "), "{bad}: {e}");
+        }
+        assert_eq!(scenario(None).unwrap().name, "two-flow-deep");
     }
 }

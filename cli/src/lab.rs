@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::{bail, Result};
 use rttfair_lab::builtin;
-use rttfair_lab::run::{self, RunOptions, RunResult};
+use rttfair_lab::run::{self, RunOptions, RunResult, Summary};
 use rttfair_lab::scenario::Scenario;
 use rttfair_loader::BpfFs;
 
@@ -123,8 +123,7 @@ fn print_sweep(points: &[rttfair_lab::sweep::Point]) {
 fn prepare(arg: &str, a: &LabArgs) -> Result<Scenario> {
     let mut s = builtin::resolve(arg)?;
     if let Some(d) = a.duration {
-        s.duration_s = d;
-        s.warmup_s = s.warmup_s.min(d / 4.0);
+        s.set_duration(d);
     }
     if let Some(r) = a.reps {
         s.repetitions = r;
@@ -222,26 +221,52 @@ fn dry_run_plan(
     Ok(())
 }
 
-/// The runs as a table, or with `json` as one array of
-/// `{cca, summary, dir}` (the full per-repetition data is in each `dir`).
+/// The runs as a table, or with `json` as one array of [`RunDoc`]s.
 pub fn report(results: &[RunResult], json: bool) -> Result<()> {
     if json {
-        let doc: Vec<_> = results
-            .iter()
-            .map(|r| {
-                serde_json::json!({
-                    "cca": run::label_of(&r.scenario),
-                    "scenario": r.scenario.name,
-                    "summary": r.summary,
-                    "dir": r.dir,
-                })
-            })
-            .collect();
-        println!("{}", serde_json::to_string(&doc)?);
+        let docs: Vec<RunDoc> = results.iter().map(RunDoc::of).collect();
+        println!("{}", runs_json(&docs)?);
     } else {
         print_table(results);
     }
     Ok(())
+}
+
+/// The `--json` text of `runs`: one array, every object's keys in name
+/// order at every level. Through a `Value` (whose maps are sorted) because
+/// that is how it has always been printed, summary included.
+pub fn runs_json(runs: &[RunDoc]) -> Result<String> {
+    Ok(serde_json::to_string(&serde_json::to_value(runs)?)?)
+}
+
+/// One run as `--json` prints it (`lab run`, `lab compare`, `demo`): the
+/// CCA label, the scenario's name, the summary, and the folder that holds
+/// the full per-repetition data. A type of its own, so the document's shape
+/// is fixed in one place and testable without running anything. Fields in
+/// name order: the order the document had as a `serde_json::json!` map.
+#[derive(Debug, serde::Serialize)]
+pub struct RunDoc<'a> {
+    pub cca: String,
+    pub dir: &'a Path,
+    pub scenario: &'a str,
+    pub summary: &'a Summary,
+}
+
+impl<'a> RunDoc<'a> {
+    /// The document of a finished run.
+    pub fn of(r: &'a RunResult) -> RunDoc<'a> {
+        RunDoc::new(&r.scenario, &r.summary, &r.dir)
+    }
+
+    /// The document of a run of `scenario` that produced `summary` in `dir`.
+    pub fn new(scenario: &'a Scenario, summary: &'a Summary, dir: &'a Path) -> RunDoc<'a> {
+        RunDoc {
+            cca: run::label_of(scenario),
+            dir,
+            scenario: &scenario.name,
+            summary,
+        }
+    }
 }
 
 /// One row per run: per-group goodput, ratio, fairness, utilization, delay.

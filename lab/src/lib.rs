@@ -49,6 +49,8 @@
 //! - [`sock`]: TCP sockets with a chosen CCA; TCP_INFO.
 //! - [`ccas`]: loads the project's CCAs for a run and leases them.
 //! - [`churn`]: many short connections, for reliability tests and soak.
+//! - [`procfs`]: a process's memory and CPU time, the kernel's warning
+//!   count: what soak, benches and reliability tests watch.
 
 pub mod accounting;
 pub mod builtin;
@@ -65,6 +67,7 @@ pub mod netns;
 pub mod pathsched;
 pub mod plan;
 pub mod plot;
+pub mod procfs;
 pub mod provenance;
 pub mod qstats;
 pub mod rcvbytes;

@@ -5,6 +5,8 @@ use std::path::Path;
 use std::sync::Once;
 
 use anyhow::{Context, Result};
+use plotters::coord::types::RangedCoordf64;
+use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::plan::Plan;
@@ -46,35 +48,100 @@ fn color(i: usize) -> RGBColor {
     P[i % P.len()]
 }
 
+/// A canvas of the PNG at `path` (written by [`save`]).
+type Canvas<'a> = DrawingArea<BitMapBackend<'a>, Shift>;
+
+/// A chart with both axes in f64.
+type XyChart<'a, 'b> =
+    ChartContext<'a, BitMapBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// A white canvas of `size` pixels for the PNG at `path`.
+fn canvas(path: &Path, size: (u32, u32)) -> Result<Canvas<'_>> {
+    let root = BitMapBackend::new(path, size).into_drawing_area();
+    root.fill(&WHITE)?;
+    Ok(root)
+}
+
+/// Write the canvas to its PNG at `path`.
+fn save(root: &Canvas, path: &Path) -> Result<()> {
+    root.present()
+        .with_context(|| format!("write {}", path.display()))
+}
+
+/// A chart on `root` with the plots' margin, `label_area` (x, y) pixels for
+/// the axis labels and, with `text`, `caption` at `caption_size` on top.
+fn chart_on<'a, 'b>(
+    root: &'a Canvas<'b>,
+    text: bool,
+    caption: &str,
+    caption_size: u32,
+    label_area: (u32, u32),
+) -> ChartBuilder<'a, 'static, BitMapBackend<'b>> {
+    let mut b = ChartBuilder::on(root);
+    b.margin(10)
+        .x_label_area_size(label_area.0)
+        .y_label_area_size(label_area.1);
+    if text {
+        b.caption(caption, ("sans-serif", caption_size));
+    }
+    b
+}
+
+/// A chart of something over a run's time, `0..x_max` s by `0..y_max`,
+/// its axes named when there is a font (`text`), a bare frame otherwise.
+fn time_chart<'a, 'b>(
+    root: &'a Canvas<'b>,
+    text: bool,
+    caption: &str,
+    (x_max, y_max): (f64, f64),
+    y_desc: &str,
+) -> Result<XyChart<'a, 'b>> {
+    let mut chart =
+        chart_on(root, text, caption, 20, (40, 60)).build_cartesian_2d(0f64..x_max, 0f64..y_max)?;
+    if text {
+        chart
+            .configure_mesh()
+            .x_desc("time (s)")
+            .y_desc(y_desc)
+            .draw()?;
+    } else {
+        chart.configure_mesh().disable_mesh().draw()?;
+    }
+    Ok(chart)
+}
+
+/// The legend mark of a series drawn as a 2-pixel line in `c`.
+fn legend_line(c: RGBColor) -> impl Fn((i32, i32)) -> PathElement<(i32, i32)> {
+    move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
+}
+
+/// The box of series labels (each series gives its own mark).
+fn draw_legend<'a, 'b: 'a>(chart: &mut XyChart<'a, 'b>) -> Result<()> {
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
+    Ok(())
+}
+
 /// Goodput of every flow over time.
 pub fn throughput(path: &Path, plan: &Plan, r: &RepResult) -> Result<()> {
     let text = ensure_font();
-    let root = BitMapBackend::new(path, (1000, 500)).into_drawing_area();
-    root.fill(&WHITE)?;
+    let root = canvas(path, (1000, 500))?;
     let ymax = r
         .flows
         .iter()
         .flat_map(|f| f.goodput.iter().map(|p| p.1 / 1e6))
         .fold(plan.rate_bit as f64 / 1e6, f64::max)
         * 1.05;
-    let mut b = ChartBuilder::on(&root);
-    b.margin(10).x_label_area_size(40).y_label_area_size(60);
-    if text {
-        b.caption(
-            format!("{}: goodput per flow", plan.scenario.name),
-            ("sans-serif", 20),
-        );
-    }
-    let mut chart = b.build_cartesian_2d(0f64..plan.duration_s, 0f64..ymax)?;
-    if text {
-        chart
-            .configure_mesh()
-            .x_desc("time (s)")
-            .y_desc("goodput (Mbit/s)")
-            .draw()?;
-    } else {
-        chart.configure_mesh().disable_mesh().draw()?;
-    }
+    let mut chart = time_chart(
+        &root,
+        text,
+        &format!("{}: goodput per flow", plan.scenario.name),
+        (plan.duration_s, ymax),
+        "goodput (Mbit/s)",
+    )?;
     for (i, f) in r.flows.iter().enumerate() {
         let c = color(i);
         let series = chart.draw_series(LineSeries::new(
@@ -87,28 +154,19 @@ pub fn throughput(path: &Path, plan: &Plan, r: &RepResult) -> Result<()> {
                     "{} {} {} ms",
                     f.spec.group, f.spec.cca, f.spec.rtt_ms
                 ))
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
-                });
+                .legend(legend_line(c));
         }
     }
     if text {
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()?;
+        draw_legend(&mut chart)?;
     }
-    root.present()
-        .with_context(|| format!("write {}", path.display()))?;
-    Ok(())
+    save(&root, path)
 }
 
 /// Bottleneck queue (packets) over time.
 pub fn queue(path: &Path, plan: &Plan, r: &RepResult) -> Result<()> {
     let text = ensure_font();
-    let root = BitMapBackend::new(path, (1000, 400)).into_drawing_area();
-    root.fill(&WHITE)?;
+    let root = canvas(path, (1000, 400))?;
     let limit_pkts = plan.buffer_bytes as f64 / WIRE_PACKET as f64;
     let ymax = r
         .queue
@@ -117,24 +175,13 @@ pub fn queue(path: &Path, plan: &Plan, r: &RepResult) -> Result<()> {
         .fold(limit_pkts, f64::max)
         * 1.05
         + 1.0;
-    let mut b = ChartBuilder::on(&root);
-    b.margin(10).x_label_area_size(40).y_label_area_size(60);
-    if text {
-        b.caption(
-            format!("{}: bottleneck queue", plan.scenario.name),
-            ("sans-serif", 20),
-        );
-    }
-    let mut chart = b.build_cartesian_2d(0f64..plan.duration_s, 0f64..ymax)?;
-    if text {
-        chart
-            .configure_mesh()
-            .x_desc("time (s)")
-            .y_desc("queue (packets)")
-            .draw()?;
-    } else {
-        chart.configure_mesh().disable_mesh().draw()?;
-    }
+    let mut chart = time_chart(
+        &root,
+        text,
+        &format!("{}: bottleneck queue", plan.scenario.name),
+        (plan.duration_s, ymax),
+        "queue (packets)",
+    )?;
     chart.draw_series(LineSeries::new(
         r.queue.iter().map(|q| (q.t, q.stats.qlen as f64)),
         color(0),
@@ -143,37 +190,27 @@ pub fn queue(path: &Path, plan: &Plan, r: &RepResult) -> Result<()> {
         vec![(0.0, limit_pkts), (plan.duration_s, limit_pkts)],
         RED.stroke_width(1),
     ))?;
-    root.present()
-        .with_context(|| format!("write {}", path.display()))?;
-    Ok(())
+    save(&root, path)
 }
 
-/// A heatmap of `values[y][x]` (NaN = missing) with labelled axes, colour
-/// from `lo` (blue) through the middle (white) to `hi` (red).
+/// A heatmap of `values[y][x]` (NaN = missing) with labelled axes, each
+/// given as (name, one label per column or row), colour from `lo` (blue)
+/// through the middle (white) to `hi` (red).
 pub fn heatmap(
     path: &Path,
     title: &str,
-    x_label: &str,
-    xs: &[String],
-    y_label: &str,
-    ys: &[String],
+    (x_label, xs): (&str, &[String]),
+    (y_label, ys): (&str, &[String]),
     values: &[Vec<f64>],
-    lo: f64,
-    hi: f64,
+    (lo, hi): (f64, f64),
 ) -> Result<()> {
     let text = ensure_font();
-    let root = BitMapBackend::new(
+    let root = canvas(
         path,
         (140 + 70 * xs.len() as u32, 120 + 40 * ys.len() as u32),
-    )
-    .into_drawing_area();
-    root.fill(&WHITE)?;
-    let mut b = ChartBuilder::on(&root);
-    b.margin(10).x_label_area_size(50).y_label_area_size(80);
-    if text {
-        b.caption(title, ("sans-serif", 18));
-    }
-    let mut chart = b.build_cartesian_2d(0..xs.len(), 0..ys.len())?;
+    )?;
+    let mut chart =
+        chart_on(&root, text, title, 18, (50, 80)).build_cartesian_2d(0..xs.len(), 0..ys.len())?;
     let (xs2, ys2) = (xs.to_vec(), ys.to_vec());
     if text {
         chart
@@ -212,9 +249,7 @@ pub fn heatmap(
             }
         }
     }
-    root.present()
-        .with_context(|| format!("write {}", path.display()))?;
-    Ok(())
+    save(&root, path)
 }
 
 /// A metric against a sweep's x values (evenly spaced, labelled), one line
@@ -238,15 +273,10 @@ pub fn sweep_lines(
         .filter(|v| v.is_finite())
         .collect();
     let ymax = vals.iter().cloned().fold(1.0, f64::max) * 1.1;
-    let root = BitMapBackend::new(path, (900, 450)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let mut b = ChartBuilder::on(&root);
-    b.margin(10).x_label_area_size(45).y_label_area_size(60);
-    if text {
-        b.caption(title, ("sans-serif", 18));
-    }
+    let root = canvas(path, (900, 450))?;
     let n = xs.len().max(1);
-    let mut chart = b.build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..ymax)?;
+    let mut chart = chart_on(&root, text, title, 18, (45, 60))
+        .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..ymax)?;
     let xs2 = xs.clone();
     if text {
         chart
@@ -280,19 +310,119 @@ pub fn sweep_lines(
         chart.draw_series(line.iter().map(|p| Circle::new(*p, 3, c.filled())))?;
         let s = chart.draw_series(LineSeries::new(line, c.stroke_width(2)))?;
         if text {
-            s.label(cca.to_string()).legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
-            });
+            s.label(cca.to_string()).legend(legend_line(c));
         }
     }
     if text {
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()?;
+        draw_legend(&mut chart)?;
     }
-    root.present()
-        .with_context(|| format!("write {}", path.display()))?;
-    Ok(())
+    save(&root, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::qstats::{QdiscStats, QueueSample};
+    use crate::results::FlowResult;
+
+    /// Width and height from a PNG's IHDR chunk.
+    fn png_size(path: &Path) -> (u32, u32) {
+        let b = std::fs::read(path).unwrap();
+        assert!(
+            b.starts_with(b"\x89PNG\r\n\x1a\n"),
+            "{} is no PNG",
+            path.display()
+        );
+        let be = |i: usize| u32::from_be_bytes(b[i..i + 4].try_into().unwrap());
+        (be(16), be(20))
+    }
+
+    fn rep(plan: &Plan) -> RepResult {
+        let flows = plan
+            .flows
+            .iter()
+            .map(|spec| FlowResult {
+                spec: spec.clone(),
+                goodput: (1..=20)
+                    .map(|t| (t as f64, 1e6 * (5 + spec.index * 3 + t % 4) as f64))
+                    .collect(),
+                rtt_ms: vec![],
+                retransmits: 0,
+                bytes_received: 0,
+                mean_goodput: 0.0,
+                congestion: spec.cca.clone(),
+            })
+            .collect();
+        let queue = (0..200)
+            .map(|i| QueueSample {
+                t: i as f64 * 0.1,
+                stats: QdiscStats {
+                    qlen: (i * 7 % 60) as u32,
+                    ..QdiscStats::default()
+                },
+            })
+            .collect();
+        RepResult {
+            flows,
+            queue,
+            bpf: vec![],
+            summary: Summary::default(),
+        }
+    }
+
+    /// Every plot writes a PNG of its size, whatever the font situation
+    /// (with text when fonts-dejavu-core is installed, bare otherwise).
+    #[test]
+    fn every_plot_writes_a_png_of_its_size() {
+        let dir = std::env::temp_dir().join(format!("rttfair-plot-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let plan = Plan::resolve(&crate::builtin::resolve("two-flow-deep").unwrap()).unwrap();
+        let r = rep(&plan);
+        throughput(&dir.join("throughput.png"), &plan, &r).unwrap();
+        queue(&dir.join("queue.png"), &plan, &r).unwrap();
+        let (xs, ys) = (
+            vec!["0.5".to_string(), "2".to_string()],
+            vec!["10".to_string(), "40".to_string(), "80".to_string()],
+        );
+        let values = vec![vec![0.9, f64::NAN], vec![0.5, 1.0], vec![0.7, 0.99]];
+        heatmap(
+            &dir.join("heatmap.png"),
+            "jain",
+            ("buffer (BDP)", &xs),
+            ("RTT (ms)", &ys),
+            &values,
+            (0.5, 1.0),
+        )
+        .unwrap();
+        let points: Vec<SweepPoint> = ["qfair", "bbr"]
+            .iter()
+            .flat_map(|cca| {
+                [0.5, 2.0].map(|x| SweepPoint {
+                    cca: cca.to_string(),
+                    x,
+                    y: None,
+                    summary: Summary {
+                        jain: x / 2.0,
+                        ..Summary::default()
+                    },
+                })
+            })
+            .collect();
+        sweep_lines(
+            &dir.join("lines.png"),
+            "jain",
+            "buffer (BDP)",
+            &points,
+            |s| s.jain,
+        )
+        .unwrap();
+        assert_eq!(png_size(&dir.join("throughput.png")), (1000, 500));
+        assert_eq!(png_size(&dir.join("queue.png")), (1000, 400));
+        assert_eq!(
+            png_size(&dir.join("heatmap.png")),
+            (140 + 70 * 2, 120 + 40 * 3)
+        );
+        assert_eq!(png_size(&dir.join("lines.png")), (900, 450));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

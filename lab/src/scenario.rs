@@ -501,6 +501,15 @@ impl Scenario {
         }
         s
     }
+
+    /// Run for `seconds` instead (the command line's `--seconds` and
+    /// `--duration`), the warm-up cut to at most a quarter of the run so a
+    /// short run still measures something. Not validated here: the caller
+    /// validates, and names its option in the error.
+    pub fn set_duration(&mut self, seconds: f64) {
+        self.duration_s = seconds;
+        self.warmup_s = self.warmup_s.min(seconds / 4.0);
+    }
 }
 
 /// A deserialization error: the key on the offending line (when the line
@@ -616,6 +625,23 @@ one_way_delay_ms = 5
         assert_eq!(f[2].index, 2);
         // 10 Mbit/s x 20 ms = 25 000 B; x2 = 50 000.
         assert_eq!(s.buffer_bytes(), 50_000);
+    }
+
+    /// A shorter run keeps its warm-up to a quarter of the run; a longer
+    /// one keeps the warm-up it had.
+    #[test]
+    fn set_duration_caps_the_warmup_at_a_quarter() {
+        let mut s = Scenario::from_toml(OK).unwrap();
+        s.warmup_s = 5.0;
+        s.set_duration(8.0);
+        assert_eq!((s.duration_s, s.warmup_s), (8.0, 2.0));
+        s.set_duration(40.0);
+        assert_eq!((s.duration_s, s.warmup_s), (40.0, 2.0));
+        let mut s = Scenario::from_toml(OK).unwrap();
+        s.warmup_s = 5.0;
+        s.set_duration(40.0);
+        assert_eq!((s.duration_s, s.warmup_s), (40.0, 5.0));
+        s.validate().unwrap();
     }
 
     fn error_of(text: &str) -> ScenarioError {

@@ -196,13 +196,10 @@ fn plot_sweep(
             crate::plot::heatmap(
                 &dir.join(format!("{metric}-{cca}.png")),
                 &format!("{} {cca}: {metric}", base.name),
-                &sweep.x.param,
-                &xs,
-                &ya.param,
-                &ys,
+                (&sweep.x.param, &xs),
+                (&ya.param, &ys),
                 &grid_values(sweep, points, cca, get),
-                lo,
-                hi,
+                (lo, hi),
             )?;
         }
     }

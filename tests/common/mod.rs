@@ -6,6 +6,8 @@
 
 #![allow(dead_code)]
 
+pub mod dumbbell;
+
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};
