@@ -634,8 +634,15 @@ fn bbr3_bounds_inflight_on_a_lossy_path() {
 /// policer's rate. Self-contained (own sink, sender and sampler).
 #[test]
 fn bbr1_detects_a_token_bucket_policer_and_paces_at_its_rate() {
+    // Its own imports, so the test does not depend on the file's helpers.
     use rttfair_lab::topology::{Dumbbell, FlowPath, BOTTLENECK_IF, RECEIVER};
+    use rttfair_loader::export::Mode;
+    use rttfair_loader::flows::FlowReader;
+    use rttfair_loader::Flow;
     use std::net::{SocketAddr, SocketAddrV4, TcpListener};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
 
     const POLICER_BIT: u64 = 10_000_000;
     // What BBR measures through it: payload bytes/s (1448 of every 1514 the
