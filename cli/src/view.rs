@@ -529,3 +529,35 @@ pub fn native_table(rows: &[NativeRow]) -> String {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The long-term model shows only while it samples or is in use, and a
+    /// policed flow says so in the table.
+    #[test]
+    fn long_term_model_shows_while_sampling_or_policed() {
+        let quiet = Flow {
+            cca: Some(Cca::Bbr1),
+            ..Flow::default()
+        };
+        let json = serde_json::to_value(FlowRow::from(&quiet)).unwrap();
+        assert!(json.get("long_term").is_none(), "{json}");
+        assert!(!flows_table(&[quiet]).contains("policed"));
+
+        let policed = Flow {
+            long_term: LongTermBw {
+                bw_bps: 1_195_000,
+                in_use: true,
+                sampling: true,
+                rounds: 12,
+            },
+            ..quiet
+        };
+        let json = serde_json::to_value(FlowRow::from(&policed)).unwrap();
+        assert_eq!(json["long_term"]["in_use"], true);
+        assert_eq!(json["long_term"]["bw_bytes_per_second"], 1_195_000);
+        assert!(flows_table(&[policed]).contains("policed lt_bw="));
+    }
+}
