@@ -22,3 +22,10 @@ run "$CTL" lab sweep adbbr-flows --cca adbbr,bbr1 --duration 25 --out "$OUT" --q
 run "$CTL" lab sweep adbbr-loss --cca bbr,cubic --duration 25 --out "$OUT/native" --quiet
 run "$CTL" lab sweep adbbr-flows --cca bbr,cubic --duration 25 --out "$OUT/native" --quiet
 run "$CTL" lab sweep shallow-grid --cca bbr,cubic --duration 15 --out "$OUT" --quiet
+# FaiRTT on the paper's topology (seed 001's 10 ms bottleneck delay on top of
+# the flows' RTTs: 35 vs 25 ms), 120 s per run: the points docs/results.md
+# ran (about 18 min). Without --shard the two sweeps are the whole of Fig.
+# 3b/4c and 3c/4b on this topology (34 runs with these CCAs, about 75 min).
+run "$CTL" lab compare scenarios/fairtt-paper-topology.toml --cca fairtt,bbr1,bbr --reps 1 --out "$OUT" --quiet
+run "$CTL" lab sweep scenarios/fairtt-paper-topology-rtt-sweep.toml --cca fairtt,bbr1,bbr --shard 5/6 --out "$OUT" --quiet
+run "$CTL" lab sweep scenarios/fairtt-paper-topology-buffer-sweep.toml --cca fairtt,bbr --shard 2/8 --out "$OUT" --quiet

@@ -465,3 +465,155 @@ fn bbr3_bounds_inflight_on_a_lossy_path() {
     }
     t.unload_when_idle(rttfair_loader::Cca::Bbr3, net);
 }
+
+/// BBR v1's long-term model (native tcp_bbr.c's bbr_lt_*, in bbr_core.h)
+/// against a token-bucket policer: tbf at 10 Mbit/s with a 100 kB bucket and
+/// a two-packet queue, on an otherwise unlimited path, so whatever exceeds
+/// the rate once the bucket is empty is dropped, not queued. Bursts through
+/// the bucket inflate the max filter's BtlBw, the flow then sends above the
+/// policer's rate and loses heavily; two lossy intervals of consistent rate
+/// must make it use their mean (lt_bw) as BtlBw, pacing at about the
+/// policer's rate. Self-contained (own sink, sender and sampler).
+#[test]
+fn bbr1_detects_a_token_bucket_policer_and_paces_at_its_rate() {
+    // Its own imports, so the test does not depend on the file's helpers.
+    use rttfair_lab::topology::{Dumbbell, FlowPath, BOTTLENECK_IF, RECEIVER};
+    use rttfair_loader::export::Mode;
+    use rttfair_loader::flows::FlowReader;
+    use rttfair_loader::Flow;
+    use std::net::{SocketAddr, SocketAddrV4, TcpListener};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    const POLICER_BIT: u64 = 10_000_000;
+    // What BBR measures through it: payload bytes/s (1448 of every 1514 the
+    // policer counts).
+    let policed_bps = POLICER_BIT as f64 / 8.0 * 1448.0 / 1514.0;
+
+    let t = common::KernelTest::new();
+    common::assert_success(&t.run(&["load", "bbr1"]));
+    let net = Dumbbell::build(
+        &[FlowPath {
+            rtt: Duration::from_millis(20),
+            loss_pct: 0.0,
+        }],
+        rttfair_lab::link::Bottleneck {
+            rate_bit: 1_000_000_000,
+            limit_bytes: 1_000_000,
+        },
+    )
+    .unwrap();
+    // The bottleneck becomes the policer.
+    net.router
+        .exec("tc", &["qdisc", "del", "dev", BOTTLENECK_IF, "root"])
+        .unwrap();
+    net.router
+        .exec(
+            "tc",
+            &[
+                "qdisc",
+                "add",
+                "dev",
+                BOTTLENECK_IF,
+                "root",
+                "tbf",
+                "rate",
+                &format!("{POLICER_BIT}bit"),
+                "burst",
+                "100000",
+                "limit",
+                "3028",
+            ],
+        )
+        .unwrap();
+
+    let listener = net
+        .rcv
+        .run(|| TcpListener::bind(SocketAddrV4::new(RECEIVER, 6000)).unwrap())
+        .unwrap();
+    let sink = net.rcv.spawn(move || common::sink_once(listener)).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let sampler = {
+        let (fs, stop, src) = (t.fs.clone(), stop.clone(), net.sender(0));
+        std::thread::spawn(move || {
+            let reader = FlowReader::open(&fs).unwrap();
+            let t0 = Instant::now();
+            let mut out: Vec<(f64, Flow)> = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                for f in reader.flows().unwrap() {
+                    if f.local.ip() == std::net::IpAddr::from(src) {
+                        out.push((t0.elapsed().as_secs_f64(), f));
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            out
+        })
+    };
+    let src = net.sender(0);
+    let sent = net
+        .snd
+        .spawn(move || {
+            let dst = SocketAddr::from((RECEIVER, 6000));
+            let mut s = common::connect_from(src, dst, "bbr1");
+            common::blast(&mut s, Duration::from_secs(12))
+        })
+        .unwrap()
+        .join()
+        .unwrap()
+        .unwrap();
+    stop.store(true, Ordering::Relaxed);
+    let samples = sampler.join().unwrap();
+    assert_eq!(sink.join().unwrap().unwrap(), sent, "bytes lost");
+
+    let rate = |bps: u64| bps as f64 / policed_bps;
+    for (ts, f) in samples.iter().step_by(5) {
+        println!(
+            "{ts:5.2}s {:<9} btlbw {:.2} pacing {:.2} lt {:.2} use={} sampling={} rounds={} (x policer)",
+            f.mode.name(),
+            rate(f.btlbw_bps),
+            rate(f.pacing_rate_bps),
+            rate(f.long_term.bw_bps),
+            f.long_term.in_use,
+            f.long_term.sampling,
+            f.long_term.rounds
+        );
+    }
+    let policed: Vec<&Flow> = samples
+        .iter()
+        .map(|(_, f)| f)
+        .filter(|f| f.long_term.in_use)
+        .collect();
+    assert!(
+        !policed.is_empty(),
+        "the long-term model never found the policer ({} samples)",
+        samples.len()
+    );
+    // Policed, BtlBw is lt_bw, at the policer's rate (within a quarter:
+    // lt_bw is the mean of two intervals' delivery rates) ...
+    for f in &policed {
+        let lt = rate(f.long_term.bw_bps);
+        assert!(
+            (0.75..=1.25).contains(&lt),
+            "policed: lt_bw {lt:.2} x the policer's rate"
+        );
+        assert_eq!(
+            f.btlbw_bps, f.long_term.bw_bps,
+            "policed: BtlBw is not lt_bw"
+        );
+    }
+    // ... and ProbeBW stops probing: gain 1, so the flow paces at lt_bw (less
+    // the 1 % margin), not above the policer's rate.
+    let cruising: Vec<&&Flow> = policed.iter().filter(|f| f.mode == Mode::ProbeBw).collect();
+    assert!(!cruising.is_empty(), "policed, but never in ProbeBW");
+    for f in cruising {
+        let (lt, pacing) = (rate(f.long_term.bw_bps), rate(f.pacing_rate_bps));
+        assert_eq!(f.pacing_gain, 1.0, "ProbeBW still probes while policed");
+        assert!(
+            pacing <= 1.25 && pacing >= 0.9 * lt,
+            "policed: pacing {pacing:.2} x the policer's rate (lt_bw {lt:.2})"
+        );
+    }
+    t.unload_when_idle(rttfair_loader::Cca::Bbr1, net);
+}

@@ -386,6 +386,13 @@ static __always_inline __u64 bbr_btlbw_bytes_per_sec(const struct sock *sk,
 	return ((__u64)bbr_btlbw(bbr) * tcp_sk(sk)->mss_cache * USEC_PER_SEC) >> BW_SCALE;
 }
 
+/* The long-term (policed) bandwidth, bytes/s: 0 unless sampling or policed. */
+static __always_inline __u64 bbr_lt_bw_bytes_per_sec(const struct sock *sk,
+						     const struct rf_bbr *bbr)
+{
+	return ((__u64)bbr->lt_bw * tcp_sk(sk)->mss_cache * USEC_PER_SEC) >> BW_SCALE;
+}
+
 static __always_inline __u64 bbr_bw_to_pacing_rate(const struct sock *sk, __u64 bw,
 						   __u32 gain)
 {
@@ -1043,6 +1050,10 @@ static __always_inline void bbr_export_fill(struct sock *sk, struct rf_bbr *bbr,
 	f->cwnd_gain_x256 = bbr->cwnd_gain;
 	f->probe_rtt_entries = bbr->probe_rtt_entries;
 	f->rounds = bbr->rtt_cnt;
+	f->lt_bw_bps = bbr_lt_bw_bytes_per_sec(sk, bbr);
+	f->lt_use_bw = bbr->lt_use_bw;
+	f->lt_is_sampling = bbr->lt_is_sampling;
+	f->lt_rtt_cnt = bbr->lt_rtt_cnt;
 	cca_export(sk, bbr, f);
 }
 

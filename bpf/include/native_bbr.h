@@ -30,7 +30,8 @@ struct bbr___rf {
 	__u32 min_rtt_us;
 	struct minmax___rf bw;
 	__u32 rtt_cnt;
-	__u32 mode : 3, round_start : 1;
+	__u32 mode : 3, round_start : 1, lt_is_sampling : 1, lt_rtt_cnt : 7, lt_use_bw : 1;
+	__u32 lt_bw;
 	__u32 pacing_gain : 10, cwnd_gain : 10, cycle_idx : 3;
 } __attribute__((preserve_access_index));
 
@@ -38,7 +39,7 @@ struct bbr___rf {
 static __always_inline void native_bbr_read_model(struct tcp_sock *tp, struct rttfair_flow *f)
 {
 	struct bbr___rf *b = (void *)tp->inet_conn.icsk_ca_priv;
-	__u32 bw = 0, rounds = 0;
+	__u32 bw = 0, rounds = 0, lt_bw = 0;
 
 	if (!bpf_core_type_exists(struct bbr___rf))
 		return;
@@ -51,6 +52,12 @@ static __always_inline void native_bbr_read_model(struct tcp_sock *tp, struct rt
 	f->cycle_idx = BPF_CORE_READ_BITFIELD_PROBED(b, cycle_idx);
 	f->pacing_gain_x256 = BPF_CORE_READ_BITFIELD_PROBED(b, pacing_gain);
 	f->cwnd_gain_x256 = BPF_CORE_READ_BITFIELD_PROBED(b, cwnd_gain);
+	/* The long-term (policer) model, bbr_lt_bw_sampling(). */
+	bpf_core_read(&lt_bw, sizeof(lt_bw), &b->lt_bw);
+	f->lt_bw_bps = ((__u64)lt_bw * f->mss * USEC_PER_SEC) >> NATIVE_BBR_BW_SCALE;
+	f->lt_use_bw = BPF_CORE_READ_BITFIELD_PROBED(b, lt_use_bw);
+	f->lt_is_sampling = BPF_CORE_READ_BITFIELD_PROBED(b, lt_is_sampling);
+	f->lt_rtt_cnt = BPF_CORE_READ_BITFIELD_PROBED(b, lt_rtt_cnt);
 }
 
 #endif /* RTTFAIR_NATIVE_BBR_H */

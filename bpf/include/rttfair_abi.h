@@ -19,7 +19,7 @@
 #ifndef RTTFAIR_ABI_H
 #define RTTFAIR_ABI_H
 
-#define RTTFAIR_ABI_VERSION 3
+#define RTTFAIR_ABI_VERSION 4
 
 /*
  * A pinned map's name: its base name, "_v", the ABI version. BPF code names
@@ -102,6 +102,16 @@ struct rttfair_flow {
 	__u64 rounds;          /* packet-timed round trips so far */
 	__u64 first_ns;        /* bpf_ktime_get_ns() at init */
 	__u64 last_ns;         /* bpf_ktime_get_ns() at the latest refresh */
+
+	/* The BBR v1 long-term (policer) model, bbr_core.h and native
+	 * tcp_bbr.c's bbr_lt_* (zero for CCAs without it: bbr3, kernel CCAs
+	 * other than bbr). lt_bw_bps is the policed rate while lt_use_bw, else
+	 * the rate of the last lossy interval while lt_is_sampling, else 0. */
+	__u64 lt_bw_bps;       /* long-term bandwidth, bytes/s */
+	__u8 lt_use_bw;        /* 1 while policed: lt_bw_bps is the model's BtlBw */
+	__u8 lt_is_sampling;   /* 1 while a long-term interval is being sampled */
+	__u8 lt_rtt_cnt;       /* rounds in the interval, or of using lt_bw (<= 127) */
+	__u8 _pad_lt[5];
 
 	/* FaiRTT internals (zero for other CCAs); FaiRTT paper Eq. 4-7. */
 	__u32 fairtt_alpha_us;      /* alpha_t, Eq. 5 */
@@ -224,9 +234,9 @@ struct adbbr_tunables {
  * versioned by flow.abi_version alone. In `flow`: cca is RTTFAIR_CCA_NONE;
  * min_rtt_us is the kernel's windowed min RTT (tcp_sock.rtt_min), except for
  * native bbr, whose own model (struct bbr) also fills btlbw_bps, min_rtt_us
- * (RTprop), mode, cycle_idx, the gains and rounds; last_rtt_us, probe
- * counts, first_ns and the variant fields stay zero; last_ns is the time of
- * the read.
+ * (RTprop), mode, cycle_idx, the gains, rounds and the lt_* fields;
+ * last_rtt_us, probe counts, first_ns and the variant fields stay zero;
+ * last_ns is the time of the read.
  */
 struct rttfair_sock {
 	struct rttfair_flow flow;

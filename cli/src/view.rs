@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use anyhow::Result;
-use rttfair_loader::export::{Adbbr, Bbr3, Fairtt, Qfair};
+use rttfair_loader::export::{Adbbr, Bbr3, Fairtt, LongTermBw, Qfair};
 use rttfair_loader::flows::FlowReader;
 use rttfair_loader::{kernel, lifecycle, BpfFs, Cca, Flow};
 use serde::Serialize;
@@ -140,6 +140,11 @@ pub struct FlowRow {
     pub retrans_bytes: u64,
     pub probe_rtt_entries: u32,
     pub age_seconds: f64,
+    /// BBR v1's long-term (policer) model, while it samples or is in use:
+    /// whether the flow found a policer shows only here (`ss -ti` cannot
+    /// show a BPF CCA's state).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub long_term: Option<LongTermRow>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fairtt: Option<FairttRow>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -148,6 +153,27 @@ pub struct FlowRow {
     pub qfair: Option<QfairRow>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bbr3: Option<Bbr3Row>,
+}
+
+/// The long-term (policer) model, as `rttfairctl flows --json` shows it.
+#[derive(Debug, Serialize)]
+pub struct LongTermRow {
+    pub bw_bytes_per_second: u64,
+    pub in_use: bool,
+    pub sampling: bool,
+    pub rounds: u8,
+}
+
+impl LongTermRow {
+    /// The row of a flow whose model samples or uses lt_bw; `None` otherwise.
+    fn of(lt: &LongTermBw) -> Option<LongTermRow> {
+        (lt.in_use || lt.sampling).then_some(LongTermRow {
+            bw_bytes_per_second: lt.bw_bps,
+            in_use: lt.in_use,
+            sampling: lt.sampling,
+            rounds: lt.rounds,
+        })
+    }
 }
 
 /// FaiRTT's internals, as `rttfairctl flows --json` shows them.
@@ -295,6 +321,7 @@ impl From<&Flow> for FlowRow {
             retrans_bytes: f.retrans_bytes,
             probe_rtt_entries: f.probe_rtt_entries,
             age_seconds: f.age().as_secs_f64(),
+            long_term: LongTermRow::of(&f.long_term),
             fairtt: f.fairtt().map(FairttRow::from),
             adbbr: f.adbbr().map(AdbbrRow::from),
             qfair: f.qfair().map(QfairRow::from),
@@ -355,6 +382,9 @@ impl FlowRow {
                 b.ecn_alpha,
                 if b.ecn_eligible { " ecn" } else { "" }
             );
+        }
+        if let Some(lt) = self.long_term.as_ref().filter(|lt| lt.in_use) {
+            return format!("policed lt_bw={}", human_rate(lt.bw_bytes_per_second));
         }
         String::new()
     }
@@ -498,4 +528,36 @@ pub fn native_table(rows: &[NativeRow]) -> String {
         );
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The long-term model shows only while it samples or is in use, and a
+    /// policed flow says so in the table.
+    #[test]
+    fn long_term_model_shows_while_sampling_or_policed() {
+        let quiet = Flow {
+            cca: Some(Cca::Bbr1),
+            ..Flow::default()
+        };
+        let json = serde_json::to_value(FlowRow::from(&quiet)).unwrap();
+        assert!(json.get("long_term").is_none(), "{json}");
+        assert!(!flows_table(&[quiet]).contains("policed"));
+
+        let policed = Flow {
+            long_term: LongTermBw {
+                bw_bps: 1_195_000,
+                in_use: true,
+                sampling: true,
+                rounds: 12,
+            },
+            ..quiet
+        };
+        let json = serde_json::to_value(FlowRow::from(&policed)).unwrap();
+        assert_eq!(json["long_term"]["in_use"], true);
+        assert_eq!(json["long_term"]["bw_bytes_per_second"], 1_195_000);
+        assert!(flows_table(&[policed]).contains("policed lt_bw="));
+    }
 }

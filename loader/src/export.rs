@@ -185,6 +185,25 @@ pub struct Bbr3 {
     pub ecn_eligible: bool,
 }
 
+/// The BBR v1 long-term (policer) model: bbr_core.h's and native
+/// tcp_bbr.c's `bbr_lt_*`. A token-bucket policer lets bursts through at line
+/// rate and drops the excess, so the max filter over-estimates BtlBw; two
+/// lossy intervals with consistent rates make the flow use their mean as
+/// BtlBw for 48 round trips. Every field is zero for CCAs without the model
+/// (bbr3, kernel CCAs other than bbr).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LongTermBw {
+    /// Bytes/s: the policed rate while `in_use`, the rate of the last lossy
+    /// interval while `sampling`, else 0.
+    pub bw_bps: u64,
+    /// Policed: `bw_bps` is the model's BtlBw and ProbeBW does not probe.
+    pub in_use: bool,
+    /// A long-term interval (from a loss, 4-16 round trips) is running.
+    pub sampling: bool,
+    /// Round trips in the running interval, or spent using `bw_bps`.
+    pub rounds: u8,
+}
+
 /// The fields only one CCA fills, as that CCA's variant.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub enum CcaState {
@@ -247,6 +266,8 @@ pub struct Flow {
     pub started_at: Duration,
     /// When this record was written, on the same clock.
     pub exported_at: Duration,
+    /// The long-term (policer) model of BBR v1 and the CCAs on its core.
+    pub long_term: LongTermBw,
     /// What only this flow's CCA exports.
     pub state: CcaState,
 }
@@ -279,6 +300,7 @@ impl Default for Flow {
             rounds: 0,
             started_at: Duration::ZERO,
             exported_at: Duration::ZERO,
+            long_term: LongTermBw::default(),
             state: CcaState::None,
         }
     }
@@ -358,6 +380,12 @@ impl Flow {
             rounds: r.rounds,
             started_at: Duration::from_nanos(r.first_ns),
             exported_at: Duration::from_nanos(r.last_ns),
+            long_term: LongTermBw {
+                bw_bps: r.lt_bw_bps,
+                in_use: r.lt_use_bw != 0,
+                sampling: r.lt_is_sampling != 0,
+                rounds: r.lt_rtt_cnt,
+            },
             state: decode_state(r),
         }
     }
@@ -389,6 +417,10 @@ impl Flow {
             rounds: self.rounds,
             first_ns: self.started_at.as_nanos() as u64,
             last_ns: self.exported_at.as_nanos() as u64,
+            lt_bw_bps: self.long_term.bw_bps,
+            lt_use_bw: self.long_term.in_use as u8,
+            lt_is_sampling: self.long_term.sampling as u8,
+            lt_rtt_cnt: self.long_term.rounds,
             ..RawFlow::default()
         };
         r.family = encode_addr(self.local.ip(), &mut r.saddr);
@@ -664,6 +696,12 @@ mod tests {
             rounds: 900,
             started_at: Duration::from_nanos(1_000),
             exported_at: Duration::from_nanos(5_000_001_000),
+            long_term: LongTermBw {
+                bw_bps: 1_190_000,
+                in_use: true,
+                sampling: false,
+                rounds: 17,
+            },
             state,
             ..Flow::default()
         }
