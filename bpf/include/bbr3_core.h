@@ -82,6 +82,7 @@
 
 #include "tcp_ca.h"
 #include "rttfair_abi.h"
+#include "bbr3_math.h"
 
 #define BBR3_BW_SCALE 24
 #define BBR3_BW_UNIT (1ULL << BBR3_BW_SCALE)
@@ -1244,17 +1245,62 @@ __noinline int bbr3_ring_find(struct bbr3_cold *cold, __u32 p, __u32 now_deliver
 	return best >= 0 ? best : oldest;
 }
 
+/*
+ * Of the losses marked since the snapshot before the send (slot found, from
+ * bbr3_ring_find), how many were marked before the packet left (when
+ * tp->delivered was p): those between that snapshot and the next one (or
+ * the current ACK, if none follows) spread evenly over the deliveries in
+ * between (bbr3_lost_at_send, bbr3_math.h). They were marked before the
+ * packet's flight, so they are not its flight's losses. 0 when there is
+ * nothing to take off (the packet left at the snapshot, or before the
+ * ring's oldest). Global, and separate from bbr3_ring_find: tracking a
+ * second slot index in that loop multiplied the verifier's paths past the
+ * 1M-instruction limit; this loop tracks values, not indices.
+ */
+__noinline int bbr3_ring_lost_before_send(struct bbr3_cold *cold, int found, __u32 p,
+					  __u32 now_delivered, __u32 now_lost)
+{
+	__u32 d1 = now_delivered, lost1 = now_lost, next_gap = BBR3_UNSET, gap, i;
+	struct bbr3_snap *s0;
+
+	if (!cold || found < 0)
+		return 0;
+	for (i = 0; i < BBR3_RING; i++) {
+		struct bbr3_snap *s = &cold->ring[i];
+
+		if (!s->delivered && !s->inflight)
+			continue;       /* never written */
+		gap = s->delivered - p; /* how far after the packet's send */
+		if ((__s32)gap > 0 && gap < next_gap) {
+			next_gap = gap;
+			d1 = s->delivered;
+			lost1 = s->lost;
+		}
+	}
+	s0 = &cold->ring[found & BBR3_RING_MASK];
+	return (int)(bbr3_lost_at_send(p, s0->delivered, s0->lost, d1, lost1) - s0->lost);
+}
+
+/*
+ * The ACKed packet's tx state: inflight from the snapshot before its send
+ * (approximation 1); tp->lost at its send interpolated between that
+ * snapshot and the next (approximation 2), so that losses marked before it
+ * left are not counted as losses of its flight.
+ */
 static __always_inline void bbr3_ring_lookup(struct sock *sk, struct bbr3_cold *cold,
 					     const struct rate_sample *rs, struct bbr3_tx *tx)
 {
-	int i = bbr3_ring_find(cold, rs->prior_delivered, tcp_sk(sk)->delivered);
+	struct tcp_sock *tp = tcp_sk(sk);
+	int i = bbr3_ring_find(cold, rs->prior_delivered, tp->delivered);
 	struct bbr3_snap *s;
 
 	if (i < 0)
 		return;
 	s = &cold->ring[i & BBR3_RING_MASK];
 	tx->in_flight = s->inflight;
-	tx->lost = tcp_sk(sk)->lost - s->lost;
+	tx->lost = tp->lost - s->lost -
+		   (__u32)bbr3_ring_lost_before_send(cold, i, rs->prior_delivered,
+						     tp->delivered, tp->lost);
 	tx->valid = true;
 }
 

@@ -54,6 +54,21 @@ pub struct BpfSample {
     pub qfair_drains_failed: u32,
     #[serde(serialize_with = "zero_one")]
     pub qfair_pacing_floor: bool,
+    /// bbr3's ProbeBW phase ("cruise", ...; "" for other CCAs): with the
+    /// bounds below, the time series that shows where a bbr3 flow's rate
+    /// goes (issue 16: phase time shares, when the bounds are cut).
+    pub bbr3_phase: &'static str,
+    pub bbr3_bw_hi_mbit: f64,
+    /// The short-term bounds; -1 while unset (v3's "infinity").
+    pub bbr3_bw_lo_mbit: f64,
+    pub bbr3_inflight_hi: i64,
+    pub bbr3_inflight_lo: i64,
+    /// The last round's loss rate, lost / (lost + delivered).
+    pub bbr3_round_loss: f64,
+    /// Probes ended by the loss/ECN bound so far (Eq. 1).
+    pub bbr3_too_high_events: u32,
+    /// Loss rounds that cut bw_lo / inflight_lo so far (Eq. 2).
+    pub bbr3_lo_cuts: u32,
 }
 
 impl BpfSample {
@@ -62,6 +77,7 @@ impl BpfSample {
         let ft = f.fairtt().copied().unwrap_or_default();
         let ab = f.adbbr().copied().unwrap_or_default();
         let q = f.qfair().copied().unwrap_or_default();
+        let b3 = f.bbr3().copied();
         let ms = |d: Duration| round(d.as_secs_f64() * 1e3, 3);
         let mbit = |bps: u64| round(bps as f64 * 8.0 / 1e6, 3);
         BpfSample {
@@ -93,6 +109,14 @@ impl BpfSample {
             qfair_drains_ok: q.drains_ok,
             qfair_drains_failed: q.drains_failed,
             qfair_pacing_floor: q.pacing_floor,
+            bbr3_phase: b3.map_or("", |b| b.phase.name()),
+            bbr3_bw_hi_mbit: b3.map_or(0.0, |b| mbit(b.bw_hi_bps)),
+            bbr3_bw_lo_mbit: b3.map_or(0.0, |b| b.bw_lo_bps.map_or(-1.0, mbit)),
+            bbr3_inflight_hi: b3.map_or(0, |b| b.inflight_hi.map_or(-1, i64::from)),
+            bbr3_inflight_lo: b3.map_or(0, |b| b.inflight_lo.map_or(-1, i64::from)),
+            bbr3_round_loss: b3.map_or(0.0, |b| round(b.round_loss, 6)),
+            bbr3_too_high_events: b3.map_or(0, |b| b.too_high_events),
+            bbr3_lo_cuts: b3.map_or(0, |b| b.lo_cuts),
         }
     }
 }
