@@ -1,53 +1,15 @@
 //! FaiRTT and Ad-BBR in the kernel: the behaviour their papers define, read
 //! back from the per-flow export while real flows cross the lab's dumbbell.
 
-// Tests on other branches, appended to this file, were written against the
-// helpers and imports it had before `common::dumbbell`: both stay until
-// those branches are merged, so some imports are unused here meanwhile.
-#![allow(unused_imports)]
-
 mod common;
 
-use std::net::{SocketAddr, SocketAddrV4, TcpListener};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::dumbbell::{self, bottleneck, Counted, Transfers};
+use common::dumbbell::{self, bottleneck, Transfers};
 use common::*;
-use rttfair_lab::link::Bottleneck;
-use rttfair_lab::topology::{Dumbbell, FlowPath, RECEIVER};
+use rttfair_lab::topology::{Dumbbell, FlowPath};
 use rttfair_loader::export::Mode;
-use rttfair_loader::flows::FlowReader;
-use rttfair_loader::{BpfFs, Flow};
-
-// The three helpers below predate `common::dumbbell::Transfers`, which the
-// tests in this file now use; they stay (as one-line forwards) so that tests
-// written against them on other branches still build after a merge.
-
-/// Start `n` sinks on the receiver, ports 6000.., each reading to EOF.
-#[allow(dead_code)]
-fn sinks(net: &Dumbbell, n: usize) -> Vec<Counted> {
-    (0..n).map(|i| dumbbell::sink(net, i)).collect()
-}
-
-/// A sender from flow `i`'s address with `cca`, sending for `dur`.
-#[allow(dead_code)]
-fn sender(net: &Dumbbell, i: usize, cca: &'static str, dur: Duration) -> Counted {
-    dumbbell::sender(net, i, cca, dur)
-}
-
-/// Sample the export map every 100 ms until `stop`, keeping (t, flow index by
-/// sender address, entry).
-#[allow(dead_code)]
-fn sample(
-    fs: &BpfFs,
-    _net: &Dumbbell,
-    n: usize,
-    stop: Arc<AtomicBool>,
-) -> std::thread::JoinHandle<Vec<dumbbell::Sample>> {
-    dumbbell::sample(fs.clone(), n, stop)
-}
+use rttfair_loader::Flow;
 
 #[test]
 fn fairtt_shares_wfcount_host_wide_and_reduces_bdp_when_rtt_exceeds_alpha() {
