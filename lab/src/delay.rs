@@ -88,10 +88,6 @@ pub struct Threads {
     pub writers: usize,
     /// Pin writer k to the k-th core this process may use.
     pub pin: bool,
-    /// Instead of one reader handing packets to the writers: a multi-queue
-    /// TUN device with `writers` queues, each served by one thread that
-    /// reads, holds and writes ([`crate::delay_queue`]).
-    pub multiqueue: bool,
 }
 
 impl Default for Threads {
@@ -102,7 +98,6 @@ impl Default for Threads {
         Threads {
             writers: cores.clamp(1, 2),
             pin: true,
-            multiqueue: false,
         }
     }
 }
@@ -110,26 +105,14 @@ impl Default for Threads {
 /// A running delay element; stops and closes its TUN device on drop.
 pub struct DelayElement {
     stop: Arc<AtomicBool>,
-    /// Path changes, to the reader or to every queue's thread.
-    control: Vec<Sender<(u32, PathDelay)>>,
+    /// Path changes, to the reader.
+    control: Sender<(u32, PathDelay)>,
     threads: Vec<JoinHandle<()>>,
     pub stats: Arc<DelayStats>,
 }
 
 /// Create TUN device `ifname` inside `ns` (not yet up).
 pub fn create_tun(ns: &Netns, ifname: &str) -> Result<File> {
-    open_tun(ns, ifname, 0)
-}
-
-/// Create multi-queue TUN device `ifname` inside `ns` with `queues` queues
-/// (not yet up); one file per queue.
-pub fn create_tun_queues(ns: &Netns, ifname: &str, queues: usize) -> Result<Vec<File>> {
-    (0..queues)
-        .map(|_| open_tun(ns, ifname, libc::IFF_MULTI_QUEUE))
-        .collect()
-}
-
-fn open_tun(ns: &Netns, ifname: &str, extra_flags: libc::c_int) -> Result<File> {
     let name = ifname.to_string();
     ns.run(move || -> Result<File> {
         let file = OpenOptions::new()
@@ -140,7 +123,7 @@ fn open_tun(ns: &Netns, ifname: &str, extra_flags: libc::c_int) -> Result<File> 
             .context("open /dev/net/tun")?;
         let mut req = [0u8; 40];
         req[..name.len()].copy_from_slice(name.as_bytes());
-        let flags = (libc::IFF_TUN | libc::IFF_NO_PI | extra_flags) as u16;
+        let flags = (libc::IFF_TUN | libc::IFF_NO_PI) as u16;
         req[16..18].copy_from_slice(&flags.to_ne_bytes());
         // SAFETY: TUNSETIFF reads a struct ifreq, which `req` is laid out as.
         let rc = unsafe { libc::ioctl(file.as_raw_fd(), TUNSETIFF, req.as_mut_ptr()) };
@@ -252,52 +235,6 @@ impl DelayElement {
         handles.push(h);
         Ok(DelayElement {
             stop,
-            control: vec![control],
-            threads: handles,
-            stats,
-        })
-    }
-
-    /// Serve each queue of a multi-queue TUN device ([`create_tun_queues`])
-    /// with its own thread, pinned one per core if `pin`.
-    pub fn start_queues(
-        tuns: Vec<File>,
-        paths: HashMap<Ipv4Addr, PathDelay>,
-        default: Duration,
-        pin: bool,
-    ) -> Result<Self> {
-        if tuns.is_empty() {
-            bail!("the delay element needs at least one TUN queue");
-        }
-        let stop = Arc::new(AtomicBool::new(false));
-        let stats = Arc::new(DelayStats::default());
-        let n = tuns.len();
-        let mut handles = Vec::new();
-        let mut control = Vec::new();
-        for (index, tun) in tuns.into_iter().enumerate() {
-            let (tx, updates) = std::sync::mpsc::channel();
-            let q = crate::delay_queue::Queue {
-                tun,
-                paths: paths
-                    .iter()
-                    .map(|(a, d)| (u32::from(*a), PathSchedule::new(*d, u32::from(*a) as u64)))
-                    .collect(),
-                updates,
-                default_ns: default.as_nanos() as u64,
-                max_held: MAX_HELD / n,
-                stop: stop.clone(),
-                stats: stats.clone(),
-            };
-            let place = WriterPlace { index, pin };
-            let h = std::thread::Builder::new()
-                .name(format!("rttfair-dly-q{index}"))
-                .spawn(move || crate::delay_queue::queue_loop(q, place))
-                .context("spawn delay queue thread")?;
-            handles.push(h);
-            control.push(tx);
-        }
-        Ok(DelayElement {
-            stop,
             control,
             threads: handles,
             stats,
@@ -309,11 +246,9 @@ impl DelayElement {
     /// Replace the delay of the path to `dst` (takes effect within one
     /// poll period, 20 ms at most; packets already held keep their times).
     pub fn set_path(&self, dst: Ipv4Addr, d: PathDelay) -> Result<()> {
-        for c in &self.control {
-            c.send((u32::from(dst), d))
-                .map_err(|_| anyhow::anyhow!("delay element has stopped"))?;
-        }
-        Ok(())
+        self.control
+            .send((u32::from(dst), d))
+            .map_err(|_| anyhow::anyhow!("delay element has stopped"))
     }
 }
 

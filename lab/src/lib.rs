@@ -40,7 +40,6 @@
 //! - [`link`]: veth links, the HTB rate limit and drop-tail buffer.
 //! - [`delay`]: the user-space delay element on the reverse path (reader).
 //! - [`delay_writer`]: its writer threads, which pay the kernel work.
-//! - [`delay_queue`]: the same on a multi-queue TUN, a thread per queue.
 //! - [`pathprobe`]: the delay a loaded lab really adds (ICMP echo over
 //!   the reverse path, kernel timestamps).
 //! - [`pathsched`]: when the element releases a packet: base delay, jitter
@@ -61,7 +60,6 @@ pub mod builtin;
 pub mod ccas;
 pub mod churn;
 pub mod delay;
-pub mod delay_queue;
 pub mod delay_writer;
 pub mod fairness_grid;
 pub mod files;

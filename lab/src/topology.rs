@@ -93,11 +93,7 @@ impl Dumbbell {
         }
 
         // The reverse path through the delay element.
-        let tuns = if threads.multiqueue {
-            delay::create_tun_queues(&router, "dly0", threads.writers)?
-        } else {
-            vec![delay::create_tun(&router, "dly0")?]
-        };
+        let tun = delay::create_tun(&router, "dly0")?;
         router.ip(&["link", "set", "dly0", "mtu", "1500", "up"])?;
         router.exec("sysctl", &["-qw", "net.ipv4.conf.dly0.rp_filter=0"])?;
         // The path probe (crate::pathprobe) sends from the router itself: its
@@ -124,12 +120,7 @@ impl Dumbbell {
                 (a, d)
             })
             .collect();
-        let delay = if threads.multiqueue {
-            DelayElement::start_queues(tuns, paths, Duration::ZERO, threads.pin)?
-        } else {
-            let tun = tuns.into_iter().next().expect("one TUN file");
-            DelayElement::start_threads(tun, paths, Duration::ZERO, threads)?
-        };
+        let delay = DelayElement::start_threads(tun, paths, Duration::ZERO, threads)?;
 
         link::shape(&router, BOTTLENECK_IF, bottleneck)?;
 

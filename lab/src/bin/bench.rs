@@ -55,10 +55,9 @@ fn run(args: &[String]) -> Result<()> {
 /// configured delay + whatever the element and the loaded stack add) and
 /// how late the element's writers start their writes.
 ///
-/// `lab-accuracy [--writers N] [--no-pin] [--multiqueue] [--receiver-gro]
-/// [RATE_MBIT...]`: the element's threads (default: one pinned writer per
-/// core, at most two; `--multiqueue`: that many TUN queues, a thread each,
-/// no reader), and GRO on the receivers' interface.
+/// `lab-accuracy [--writers N] [--no-pin] [--receiver-gro] [RATE_MBIT...]`:
+/// the element's threads (default: one pinned writer per core, at most
+/// two), and GRO on the receivers' interface.
 fn lab_accuracy(args: &[String]) -> Result<()> {
     use rttfair_lab::delay::Threads;
     use rttfair_lab::link::Bottleneck;
@@ -87,7 +86,6 @@ fn lab_accuracy(args: &[String]) -> Result<()> {
                 }
             }
             "--no-pin" => threads.pin = false,
-            "--multiqueue" => threads.multiqueue = true,
             "--receiver-gro" => receiver_gro = true,
             r => rates.push(
                 r.parse()
@@ -103,8 +101,8 @@ fn lab_accuracy(args: &[String]) -> Result<()> {
     println!("buffer 1 BDP at {LOAD_RTT_MS} ms; goodput expected = rate x 1448/1514; lateness = writer start - due;");
     println!("path RTT = ICMP echo router -> load senders over the delayed path (s 1-7 of the load), mean / p99;");
     println!(
-        "delay element: {} writer thread(s), pinned: {}, one per TUN queue: {}; GRO on the receivers' interface: {receiver_gro}",
-        threads.writers, threads.pin, threads.multiqueue
+        "delay element: {} writer thread(s), pinned: {}; GRO on the receivers' interface: {receiver_gro}",
+        threads.writers, threads.pin
     );
     println!(
         "{:>6} | {:>22} | {:>17} | {:>20} | {:>21} | {:>20} | {:>10}",
