@@ -9,8 +9,8 @@
 //! - the bottleneck queue sees data packets exactly as the senders paced them
 //!   (no user-space hop on the data path, no added jitter there), and
 //! - the element carries only ACKs: one small packet per one or two data
-//!   packets, which is what lets one thread keep up with hundreds of Mbit/s
-//!   of data on a 2-core machine.
+//!   packets, which is what lets it keep up with 500 Mbit/s of data on a
+//!   2-core machine (1 Gbit/s runs the stack out of CPU; docs/results.md).
 //!
 //! TCP cannot tell on which direction of a path the propagation delay sits;
 //! what it measures, and what BBR's model uses, is the round trip.
