@@ -98,7 +98,7 @@ fn release_due(heap: &mut BinaryHeap<Held>, tun: &mut &File, shared: &WriterShar
         // The clock is read again for each packet: a write can take long
         // (the stack runs in it), and lateness must include that wait.
         let now = crate::delay::clock_ns();
-        if !heap.peek().is_some_and(|h| h.due_ns <= now) {
+        if heap.peek().is_none_or(|h| h.due_ns > now) {
             break;
         }
         let h = heap.pop().unwrap();
