@@ -208,3 +208,56 @@ fn delay_element_applies_jitter_batching_and_rtt_change() {
         "{s:?}"
     );
 }
+
+/// The delay element's thread layouts (one unpinned writer; one pinned
+/// writer per core, the default) give the configured base RTTs, and the
+/// path probe of the lab-accuracy bench (ICMP echo from the router over a
+/// flow's delayed path) reads that same delay on an idle lab.
+#[test]
+fn delay_element_layouts_and_path_probe_give_the_configured_rtt() {
+    use rttfair_lab::delay::Threads;
+    use rttfair_lab::pathprobe;
+    let _t = KernelTest::new();
+    let b = bottleneck(50.0, 1.0, 20.0);
+    let rtts = [5.0, 50.0];
+    let layouts = [
+        Threads {
+            writers: 1,
+            pin: false,
+        },
+        Threads::default(),
+    ];
+    for threads in layouts {
+        let net = Dumbbell::build_with(&paths(&rtts), b, threads).expect("build dumbbell");
+        let r = selfcheck::measure_rtts(&net, &rtts, 5).expect("measure RTTs");
+        println!("{threads:?}: {r:?}");
+        assert!(r.iter().all(|c| c.ok), "{threads:?}: {r:?}");
+        // The probe at the 50 ms path: at 5 ms its own 0.1-0.2 ms (writer
+        // wake-up and stack) would sit close to the 0.3 ms floor on a busy
+        // host, and a test must not flake.
+        let configured = rtts[1];
+        let probe = pathprobe::ping_from_router(
+            &net.router,
+            vec![net.sender(1)],
+            Duration::from_secs(1),
+            Duration::from_millis(5),
+        )
+        .expect("start path probe");
+        let (mut s, unanswered) = probe.join().unwrap().unwrap().expect("path probe");
+        s.sort_by(f64::total_cmp);
+        assert!(s.len() >= 10, "{threads:?}: {s:?}");
+        let median = s[s.len() / 2];
+        println!(
+            "  probe {configured} ms: {} samples, median {median:.3} ms, unanswered {unanswered}",
+            s.len()
+        );
+        assert_eq!(
+            unanswered, 0,
+            "{threads:?}: probe requests lost on an idle lab"
+        );
+        assert!(
+            selfcheck::rtt_within_tolerance(configured, median),
+            "{threads:?}: path probe reads {median:.3} ms for {configured} ms"
+        );
+    }
+}

@@ -9,17 +9,23 @@
 //! - the bottleneck queue sees data packets exactly as the senders paced them
 //!   (no user-space hop on the data path, no added jitter there), and
 //! - the element carries only ACKs: one small packet per one or two data
-//!   packets, which is what lets one thread keep up with hundreds of Mbit/s
-//!   of data on a 2-core machine.
+//!   packets, which is what lets it keep up with 500 Mbit/s of data on a
+//!   2-core machine (1 Gbit/s runs the stack out of CPU; docs/results.md).
 //!
 //! TCP cannot tell on which direction of a path the propagation delay sits;
 //! what it measures, and what BBR's model uses, is the round trip.
 //!
-//! Timing is sub-millisecond: one thread waits in poll(2) on the TUN fd and a
-//! timerfd armed (CLOCK_MONOTONIC, absolute, nanoseconds) for the earliest
-//! held packet. The thread asks for SCHED_FIFO so iperf3 on the same two
-//! cores does not delay its wake-ups; if that is refused it runs anyway and
-//! the lateness statistics show the cost.
+//! Threads (see [`crate::delay_writer`] for why): one reader waits in
+//! poll(2) on the TUN fd, timestamps each packet as it arrives
+//! (CLOCK_MONOTONIC, ns), computes its release time and hands it to the
+//! writer of its path; each writer sleeps until its earliest held packet is
+//! due and writes it back. Writing runs the kernel's receive path (and
+//! everything it triggers) in the writer, so the reader's timestamps never
+//! wait for that work, and with one writer pinned per core ([`Threads`]) the
+//! two cores share it. All ask for SCHED_FIFO (the reader above the writers)
+//! so iperf3 and compilers on the same two cores do not delay their
+//! wake-ups; if that is refused they run anyway and the lateness statistics
+//! show the cost.
 //!
 //! Each path's release time comes from [`crate::pathsched`]: base delay,
 //! optional uniform jitter, ACK batching and a change of the base delay at a
@@ -27,22 +33,22 @@
 //! the element runs ([`DelayElement::set_path`]), e.g. at the start of each
 //! repetition, on the element's clock ([`clock_ns`]).
 
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::net::Ipv4Addr;
 use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::fs::OpenOptionsExt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-use nix::sys::time::TimeSpec;
-use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
 
+use crate::delay_writer::{self, Held, WriterPlace, WriterShared};
 use crate::netns::Netns;
 use crate::pathsched::{PathDelay, PathSchedule};
 
@@ -68,11 +74,40 @@ impl DelayStats {
     }
 }
 
+/// SCHED_FIFO priority of the reader: above the writers, so a packet's
+/// arrival time is taken when it arrives even while a writer is busy.
+const READER_PRIORITY: i32 = 30;
+/// SCHED_FIFO priority of the writers.
+pub(crate) const WRITER_PRIORITY: i32 = 20;
+
+/// How the element spreads its work over threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Threads {
+    /// Writer threads; paths are shared out among them by destination
+    /// address. 1 = all kernel work of the writes on one thread.
+    pub writers: usize,
+    /// Pin writer k to the k-th core this process may use.
+    pub pin: bool,
+}
+
+impl Default for Threads {
+    /// One pinned writer per core, at most two: the measured best on the
+    /// project's 2-core machines (docs/results.md, "Lab accuracy per rate").
+    fn default() -> Self {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Threads {
+            writers: cores.clamp(1, 2),
+            pin: true,
+        }
+    }
+}
+
 /// A running delay element; stops and closes its TUN device on drop.
 pub struct DelayElement {
     stop: Arc<AtomicBool>,
-    control: std::sync::mpsc::Sender<(u32, PathDelay)>,
-    thread: Option<JoinHandle<()>>,
+    /// Path changes, to the reader.
+    control: Sender<(u32, PathDelay)>,
+    threads: Vec<JoinHandle<()>>,
     pub stats: Arc<DelayStats>,
 }
 
@@ -97,26 +132,6 @@ pub fn create_tun(ns: &Netns, ifname: &str) -> Result<File> {
         }
         Ok(file)
     })?
-}
-
-#[derive(PartialEq, Eq)]
-struct Held {
-    due_ns: u64,
-    seq: u64,
-    packet: Vec<u8>,
-}
-
-impl Ord for Held {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        // BinaryHeap is a max-heap: earliest due first, then FIFO.
-        (other.due_ns, other.seq).cmp(&(self.due_ns, self.seq))
-    }
-}
-
-impl PartialOrd for Held {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
 }
 
 /// The element's clock (CLOCK_MONOTONIC, ns): the time base of
@@ -157,36 +172,71 @@ impl DelayElement {
         paths: HashMap<Ipv4Addr, PathDelay>,
         default: Duration,
     ) -> Result<Self> {
+        Self::start_threads(tun, paths, default, Threads::default())
+    }
+
+    /// Like [`DelayElement::start_with`] with the threads chosen.
+    pub fn start_threads(
+        tun: File,
+        paths: HashMap<Ipv4Addr, PathDelay>,
+        default: Duration,
+        threads: Threads,
+    ) -> Result<Self> {
+        if threads.writers == 0 {
+            bail!("the delay element needs at least one writer thread");
+        }
         let stop = Arc::new(AtomicBool::new(false));
         let stats = Arc::new(DelayStats::default());
-        let timer = TimerFd::new(ClockId::CLOCK_MONOTONIC, TimerFlags::TFD_NONBLOCK)
-            .context("timerfd_create")?;
-        let (stop2, stats2) = (stop.clone(), stats.clone());
-        let mut scheds: HashMap<u32, PathSchedule> = paths
+        let tun = Arc::new(tun);
+        let held = Arc::new(AtomicUsize::new(0));
+        let mut handles = Vec::new();
+        let mut writers = Vec::new();
+        for index in 0..threads.writers {
+            let (tx, rx) = std::sync::mpsc::channel::<Held>();
+            let shared = WriterShared {
+                tun: tun.clone(),
+                stop: stop.clone(),
+                stats: stats.clone(),
+                held: held.clone(),
+            };
+            let place = WriterPlace {
+                index,
+                pin: threads.pin,
+            };
+            let h = std::thread::Builder::new()
+                .name(format!("rttfair-dly-w{index}"))
+                .spawn(move || delay_writer::write_loop(shared, rx, place))
+                .context("spawn delay writer thread")?;
+            handles.push(h);
+            writers.push(tx);
+        }
+        let scheds: HashMap<u32, PathSchedule> = paths
             .into_iter()
             .map(|(a, d)| (u32::from(a), PathSchedule::new(d, u32::from(a) as u64)))
             .collect();
         let (control, updates) = std::sync::mpsc::channel();
-        let default_ns = default.as_nanos() as u64;
-        let thread = std::thread::Builder::new()
-            .name("rttfair-delay".into())
+        let reader = Reader {
+            tun,
+            paths: scheds,
+            updates,
+            default_ns: default.as_nanos() as u64,
+            writers,
+            held,
+            stop: stop.clone(),
+            stats: stats.clone(),
+        };
+        let h = std::thread::Builder::new()
+            .name("rttfair-dly-r".into())
             .spawn(move || {
-                raise_priority();
-                relay(
-                    tun,
-                    timer,
-                    &mut scheds,
-                    &updates,
-                    default_ns,
-                    &stop2,
-                    &stats2,
-                );
+                realtime_priority(READER_PRIORITY);
+                reader.run();
             })
-            .context("spawn delay thread")?;
+            .context("spawn delay reader thread")?;
+        handles.push(h);
         Ok(DelayElement {
             stop,
             control,
-            thread: Some(thread),
+            threads: handles,
             stats,
         })
     }
@@ -205,101 +255,91 @@ impl DelayElement {
 impl Drop for DelayElement {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
+        for t in self.threads.drain(..) {
             let _ = t.join();
         }
     }
 }
 
-fn raise_priority() {
-    let param = libc::sched_param { sched_priority: 20 };
-    // SAFETY: plain syscall on the calling thread with a valid param.
+/// Ask for SCHED_FIFO at `priority` and no timer slack for the calling
+/// thread (best effort: refused, it runs as before).
+pub(crate) fn realtime_priority(priority: i32) {
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: plain syscalls on the calling thread with valid arguments.
     unsafe {
         libc::sched_setscheduler(0, libc::SCHED_FIFO, &param);
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong);
     }
 }
 
-fn relay(
-    mut tun: File,
-    timer: TimerFd,
-    paths: &mut HashMap<u32, PathSchedule>,
-    updates: &std::sync::mpsc::Receiver<(u32, PathDelay)>,
+/// The reading side: arrival time, release time, hand-off to a writer.
+struct Reader {
+    tun: Arc<File>,
+    paths: HashMap<u32, PathSchedule>,
+    updates: std::sync::mpsc::Receiver<(u32, PathDelay)>,
     default_ns: u64,
-    stop: &AtomicBool,
-    stats: &DelayStats,
-) {
-    let mut heap: BinaryHeap<Held> = BinaryHeap::new();
-    let mut seq = 0u64;
-    let mut armed_for = u64::MAX;
-    let mut buf = vec![0u8; 65536];
-    while !stop.load(Ordering::Relaxed) {
-        {
-            let mut fds = [
-                PollFd::new(tun.as_fd(), PollFlags::POLLIN),
-                PollFd::new(timer.as_fd(), PollFlags::POLLIN),
-            ];
-            let _ = poll(&mut fds, PollTimeout::from(20u16));
-        }
-        while let Ok((dst, d)) = updates.try_recv() {
-            paths
-                .entry(dst)
-                .and_modify(|p| p.delay = d)
-                .or_insert_with(|| PathSchedule::new(d, dst as u64));
-        }
-        // Take in everything that arrived.
-        loop {
-            match tun.read(&mut buf) {
-                Ok(n) if n >= 20 => {
-                    stats.packets_in.fetch_add(1, Ordering::Relaxed);
-                    let dst = u32::from_be_bytes([buf[16], buf[17], buf[18], buf[19]]);
-                    if heap.len() >= MAX_HELD {
-                        stats.overflow_drops.fetch_add(1, Ordering::Relaxed);
-                        continue;
+    writers: Vec<Sender<Held>>,
+    held: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+    stats: Arc<DelayStats>,
+}
+
+impl Reader {
+    fn run(mut self) {
+        let mut seq = 0u64;
+        let mut buf = vec![0u8; 65536];
+        let tun = self.tun.clone();
+        let mut file: &File = &tun;
+        while !self.stop.load(Ordering::Relaxed) {
+            {
+                let mut fds = [PollFd::new(file.as_fd(), PollFlags::POLLIN)];
+                let _ = poll(&mut fds, PollTimeout::from(20u16));
+            }
+            while let Ok((dst, d)) = self.updates.try_recv() {
+                self.paths
+                    .entry(dst)
+                    .and_modify(|p| p.delay = d)
+                    .or_insert_with(|| PathSchedule::new(d, dst as u64));
+            }
+            // Take in everything that arrived.
+            loop {
+                match file.read(&mut buf) {
+                    Ok(n) if n >= 20 => {
+                        seq += 1;
+                        self.schedule(&buf[..n], seq);
                     }
-                    let now = now_ns();
-                    let due_ns = match paths.get_mut(&dst) {
-                        Some(p) => p.due(now),
-                        None => now + default_ns,
-                    };
-                    seq += 1;
-                    heap.push(Held {
-                        due_ns,
-                        seq,
-                        packet: buf[..n].to_vec(),
-                    });
+                    Ok(_) => {}
+                    Err(_) => break, // WouldBlock: all read
                 }
-                Ok(_) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                Err(_) => break,
             }
         }
-        // Release everything due.
+    }
+
+    /// Timestamp one packet, compute its release time and hand it to the
+    /// writer of its path.
+    fn schedule(&mut self, packet: &[u8], seq: u64) {
+        self.stats.packets_in.fetch_add(1, Ordering::Relaxed);
+        if self.held.load(Ordering::Relaxed) >= MAX_HELD {
+            self.stats.overflow_drops.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let dst = u32::from_be_bytes([packet[16], packet[17], packet[18], packet[19]]);
         let now = now_ns();
-        while heap.peek().is_some_and(|h| h.due_ns <= now) {
-            let h = heap.pop().unwrap();
-            let late = now.saturating_sub(h.due_ns);
-            stats.lateness_sum_ns.fetch_add(late, Ordering::Relaxed);
-            stats.lateness_max_ns.fetch_max(late, Ordering::Relaxed);
-            if tun.write(&h.packet).is_ok() {
-                stats.packets_out.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-        // Arm the timer for the next one.
-        let _ = timer.wait(); // clears an expiry, non-blocking
-        if let Some(next) = heap.peek() {
-            if next.due_ns != armed_for {
-                let ts = TimeSpec::new(
-                    (next.due_ns / 1_000_000_000) as i64,
-                    (next.due_ns % 1_000_000_000) as i64,
-                );
-                let _ = timer.set(
-                    Expiration::OneShot(ts),
-                    TimerSetTimeFlags::TFD_TIMER_ABSTIME,
-                );
-                armed_for = next.due_ns;
-            }
-        } else {
-            armed_for = u64::MAX;
+        let due_ns = match self.paths.get_mut(&dst) {
+            Some(p) => p.due(now),
+            None => now + self.default_ns,
+        };
+        let writer = &self.writers[dst as usize % self.writers.len()];
+        self.held.fetch_add(1, Ordering::Relaxed);
+        let held = Held {
+            due_ns,
+            seq,
+            packet: packet.to_vec(),
+        };
+        if writer.send(held).is_err() {
+            self.held.fetch_sub(1, Ordering::Relaxed);
         }
     }
 }

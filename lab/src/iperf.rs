@@ -141,6 +141,18 @@ pub struct FullResult {
 /// Run a client with `--get-server-output`, so goodput is measured where the
 /// data arrives.
 pub fn client_with_server_output(ns: &str, spec: &ClientSpec) -> Result<FullResult> {
+    client_streams(ns, spec, 1)
+}
+
+/// As [`client_in`] with `streams` parallel connections (`iperf3 -P`), all
+/// from the same address: a load that one flow's ramp and backoff cannot
+/// leave idle (the self-check's rate load at high rates). The result sums
+/// the streams.
+pub fn client_streams_in(ns: &str, spec: &ClientSpec, streams: usize) -> Result<ClientResult> {
+    Ok(client_streams(ns, spec, streams.max(1))?.client)
+}
+
+fn client_streams(ns: &str, spec: &ClientSpec, streams: usize) -> Result<FullResult> {
     let mut cmd = std::process::Command::new("ip");
     cmd.args(["netns", "exec", ns, "iperf3", "--get-server-output"]);
     cmd.args([
@@ -160,6 +172,9 @@ pub fn client_with_server_output(ns: &str, spec: &ClientSpec) -> Result<FullResu
     ]);
     if let Some(b) = &spec.bind {
         cmd.args(["-B", b]);
+    }
+    if streams > 1 {
+        cmd.args(["-P", &streams.to_string()]);
     }
     let out = cmd
         .stdin(Stdio::null())

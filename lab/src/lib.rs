@@ -38,7 +38,10 @@
 //! - [`netns`]: network namespaces (unique names, cleanup on drop, panic,
 //!   Ctrl-C, and of leftovers of killed runs).
 //! - [`link`]: veth links, the HTB rate limit and drop-tail buffer.
-//! - [`delay`]: the user-space delay element on the reverse path.
+//! - [`delay`]: the user-space delay element on the reverse path (reader).
+//! - [`delay_writer`]: its writer threads, which pay the kernel work.
+//! - [`pathprobe`]: the delay a loaded lab really adds (ICMP echo over
+//!   the reverse path, kernel timestamps).
 //! - [`pathsched`]: when the element releases a packet: base delay, jitter
 //!   without reordering, ACK batching, a base-RTT change.
 //! - [`topology`]: the dumbbell built from those, with per-flow delay/loss.
@@ -57,6 +60,7 @@ pub mod builtin;
 pub mod ccas;
 pub mod churn;
 pub mod delay;
+pub mod delay_writer;
 pub mod fairness_grid;
 pub mod files;
 pub mod grid;
@@ -64,6 +68,7 @@ pub mod iperf;
 pub mod link;
 pub mod merge;
 pub mod netns;
+pub mod pathprobe;
 pub mod pathsched;
 pub mod plan;
 pub mod plot;

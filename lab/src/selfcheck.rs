@@ -178,8 +178,9 @@ pub fn busy_rate(samples: &[(f64, QdiscStats)]) -> Option<(f64, f64)> {
     (dt > 0.0).then(|| (bytes as f64 * 8.0 / dt, dt))
 }
 
-/// Load the bottleneck with one cubic flow from flow 0's address (through
-/// the delay element, base RTT `flow0_rtt`) for `seconds`, and measure the
+/// Load the bottleneck with cubic from flow 0's address
+/// ([`rate_load_streams`] parallel streams, through the delay element, base
+/// RTT `flow0_rtt`) for `seconds`, and measure the
 /// rate at which the bottleneck sends while its queue is backlogged. An
 /// iperf3 server must be listening on `port`. For the check the buffer is
 /// raised to at least 100 ms of the rate and one BDP of flow 0 (so cubic's
@@ -200,6 +201,15 @@ pub fn measure_rate(
     r
 }
 
+/// Parallel cubic streams of the rate check's load: one per 200 Mbit/s of
+/// rate (so every rate up to 200 keeps the single flow it was validated
+/// with). One cubic flow cannot keep a 1 Gbit/s queue backlogged for a
+/// second on a 2-core host (0.11 s seen); several streams back off at
+/// different times and keep it busy. The tolerance is the same.
+pub fn rate_load_streams(rate_bit: u64) -> usize {
+    rate_bit.div_ceil(200_000_000).clamp(1, 8) as usize
+}
+
 fn busy_rate_under_load(
     net: &Dumbbell,
     rate_bit: u64,
@@ -215,7 +225,8 @@ fn busy_rate_under_load(
         interval: 1.0,
     };
     let ns = net.snd.name().to_string();
-    let load = std::thread::spawn(move || iperf::client_in(&ns, &spec));
+    let streams = rate_load_streams(rate_bit);
+    let load = std::thread::spawn(move || iperf::client_streams_in(&ns, &spec, streams));
     let mut reader = net.queue_reader()?;
     let t0 = Instant::now();
     let mut samples = Vec::new();
@@ -277,6 +288,15 @@ mod tests {
     fn busy_rate_needs_two_backlogged_samples() {
         assert!(busy_rate(&[]).is_none());
         assert!(busy_rate(&[s(0.0, 0, 0), s(0.1, 10, 5), s(0.2, 20, 0)]).is_none());
+    }
+
+    #[test]
+    fn rate_load_is_one_flow_up_to_200_mbit_and_more_above() {
+        assert_eq!(rate_load_streams(10_000_000), 1);
+        assert_eq!(rate_load_streams(200_000_000), 1);
+        assert_eq!(rate_load_streams(500_000_000), 3);
+        assert_eq!(rate_load_streams(1_000_000_000), 5);
+        assert_eq!(rate_load_streams(40_000_000_000), 8);
     }
 
     #[test]

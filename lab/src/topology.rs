@@ -58,6 +58,16 @@ pub fn sender_addr(i: usize) -> Ipv4Addr {
 
 impl Dumbbell {
     pub fn build(flows: &[FlowPath], bottleneck: Bottleneck) -> Result<Dumbbell> {
+        Self::build_with(flows, bottleneck, delay::Threads::default())
+    }
+
+    /// [`Dumbbell::build`] with the delay element's threads chosen (the
+    /// lab-accuracy bench compares them).
+    pub fn build_with(
+        flows: &[FlowPath],
+        bottleneck: Bottleneck,
+        threads: delay::Threads,
+    ) -> Result<Dumbbell> {
         let snd = Netns::create("snd")?;
         let router = Netns::create("rtr")?;
         let rcv = Netns::create("rcv")?;
@@ -86,6 +96,9 @@ impl Dumbbell {
         let tun = delay::create_tun(&router, "dly0")?;
         router.ip(&["link", "set", "dly0", "mtu", "1500", "up"])?;
         router.exec("sysctl", &["-qw", "net.ipv4.conf.dly0.rp_filter=0"])?;
+        // The path probe (crate::pathprobe) sends from the router itself: its
+        // requests come back out of the element with a local source address.
+        router.exec("sysctl", &["-qw", "net.ipv4.conf.dly0.accept_local=1"])?;
         let flow_nets: Vec<String> = flow_prefixes(senders.len());
         for net in &flow_nets {
             router.ip(&["route", "add", net, "dev", "dly0"])?;
@@ -97,7 +110,17 @@ impl Dumbbell {
             .copied()
             .zip(flows.iter().map(|f| f.rtt))
             .collect();
-        let delay = DelayElement::start(tun, delays, Duration::ZERO)?;
+        let paths = delays
+            .into_iter()
+            .map(|(a, d)| {
+                let d = crate::pathsched::PathDelay {
+                    base_ns: d.as_nanos() as u64,
+                    ..Default::default()
+                };
+                (a, d)
+            })
+            .collect();
+        let delay = DelayElement::start_threads(tun, paths, Duration::ZERO, threads)?;
 
         link::shape(&router, BOTTLENECK_IF, bottleneck)?;
 
@@ -114,6 +137,16 @@ impl Dumbbell {
             senders,
             _loss: loss,
         })
+    }
+
+    /// GRO on the receivers' interface (after the bottleneck, so the queue
+    /// still sees MTU packets): the receivers' TCP then takes merged
+    /// segments and sends one ACK per merged packet, as a host with GRO
+    /// does. Off by default (every veth has offloads off).
+    pub fn receiver_gro(&self, on: bool) -> Result<()> {
+        let v = if on { "on" } else { "off" };
+        self.rcv.exec("ethtool", &["-K", "c0", "gro", v])?;
+        Ok(())
     }
 
     pub fn sender(&self, i: usize) -> Ipv4Addr {
