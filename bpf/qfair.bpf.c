@@ -109,7 +109,7 @@
 #define QFAIR_FULL_LOSS_PCT 2
 #define QFAIR_FIRST_DRAIN_MS 2000              /* local clock: first drain */
 #define QFAIR_NEAR_MIN_US 500                  /* local clock: near-min sample */
-#define QFAIR_PATH_CHANGE_FAILS 3
+#define QFAIR_PATH_CHANGE_DRAINS 3
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -155,8 +155,9 @@ struct qfair_flow {
 	__u32 drain_q_before_us;   /* q^ when the drain began */
 	__u32 drains_ok;
 	__u32 drains_failed;
-	__u32 fail_streak;         /* failed drains in a row with similar minima */
-	__u32 fail_min_us;
+	__u32 long_streak;         /* drains in a row above R^, minima agreeing */
+	__u32 long_min_us;         /* the lowest of those drains' minima */
+	__u64 last_cut_mstamp;     /* tcp_mstamp of alpha's last loss cut (Eq. 7) */
 	__u16 gain_x256;           /* Eq. 8 */
 	__u8 competitive;
 	__u8 _pad;
@@ -377,8 +378,13 @@ static __noinline void qfair_update_round(struct sock *sk, struct rf_bbr *bbr,
 		alpha_hi = rf_max(alpha_hi, qf_pkts_x1024(qf->xhat, QFAIR_COMPETITIVE_CAP_US));
 		ai = QFAIR_AI_COMPETITIVE_X1024;
 	}
+	/* Eq. 7's cut is limited by the time since the last cut, not by this
+	 * round's length: the same for every RTT. */
 	qf->alpha_x1024 = qf_alpha_step_x1024(qf->alpha_x1024, dt_us, lost, ai,
-					      (__u32)rf_min(alpha_hi, 0xffffffffULL));
+					      (__u32)rf_min(alpha_hi, 0xffffffffULL),
+					      tp->tcp_mstamp - qf->last_cut_mstamp);
+	if (lost)
+		qf->last_cut_mstamp = tp->tcp_mstamp;
 
 	/* Eq. 8-9: correction, window, pacing. The backlog the window really
 	 * holds is alpha plus the burst room in cwnd: g steers to that, so
@@ -413,6 +419,37 @@ static __always_inline void qfair_begin_drain(struct sock *sk, struct qfair_hot 
 	sk->sk_pacing_rate = sk->sk_pacing_rate / 2;
 }
 
+/*
+ * Did the path get longer? Decided from drain minima alone (Eq. 10): three
+ * drains in a row whose minimum sits above R^ by more than max(2 ms, R^/8)
+ * and whose minima agree within 10% move R^ up to the lowest of them. A
+ * drain removes the flow's own backlog, so the test is on what is left; it
+ * does not depend on the drain's verdict, whose margin (half the queue
+ * estimate) a stale R^ inflates: with the verdict in the loop, a failed
+ * drain made the flow competitive, its own queue then passed the next drain
+ * and the streak never reached three (issue 14, path RTT change).
+ */
+static __always_inline bool qfair_path_got_longer(struct rf_bbr *bbr, struct qfair_flow *qf,
+						  __u32 m)
+{
+	if (!qf_drain_saw_longer_path(m, bbr->min_rtt_us)) {
+		qf->long_streak = 0;
+		return false;
+	}
+	if (qf->long_streak && qf_minima_agree(m, qf->long_min_us)) {
+		qf->long_streak++;
+		qf->long_min_us = rf_min(qf->long_min_us, m);
+	} else {
+		qf->long_streak = 1;
+		qf->long_min_us = m;
+	}
+	if (qf->long_streak < QFAIR_PATH_CHANGE_DRAINS)
+		return false;
+	bbr->min_rtt_us = qf->long_min_us;
+	qf->long_streak = 0;
+	return true;
+}
+
 /* A drain ended: did the queue empty? Then schedule the next one. */
 static __always_inline void qfair_end_drain(struct sock *sk, struct rf_bbr *bbr,
 					    struct qfair_hot *hot, struct qfair_flow *qf)
@@ -428,9 +465,10 @@ static __always_inline void qfair_end_drain(struct sock *sk, struct rf_bbr *bbr,
 	if (m == ~0U)
 		return; /* no RTT sample in the drain: no verdict */
 
-	if (qf_drain_emptied_queue(m, bbr->min_rtt_us, qf->drain_q_before_us)) {
+	/* A new, longer R^ is this drain's minimum: the queue did empty. */
+	if (qfair_path_got_longer(bbr, qf, m) ||
+	    qf_drain_emptied_queue(m, bbr->min_rtt_us, qf->drain_q_before_us)) {
 		qf->drains_ok++;
-		qf->fail_streak = 0;
 		if (qf->competitive) {
 			qf->competitive = 0;
 			qf->alpha_x1024 = rf_min(qf->alpha_x1024, qf->alpha_d_x1024);
@@ -440,18 +478,6 @@ static __always_inline void qfair_end_drain(struct sock *sk, struct rf_bbr *bbr,
 	qf->drains_failed++;
 	if (p.competitive == QFAIR_COMPETITIVE_ON)
 		qf->competitive = 1;
-	/* A longer path: failed drains whose minima agree within 10%. */
-	if (qf->fail_streak && m <= qf->fail_min_us + qf->fail_min_us / 10 &&
-	    m + qf->fail_min_us / 10 >= qf->fail_min_us)
-		qf->fail_streak++;
-	else
-		qf->fail_streak = 1;
-	qf->fail_min_us = m;
-	if (qf->fail_streak >= QFAIR_PATH_CHANGE_FAILS) {
-		bbr->min_rtt_us = m;
-		qf->fail_streak = 0;
-		qf->competitive = 0;
-	}
 }
 
 /* Fold the finished bucket's minimum into the round's sum (Eq. 4). */
