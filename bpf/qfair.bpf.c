@@ -33,10 +33,11 @@
  *   q^, a^  q^ = D - R^, a^ = x^ q^ the flow's own backlog           (Eq. 5)
  *   alpha_d alpha_0 + k sqrt(x^ * 1 ms): 3 packets + sqrt(packets per
  *           ms), well above the 1-2 packets of delayed-ACK noise     (Eq. 6)
- *   alpha   additive increase 4 pkt/s of wall clock up to alpha_d, minus
- *           alpha/2 per lost packet (at most alpha/2 per 100 ms): AIMD in
- *           time and per packet, not per round, so RTT drops out of the
- *           shallow-buffer (loss) regime too                          (Eq. 7)
+ *   alpha   additive increase 4 pkt/s of wall clock up to alpha_d; each
+ *           lost packet halves it, at most one halving per 100 ms of wall
+ *           clock since the flow's last cut (alpha x 2^-min(lost, t/100ms)):
+ *           AIMD in time and per packet, never per round, so RTT drops out
+ *           of the shallow-buffer (loss) regime too                   (Eq. 7)
  *   g       1 + clamp((D / tau_g)(alpha - a^)/alpha, +-1/8): the rate moves
  *           by the same fraction per second whatever the RTT, tau_g = 1 s
  *                                                                     (Eq. 8)
@@ -58,8 +59,15 @@
  * A drain that does not bring the RTT back near R^ means a queue someone else
  * holds: a loss-based flow (cubic) or a longer path. Then qfair turns
  * competitive: alpha may grow at 20 pkt/s up to max(alpha_d, x^ 100 ms);
- * the next successful drain ends it. Three failed drains in a row whose
- * minima agree within 10% mean the path got longer: R^ takes that minimum.
+ * the next successful drain ends it.
+ *
+ * A longer path is judged from the drain minima alone, not from that
+ * verdict: three drains in a row whose minimum lies more than
+ * max(2 ms, R^/8) above R^ and whose minima agree within 10% move R^ up to
+ * the lowest of them                                                 (Eq. 10)
+ * A drain has removed the flow's own backlog, so what it still sees is path
+ * or someone else's queue; the verdict's margin (half of q^) is not used
+ * because a stale R^ inflates q^ and let every second drain pass.
  *
  * Startup and Drain are BBR's, with one more exit from Startup: a round with
  * at least 6 losses and more than 2% loss (BBRv3's full-loss rule), so a
