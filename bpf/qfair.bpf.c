@@ -33,10 +33,11 @@
  *   q^, a^  q^ = D - R^, a^ = x^ q^ the flow's own backlog           (Eq. 5)
  *   alpha_d alpha_0 + k sqrt(x^ * 1 ms): 3 packets + sqrt(packets per
  *           ms), well above the 1-2 packets of delayed-ACK noise     (Eq. 6)
- *   alpha   additive increase 4 pkt/s of wall clock up to alpha_d, minus
- *           alpha/2 per lost packet (at most alpha/2 per 100 ms): AIMD in
- *           time and per packet, not per round, so RTT drops out of the
- *           shallow-buffer (loss) regime too                          (Eq. 7)
+ *   alpha   additive increase 4 pkt/s of wall clock up to alpha_d; each
+ *           lost packet halves it, at most one halving per 100 ms of wall
+ *           clock since the flow's last cut (alpha x 2^-min(lost, t/100ms)):
+ *           AIMD in time and per packet, never per round, so RTT drops out
+ *           of the shallow-buffer (loss) regime too                   (Eq. 7)
  *   g       1 + clamp((D / tau_g)(alpha - a^)/alpha, +-1/8): the rate moves
  *           by the same fraction per second whatever the RTT, tau_g = 1 s
  *                                                                     (Eq. 8)
@@ -58,8 +59,15 @@
  * A drain that does not bring the RTT back near R^ means a queue someone else
  * holds: a loss-based flow (cubic) or a longer path. Then qfair turns
  * competitive: alpha may grow at 20 pkt/s up to max(alpha_d, x^ 100 ms);
- * the next successful drain ends it. Three failed drains in a row whose
- * minima agree within 10% mean the path got longer: R^ takes that minimum.
+ * the next successful drain ends it.
+ *
+ * A longer path is judged from the drain minima alone, not from that
+ * verdict: three drains in a row whose minimum lies more than
+ * max(2 ms, R^/8) above R^ and whose minima agree within 10% move R^ up to
+ * the lowest of them                                                 (Eq. 10)
+ * A drain has removed the flow's own backlog, so what it still sees is path
+ * or someone else's queue; the verdict's margin (half of q^) is not used
+ * because a stale R^ inflates q^ and let every second drain pass.
  *
  * Startup and Drain are BBR's, with one more exit from Startup: a round with
  * at least 6 losses and more than 2% loss (BBRv3's full-loss rule), so a
@@ -109,7 +117,7 @@
 #define QFAIR_FULL_LOSS_PCT 2
 #define QFAIR_FIRST_DRAIN_MS 2000              /* local clock: first drain */
 #define QFAIR_NEAR_MIN_US 500                  /* local clock: near-min sample */
-#define QFAIR_PATH_CHANGE_FAILS 3
+#define QFAIR_PATH_CHANGE_DRAINS 3
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -155,8 +163,9 @@ struct qfair_flow {
 	__u32 drain_q_before_us;   /* q^ when the drain began */
 	__u32 drains_ok;
 	__u32 drains_failed;
-	__u32 fail_streak;         /* failed drains in a row with similar minima */
-	__u32 fail_min_us;
+	__u32 long_streak;         /* drains in a row above R^, minima agreeing */
+	__u32 long_min_us;         /* the lowest of those drains' minima */
+	__u64 last_cut_mstamp;     /* tcp_mstamp of alpha's last loss cut (Eq. 7) */
 	__u16 gain_x256;           /* Eq. 8 */
 	__u8 competitive;
 	__u8 _pad;
@@ -377,8 +386,13 @@ static __noinline void qfair_update_round(struct sock *sk, struct rf_bbr *bbr,
 		alpha_hi = rf_max(alpha_hi, qf_pkts_x1024(qf->xhat, QFAIR_COMPETITIVE_CAP_US));
 		ai = QFAIR_AI_COMPETITIVE_X1024;
 	}
+	/* Eq. 7's cut is limited by the time since the last cut, not by this
+	 * round's length: the same for every RTT. */
 	qf->alpha_x1024 = qf_alpha_step_x1024(qf->alpha_x1024, dt_us, lost, ai,
-					      (__u32)rf_min(alpha_hi, 0xffffffffULL));
+					      (__u32)rf_min(alpha_hi, 0xffffffffULL),
+					      tp->tcp_mstamp - qf->last_cut_mstamp);
+	if (lost)
+		qf->last_cut_mstamp = tp->tcp_mstamp;
 
 	/* Eq. 8-9: correction, window, pacing. The backlog the window really
 	 * holds is alpha plus the burst room in cwnd: g steers to that, so
@@ -413,6 +427,37 @@ static __always_inline void qfair_begin_drain(struct sock *sk, struct qfair_hot 
 	sk->sk_pacing_rate = sk->sk_pacing_rate / 2;
 }
 
+/*
+ * Did the path get longer? Decided from drain minima alone (Eq. 10): three
+ * drains in a row whose minimum sits above R^ by more than max(2 ms, R^/8)
+ * and whose minima agree within 10% move R^ up to the lowest of them. A
+ * drain removes the flow's own backlog, so the test is on what is left; it
+ * does not depend on the drain's verdict, whose margin (half the queue
+ * estimate) a stale R^ inflates: with the verdict in the loop, a failed
+ * drain made the flow competitive, its own queue then passed the next drain
+ * and the streak never reached three (issue 14, path RTT change).
+ */
+static __always_inline bool qfair_path_got_longer(struct rf_bbr *bbr, struct qfair_flow *qf,
+						  __u32 m)
+{
+	if (!qf_drain_saw_longer_path(m, bbr->min_rtt_us)) {
+		qf->long_streak = 0;
+		return false;
+	}
+	if (qf->long_streak && qf_minima_agree(m, qf->long_min_us)) {
+		qf->long_streak++;
+		qf->long_min_us = rf_min(qf->long_min_us, m);
+	} else {
+		qf->long_streak = 1;
+		qf->long_min_us = m;
+	}
+	if (qf->long_streak < QFAIR_PATH_CHANGE_DRAINS)
+		return false;
+	bbr->min_rtt_us = qf->long_min_us;
+	qf->long_streak = 0;
+	return true;
+}
+
 /* A drain ended: did the queue empty? Then schedule the next one. */
 static __always_inline void qfair_end_drain(struct sock *sk, struct rf_bbr *bbr,
 					    struct qfair_hot *hot, struct qfair_flow *qf)
@@ -428,9 +473,10 @@ static __always_inline void qfair_end_drain(struct sock *sk, struct rf_bbr *bbr,
 	if (m == ~0U)
 		return; /* no RTT sample in the drain: no verdict */
 
-	if (qf_drain_emptied_queue(m, bbr->min_rtt_us, qf->drain_q_before_us)) {
+	/* A new, longer R^ is this drain's minimum: the queue did empty. */
+	if (qfair_path_got_longer(bbr, qf, m) ||
+	    qf_drain_emptied_queue(m, bbr->min_rtt_us, qf->drain_q_before_us)) {
 		qf->drains_ok++;
-		qf->fail_streak = 0;
 		if (qf->competitive) {
 			qf->competitive = 0;
 			qf->alpha_x1024 = rf_min(qf->alpha_x1024, qf->alpha_d_x1024);
@@ -440,18 +486,6 @@ static __always_inline void qfair_end_drain(struct sock *sk, struct rf_bbr *bbr,
 	qf->drains_failed++;
 	if (p.competitive == QFAIR_COMPETITIVE_ON)
 		qf->competitive = 1;
-	/* A longer path: failed drains whose minima agree within 10%. */
-	if (qf->fail_streak && m <= qf->fail_min_us + qf->fail_min_us / 10 &&
-	    m + qf->fail_min_us / 10 >= qf->fail_min_us)
-		qf->fail_streak++;
-	else
-		qf->fail_streak = 1;
-	qf->fail_min_us = m;
-	if (qf->fail_streak >= QFAIR_PATH_CHANGE_FAILS) {
-		bbr->min_rtt_us = m;
-		qf->fail_streak = 0;
-		qf->competitive = 0;
-	}
 }
 
 /* Fold the finished bucket's minimum into the round's sum (Eq. 4). */

@@ -25,7 +25,10 @@ __u32 host_adbbr_y_us(__u32 s, __u32 x, __u32 z) { return adbbr_y_us(s, x, z); }
 #include "qfair_math.h"
 __u64 host_qf_isqrt(__u64 x) { return qf_isqrt(x); }
 __u32 host_qf_alpha_d_x1024(__u64 bw, __u32 a0, __u32 k) { return qf_alpha_d_x1024(bw, a0, k); }
-__u32 host_qf_alpha_step_x1024(__u32 a, __u64 dt, __u32 lost, __u32 ai, __u32 hi) { return qf_alpha_step_x1024(a, dt, lost, ai, hi); }
+__u32 host_qf_alpha_step_x1024(__u32 a, __u64 dt, __u32 lost, __u32 ai, __u32 hi, __u64 since) { return qf_alpha_step_x1024(a, dt, lost, ai, hi, since); }
+__u64 host_qf_alpha_after_halvings(__u64 a, __u64 t) { return qf_alpha_after_halvings(a, t); }
+int host_qf_drain_saw_longer_path(__u32 m, __u32 r) { return qf_drain_saw_longer_path(m, r); }
+int host_qf_minima_agree(__u32 a, __u32 b) { return qf_minima_agree(a, b); }
 __u32 host_qf_gain_x256(__u32 d, __u32 tau, __u32 a, __u32 b, __u32 cap) { return qf_gain_x256(d, tau, a, b, cap); }
 __u32 host_qf_target_cwnd(__u64 bw, __u32 r, __u32 g, __u32 a) { return qf_target_cwnd(bw, r, g, a); }
 __u64 host_qf_pacing_rate(__u32 w, __u32 d, __u32 mss) { return qf_pacing_rate(w, d, mss); }

@@ -77,25 +77,58 @@ RF_INLINE __u64 qf_pkts_x1024(__u64 bw, __u64 dur_us)
 }
 
 /*
- * One per-round step of alpha: additive increase ai_x1024 packets per second
- * of wall clock, and a decrease of alpha/2 per packet lost in the round, at
- * most alpha x min(1/2, dt / 100 ms) -- both per unit of time or per packet,
- * so neither depends on how long the flow's round trip is. Clamped to
- * [1 packet, alpha_hi].
+ * What remains of alpha after halvings worth eff_us of time, one halving per
+ * 100 ms: alpha x 2^(-eff_us / 100 ms), eff_us capped at 10 s. Whole
+ * halvings are a shift; the fraction f = (eff_us mod 100 ms) / 100 ms uses
+ * 2^-f = e^(-f ln 2), four Taylor terms in 16-bit fixed point (error below
+ * 0.2% for f < 1, tested on the host). Consecutive calls compose:
+ * remaining(t1) then remaining(t2) = remaining(t1 + t2) to that error, so
+ * the decrease per second of wall clock does not depend on how the time was
+ * cut into rounds.
+ */
+#define QF_HALVING_US 100000ULL
+#define QF_LN2_X65536 45426ULL
+RF_INLINE __u64 qf_alpha_after_halvings(__u64 alpha_x1024, __u64 eff_us)
+{
+	__u64 n, x, x2, x3, x4, e;
+
+	if (eff_us > 10 * QF_USEC_PER_SEC)
+		eff_us = 10 * QF_USEC_PER_SEC;
+	n = eff_us / QF_HALVING_US;
+	if (n >= 32)
+		return 0;
+	x = (eff_us - n * QF_HALVING_US) * QF_LN2_X65536 / QF_HALVING_US; /* f ln2 */
+	x2 = (x * x) >> 16;
+	x3 = (x2 * x) >> 16;
+	x4 = (x3 * x) >> 16;
+	e = (65536 + x2 / 2 + x4 / 24) - (x + x3 / 6);          /* e^-x, x65536 */
+	return ((alpha_x1024 >> n) * e) >> 16;
+}
+
+/*
+ * One per-round step of alpha (Eq. 7): additive increase ai_x1024 packets per
+ * second of wall clock; each lost packet halves alpha, but alpha falls by at
+ * most half per 100 ms of wall clock since the flow's last cut
+ * (since_cut_us): the cut is alpha (1 - 2^-min(lost, since_cut / 100 ms)).
+ * Both terms are per unit of time or per packet, never per round, so a flow
+ * loses the same fraction of alpha per overflow, and per second, whatever
+ * its round-trip time. (Before issue 14's fix the cap was alpha/2 per round
+ * once a round was >= 50 ms: a 67 ms flow was halved at every overflow, a
+ * 20 ms flow cut by a fifth.) Clamped to [1 packet, alpha_hi].
  */
 RF_INLINE __u32 qf_alpha_step_x1024(__u32 alpha_x1024, __u64 dt_us, __u32 lost,
-				   __u32 ai_x1024, __u32 alpha_hi_x1024)
+				   __u32 ai_x1024, __u32 alpha_hi_x1024, __u64 since_cut_us)
 {
-	__u64 a = alpha_x1024, dec, cap;
+	__u64 a = alpha_x1024, eff, dec;
 
 	if (dt_us > 10 * QF_USEC_PER_SEC)
 		dt_us = 10 * QF_USEC_PER_SEC;
 	a += (dt_us * ai_x1024) / QF_USEC_PER_SEC;
 	if (lost) {
-		dec = (__u64)alpha_x1024 / 2 * lost;
-		cap = dt_us >= 50000 ? alpha_x1024 / 2 : (__u64)alpha_x1024 * dt_us / 100000;
-		if (dec > cap)
-			dec = cap;
+		eff = lost >= 100 ? 100 * QF_HALVING_US : (__u64)lost * QF_HALVING_US;
+		if (eff > since_cut_us)
+			eff = since_cut_us;
+		dec = alpha_x1024 - qf_alpha_after_halvings(alpha_x1024, eff);
 		a = a > dec ? a - dec : 0;
 	}
 	if (a > alpha_hi_x1024)
@@ -191,6 +224,29 @@ RF_INLINE bool qf_drain_emptied_queue(__u32 drain_min_us, __u32 rtprop_us, __u32
 	__u64 slack = q_before_us / 2 > 1000 ? q_before_us / 2 : 1000;
 
 	return (__u64)drain_min_us <= (__u64)rtprop_us + slack;
+}
+
+/*
+ * A drain whose lowest RTT sat above R^ by more than max(2 ms, R^/8): the
+ * flow's own backlog is gone (half rate, half window, 200 ms), so what is
+ * left is a longer path or someone else's standing queue. Decided on the
+ * drain minimum alone, not on the verdict above: that verdict's margin
+ * grows with the flow's own queue estimate, which a wrong R^ inflates.
+ */
+#define QF_LONGER_PATH_MIN_US 2000
+RF_INLINE bool qf_drain_saw_longer_path(__u32 drain_min_us, __u32 rtprop_us)
+{
+	__u32 margin = rtprop_us / 8 > QF_LONGER_PATH_MIN_US ? rtprop_us / 8 : QF_LONGER_PATH_MIN_US;
+
+	return (__u64)drain_min_us > (__u64)rtprop_us + margin;
+}
+
+/* Two drain minima agree when each is within 10% of the other's scale. */
+RF_INLINE bool qf_minima_agree(__u32 a_us, __u32 b_us)
+{
+	__u64 hi = a_us > b_us ? a_us : b_us, lo = a_us > b_us ? b_us : a_us;
+
+	return (hi - lo) * 10 <= lo;
 }
 
 #endif /* RTTFAIR_QFAIR_MATH_H */
