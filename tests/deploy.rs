@@ -33,6 +33,17 @@ fn ctl_with_caps(caps: &str, args: &[&str]) -> Output {
         .expect("setpriv (util-linux)")
 }
 
+/// `rttfairctl daemon --check-config --config PATH`, which must succeed; its
+/// stdout (what the config loads and which capabilities it needs).
+fn check_config(config: &std::path::Path) -> String {
+    let out = ctl()
+        .args(["daemon", "--check-config", "--config"])
+        .arg(config)
+        .output()
+        .unwrap();
+    assert_success(&out)
+}
+
 fn unit_path() -> PathBuf {
     repo().join("deploy/systemd/rttfair-daemon.service")
 }
@@ -81,12 +92,7 @@ fn systemd_unit_scores_at_most_3_in_systemd_analyze_security() {
 #[test]
 fn systemd_unit_grants_exactly_what_the_shipped_config_needs() {
     let config = repo().join("deploy/systemd/daemon.toml");
-    let out = ctl()
-        .args(["daemon", "--check-config", "--config"])
-        .arg(&config)
-        .output()
-        .unwrap();
-    let text = assert_success(&out);
+    let text = check_config(&config);
     let needs: Vec<String> = text
         .split("needs ")
         .nth(1)
@@ -457,11 +463,6 @@ fn daemonset_config_passes_check_config() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("daemon.toml");
     std::fs::write(&config, &toml).unwrap();
-    let out = ctl()
-        .args(["daemon", "--check-config", "--config"])
-        .arg(&config)
-        .output()
-        .unwrap();
-    let text = assert_success(&out);
+    let text = check_config(&config);
     assert!(text.contains("load [qfair"), "{text}");
 }
