@@ -34,7 +34,7 @@
 //! few hundred bytes at the start and the end of a test), each with its own
 //! scoreboard, so their sequence spaces never mix.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::os::fd::{AsFd, OwnedFd};
@@ -97,13 +97,16 @@ impl Tally {
     }
 }
 
-/// The arrival counter attached to one interface for one repetition.
-/// Dropping it detaches the program.
+/// The arrival counter attached to one interface for a run; each
+/// repetition is one count ([`ArrivalCounter::restart`] ..
+/// [`ArrivalCounter::take`]). Dropping it detaches the program.
 pub struct ArrivalCounter<'n> {
     // Field order is drop order: the ring before the object whose map it
     // reads.
     ring: RingBuffer<'static>,
     tally: Rc<RefCell<Tally>>,
+    /// The lost-records counter when the current count started.
+    lost_at_restart: Cell<u64>,
     obj: Object,
     /// Where the program is attached (the interface's index in `ns`).
     ifindex: i32,
@@ -157,6 +160,7 @@ impl<'n> ArrivalCounter<'n> {
         Ok(ArrivalCounter {
             ring,
             tally,
+            lost_at_restart: Cell::new(0),
             obj,
             ifindex,
             prog_fd,
@@ -175,19 +179,30 @@ impl<'n> ArrivalCounter<'n> {
         self.tally.borrow_mut().mark_edge(t_ns);
     }
 
-    /// Drain the ring one last time and return the tally and how many
-    /// records were lost to a full ring.
-    pub fn finish(self) -> Result<(Tally, u64)> {
+    /// Start a new count (a repetition): what arrived before is dropped.
+    pub fn restart(&self) -> Result<()> {
         self.drain()?;
-        let lost = self
-            .obj
+        *self.tally.borrow_mut() = Tally::default();
+        self.lost_at_restart.set(self.lost_total());
+        Ok(())
+    }
+
+    /// Drain the ring and return the count since [`ArrivalCounter::restart`]
+    /// and how many records were lost to a full ring meanwhile.
+    pub fn take(&self) -> Result<(Tally, u64)> {
+        self.drain()?;
+        let tally = std::mem::take(&mut *self.tally.borrow_mut());
+        Ok((tally, self.lost_total() - self.lost_at_restart.get()))
+    }
+
+    /// Records lost since the program was loaded.
+    fn lost_total(&self) -> u64 {
+        self.obj
             .maps()
             .find(|m| m.name() == "lab_arrivals_lost")
             .and_then(|m| m.lookup(&0u32.to_ne_bytes(), MapFlags::ANY).ok().flatten())
             .map(|v| u64::from_ne_bytes(v[..8].try_into().unwrap()))
-            .unwrap_or(0);
-        let tally = std::mem::take(&mut *self.tally.borrow_mut());
-        Ok((tally, lost))
+            .unwrap_or(0)
     }
 }
 

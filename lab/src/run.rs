@@ -74,7 +74,9 @@ pub fn run_plan(plan: &Plan, opts: &RunOptions) -> Result<RunResult> {
         },
     };
     crate::provenance::write(&dir, &provenance)?;
-    let reps = run_reps(plan, &net, opts, &dir)?;
+    let counter = ArrivalCounter::attach(&net.rcv, RECEIVER_IF)?;
+    let reps = run_reps(plan, &net, &counter, opts, &dir)?;
+    drop(counter);
     drop(servers);
     let summary = mean_summary(&reps.iter().map(|r| r.summary.clone()).collect::<Vec<_>>());
     let result = RunResult {
@@ -124,6 +126,7 @@ fn build_checked_network(plan: &Plan) -> Result<(Dumbbell, Vec<RttCheck>)> {
 fn run_reps(
     plan: &Plan,
     net: &Dumbbell,
+    counter: &ArrivalCounter,
     opts: &RunOptions,
     dir: &std::path::Path,
 ) -> Result<Vec<RepResult>> {
@@ -131,7 +134,13 @@ fn run_reps(
     let mut reps = Vec::new();
     for rep in 0..plan.repetitions {
         let base = rep as u64 * plan.duration_s.ceil() as u64;
-        let r = run_rep(plan, net, &opts.bpffs, bar.as_ref().map(|b| (b, base)))?;
+        let r = run_rep(
+            plan,
+            net,
+            counter,
+            &opts.bpffs,
+            bar.as_ref().map(|b| (b, base)),
+        )?;
         let rep_dir = dir.join(format!("rep{rep}"));
         crate::files::write_rep(&rep_dir, &r)?;
         if rep == 0 {
@@ -193,6 +202,7 @@ fn check_rate(net: &Dumbbell, plan: &Plan) -> Result<selfcheck::RateCheck> {
 fn run_rep(
     plan: &Plan,
     net: &Dumbbell,
+    counter: &ArrivalCounter,
     fs: &BpfFs,
     bar: Option<(&indicatif::ProgressBar, u64)>,
 ) -> Result<RepResult> {
@@ -211,11 +221,11 @@ fn run_rep(
     let sampler = QueueSampler::start(reader, plan.queue_sample, t0);
     let stop = Arc::new(AtomicBool::new(false));
     let bpf_thread = spawn_bpf_sampler(fs, &plan.flows, net, t0, stop.clone());
-    let counter = ArrivalCounter::attach(&net.rcv, RECEIVER_IF)?;
+    counter.restart()?;
 
     let handles = start_flows(plan, net, t0);
     let clock = RunClock { t0, start_ns };
-    let edges = read_window_edges(plan, net, clock, &handles, &counter, bar)?;
+    let edges = read_window_edges(plan, net, clock, &handles, counter, bar)?;
     let mut runs = Vec::new();
     for (h, spec) in handles.into_iter().zip(&plan.flows) {
         let r = h
@@ -224,7 +234,7 @@ fn run_rep(
         runs.push((spec.clone(), r));
     }
     stop.store(true, Ordering::Relaxed);
-    let (tally, arrivals_lost) = counter.finish()?;
+    let (tally, arrivals_lost) = counter.take()?;
     let queue = sampler.finish();
     let bpf = bpf_thread.join().unwrap_or_default();
     if let Some((b, base)) = bar {
