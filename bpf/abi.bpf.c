@@ -21,6 +21,7 @@ struct rttfair_abi_anchor {
 	enum rttfair_mode mode;
 	enum rttfair_adbbr_regime regime;
 	enum rttfair_bbr3_phase bbr3_phase;
+	struct rttfair_lab_arrival lab_arrival;
 };
 
 struct rttfair_abi_anchor rttfair_abi_anchor SEC(".bss");

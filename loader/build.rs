@@ -34,6 +34,7 @@ const OBJECTS: &[&str] = &[
     "sockets",
     "cgroup_cca",
     "lab_loss",
+    "lab_arrivals",
     "testdata/reject",
 ];
 

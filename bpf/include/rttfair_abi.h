@@ -244,4 +244,23 @@ struct rttfair_sock {
 	__u64 cookie;          /* socket cookie: unique per socket per boot */
 };
 
+/*
+ * One data segment as it arrived at the lab's receivers (tc ingress on the
+ * receiver namespace's interface, after the bottleneck), as
+ * bpf/lab_arrivals.bpf.c writes it to its ring buffer. Lab-only: no pinned
+ * map holds it (so adding it did not bump RTTFAIR_ABI_VERSION); the lab's
+ * goodput counts the bytes of these records that its receivers had not
+ * received before (lab/src/arrivals.rs).
+ */
+struct rttfair_lab_arrival {
+	__u64 t_ns;     /* bpf_ktime_get_ns() at arrival (CLOCK_MONOTONIC) */
+	__u32 saddr;    /* IPv4 source, network byte order */
+	__u32 daddr;    /* IPv4 destination, network byte order */
+	__u16 sport;    /* TCP source port, network byte order */
+	__u16 dport;    /* TCP destination port, network byte order */
+	__u32 seq;      /* sequence number of the first payload byte */
+	__u32 len;      /* payload bytes (all segments of a GRO packet) */
+	__u32 pad;
+};
+
 #endif /* RTTFAIR_ABI_H */

@@ -21,6 +21,8 @@
 //!   runs, sweep points).
 //! - [`accounting`]: goodput and utilization over one window from
 //!   counters that cannot exceed the link, with their measurement error.
+//! - [`scoreboard`]: which bytes of a connection arrived, so each segment
+//!   says how much goodput it adds (retransmissions and holes handled).
 //! - [`summary`]: metrics of a repetition from its series, and their mean.
 //! - [`files`]: every CSV/JSON of the results folder.
 //! - [`plot`]: PNG plots of a repetition and of a sweep.
@@ -47,6 +49,8 @@
 //! - [`topology`]: the dumbbell built from those, with per-flow delay/loss.
 //! - [`selfcheck`]: measures base RTTs and rate before a run reports.
 //! - [`qstats`]: the bottleneck qdisc's counters, sampled over a run.
+//! - [`arrivals`]: the data segments arriving at the receivers (tc
+//!   ingress BPF), tallied per sender between the window's edges.
 //! - [`rcvbytes`]: the receivers' in-order byte counters (via `ss`).
 //! - [`iperf`]: iperf3 servers and clients and their JSON.
 //! - [`sock`]: TCP sockets with a chosen CCA; TCP_INFO.
@@ -56,6 +60,7 @@
 //!   count: what soak, benches and reliability tests watch.
 
 pub mod accounting;
+pub mod arrivals;
 pub mod builtin;
 pub mod ccas;
 pub mod churn;
@@ -80,6 +85,7 @@ pub mod results;
 pub mod resume;
 pub mod run;
 pub mod scenario;
+pub mod scoreboard;
 pub mod selfcheck;
 pub mod sock;
 pub mod summary;

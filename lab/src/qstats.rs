@@ -210,13 +210,14 @@ pub struct QueueSampler {
 }
 
 impl QueueSampler {
-    pub fn start(mut reader: QdiscReader, period: Duration) -> QueueSampler {
+    /// Start sampling; sample times are seconds since `t0` (the run's
+    /// clock, on which the accounting window's edges are taken too).
+    pub fn start(mut reader: QdiscReader, period: Duration, t0: Instant) -> QueueSampler {
         let stop = Arc::new(AtomicBool::new(false));
         let stop2 = stop.clone();
         let thread = std::thread::spawn(move || {
-            let t0 = Instant::now();
             let mut out = Vec::new();
-            let mut next = t0;
+            let mut next = Instant::now();
             while !stop2.load(Ordering::Relaxed) {
                 if let Ok(stats) = reader.read() {
                     out.push(QueueSample {

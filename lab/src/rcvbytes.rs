@@ -1,8 +1,12 @@
 //! The receivers' byte counters: `tcpi_bytes_received` of every TCP socket
 //! in the receiver namespace, read with `ss`. The kernel counts a byte
 //! when it arrives in order at the receiver, so what a window's two
-//! readings differ by crossed the bottleneck (not the application's read
-//! timing, which iperf3's own interval reports follow).
+//! readings differ by crossed the bottleneck by the window's end (not the
+//! application's read timing, which iperf3's own interval reports follow),
+//! but not necessarily inside the window: bytes held out of order behind a
+//! hole when it opens count when the hole fills. Hence only the accounting's
+//! cross-check (`in_order_utilization`); goodput comes from
+//! [`crate::arrivals`].
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};

@@ -160,15 +160,24 @@ pub struct Summary {
     /// Mean goodput of the first group over the second (1 with one group).
     pub group_ratio: f64,
     /// Sum of goodputs over the goodput capacity rate x MSS / wire packet,
-    /// over the window (see [`crate::accounting`]).
+    /// over the window, goodput counted as data arrives at the receivers
+    /// for the first time (see [`crate::accounting`]).
     pub utilization: f64,
     /// Bytes the bottleneck sent over rate x window.
     pub link_utilization: f64,
-    /// Timing error of both utilizations (a fraction): the link's never
-    /// exceeds 1 by more than this. Goodput can exceed it by bytes held out
-    /// of order at a receiver when the window opens (see
-    /// [`crate::accounting`]; up to ~4 % measured at 200 ms RTT with loss).
+    /// Timing error of both utilizations (a fraction): neither exceeds 1,
+    /// nor goodput the link, by more than this.
     pub utilization_error: f64,
+    /// Cross-check: `utilization` from the receivers' in-order counters,
+    /// as computed before the arrival counter; can exceed the link (bytes
+    /// held out of order when the window opens). `None` in folders written
+    /// before it existed.
+    #[serde(default)]
+    pub in_order_utilization: Option<f64>,
+    /// Arrival records lost to a full ring: goodput is a lower bound when
+    /// this is not 0.
+    #[serde(default)]
+    pub arrivals_lost: u64,
     /// The window goodput, utilization and Jain are computed over.
     pub window: Option<Window>,
     pub retrans_ratio: f64,

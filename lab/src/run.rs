@@ -11,6 +11,7 @@ use rttfair_loader::flows::FlowReader;
 use rttfair_loader::BpfFs;
 
 use crate::accounting::{self, EdgeCounts, FlowSpan};
+use crate::arrivals::ArrivalCounter;
 use crate::ccas::CcaSession;
 use crate::iperf::{self, ClientSpec};
 use crate::link::Bottleneck;
@@ -21,7 +22,7 @@ use crate::rcvbytes;
 use crate::results::{BpfSample, FlowResult};
 use crate::scenario::{FlowSpec, Scenario, MSS, WIRE_PACKET};
 use crate::selfcheck::{self, RttCheck};
-use crate::topology::{Dumbbell, FlowPath, RECEIVER};
+use crate::topology::{Dumbbell, FlowPath, RECEIVER, RECEIVER_IF};
 
 pub use crate::plan::label_of;
 pub use crate::results::{RepResult, RunResult, Summary};
@@ -73,7 +74,9 @@ pub fn run_plan(plan: &Plan, opts: &RunOptions) -> Result<RunResult> {
         },
     };
     crate::provenance::write(&dir, &provenance)?;
-    let reps = run_reps(plan, &net, opts, &dir)?;
+    let counter = ArrivalCounter::attach(&net.rcv, RECEIVER_IF)?;
+    let reps = run_reps(plan, &net, &counter, opts, &dir)?;
+    drop(counter);
     drop(servers);
     let summary = mean_summary(&reps.iter().map(|r| r.summary.clone()).collect::<Vec<_>>());
     let result = RunResult {
@@ -123,6 +126,7 @@ fn build_checked_network(plan: &Plan) -> Result<(Dumbbell, Vec<RttCheck>)> {
 fn run_reps(
     plan: &Plan,
     net: &Dumbbell,
+    counter: &ArrivalCounter,
     opts: &RunOptions,
     dir: &std::path::Path,
 ) -> Result<Vec<RepResult>> {
@@ -130,7 +134,13 @@ fn run_reps(
     let mut reps = Vec::new();
     for rep in 0..plan.repetitions {
         let base = rep as u64 * plan.duration_s.ceil() as u64;
-        let r = run_rep(plan, net, &opts.bpffs, bar.as_ref().map(|b| (b, base)))?;
+        let r = run_rep(
+            plan,
+            net,
+            counter,
+            &opts.bpffs,
+            bar.as_ref().map(|b| (b, base)),
+        )?;
         let rep_dir = dir.join(format!("rep{rep}"));
         crate::files::write_rep(&rep_dir, &r)?;
         if rep == 0 {
@@ -192,6 +202,7 @@ fn check_rate(net: &Dumbbell, plan: &Plan) -> Result<selfcheck::RateCheck> {
 fn run_rep(
     plan: &Plan,
     net: &Dumbbell,
+    counter: &ArrivalCounter,
     fs: &BpfFs,
     bar: Option<(&indicatif::ProgressBar, u64)>,
 ) -> Result<RepResult> {
@@ -207,12 +218,14 @@ fn run_rep(
             net.delay.set_path(net.sender(f.index), d)?;
         }
     }
-    let sampler = QueueSampler::start(reader, plan.queue_sample);
+    let sampler = QueueSampler::start(reader, plan.queue_sample, t0);
     let stop = Arc::new(AtomicBool::new(false));
     let bpf_thread = spawn_bpf_sampler(fs, &plan.flows, net, t0, stop.clone());
+    counter.restart()?;
 
     let handles = start_flows(plan, net, t0);
-    let (edge_a, edge_b) = read_window_edges(plan, net, t0, &handles, bar)?;
+    let clock = RunClock { t0, start_ns };
+    let edges = read_window_edges(plan, net, clock, &handles, counter, bar)?;
     let mut runs = Vec::new();
     for (h, spec) in handles.into_iter().zip(&plan.flows) {
         let r = h
@@ -221,6 +234,7 @@ fn run_rep(
         runs.push((spec.clone(), r));
     }
     stop.store(true, Ordering::Relaxed);
+    let (tally, arrivals_lost) = counter.take()?;
     let queue = sampler.finish();
     let bpf = bpf_thread.join().unwrap_or_default();
     if let Some((b, base)) = bar {
@@ -233,15 +247,28 @@ fn run_rep(
             total_bytes: r.client.received_bytes,
         })
         .collect();
-    let window = accounting::account(
+    // The arrival counters at the edges, on the edges' own clock.
+    let arrivals_at = |k: usize| EdgeCounts {
+        t_s: edges.t_s[k],
+        uncertainty_s: 0.0,
+        per_flow: plan
+            .flows
+            .iter()
+            .map(|f| Some(tally.before_edge(net.sender(f.index), k)))
+            .collect(),
+    };
+    let mut window = accounting::account(
         &spans,
-        &edge_a,
-        &edge_b,
-        &queue,
-        plan.rate_bit,
-        crate::link::htb_burst_bytes(plan.rate_bit),
-        MSS as f64 / WIRE_PACKET as f64,
+        (&arrivals_at(0), &arrivals_at(1)),
+        Some((&edges.in_order[0], &edges.in_order[1])),
+        &accounting::Link {
+            queue: &queue,
+            rate_bit: plan.rate_bit,
+            burst_bytes: crate::link::htb_burst_bytes(plan.rate_bit),
+            payload_share: MSS as f64 / WIRE_PACKET as f64,
+        },
     );
+    window.arrivals_lost = arrivals_lost;
     let flows: Vec<FlowResult> = runs
         .into_iter()
         .enumerate()
@@ -325,39 +352,71 @@ fn flow_result(spec: FlowSpec, r: iperf::FullResult, window_goodput: f64) -> Res
     })
 }
 
-/// Wait for the flows while reading the receivers' byte counters at the
-/// window's start and end (and moving the progress bar).
+/// A repetition's clock: `t0` and the same instant on CLOCK_MONOTONIC
+/// (what the arrival counter stamps packets with).
+#[derive(Clone, Copy)]
+struct RunClock {
+    t0: Instant,
+    start_ns: u64,
+}
+
+/// The window's two edges as marked.
+struct WindowEdges {
+    /// When each edge was marked on the arrival counter, seconds since t0.
+    t_s: [f64; 2],
+    /// The receivers' in-order counters read right after (cross-check).
+    in_order: [EdgeCounts; 2],
+}
+
+/// Wait for the flows while draining the arrival counter and marking the
+/// window's start and end on it (and reading the in-order counters there,
+/// and moving the progress bar).
 fn read_window_edges(
     plan: &Plan,
     net: &Dumbbell,
-    t0: Instant,
+    clock: RunClock,
     flows: &[std::thread::JoinHandle<Result<iperf::FullResult>>],
+    counter: &ArrivalCounter,
     bar: Option<(&indicatif::ProgressBar, u64)>,
-) -> Result<(EdgeCounts, EdgeCounts)> {
-    let edges = [plan.window.start_s, plan.window.end_s];
-    let mut read: Vec<EdgeCounts> = Vec::new();
-    while !flows.iter().all(|h| h.is_finished()) || read.len() < edges.len() {
-        let now = t0.elapsed().as_secs_f64();
-        if let Some(&due) = edges.get(read.len()) {
-            if now >= due {
-                read.push(edge_counts(plan, net, t0)?);
+) -> Result<WindowEdges> {
+    let due = [plan.window.start_s, plan.window.end_s];
+    let mut t_s = Vec::new();
+    let mut in_order = Vec::new();
+    let mut mark = |t_s: &mut Vec<f64>| -> Result<()> {
+        // Marked before anything stamped later is drained (Tally::mark_edge).
+        let ns = crate::delay::clock_ns();
+        counter.mark_edge(ns);
+        t_s.push(ns.saturating_sub(clock.start_ns) as f64 / 1e9);
+        in_order.push(edge_counts(plan, net, clock.t0)?);
+        Ok(())
+    };
+    while !flows.iter().all(|h| h.is_finished()) || t_s.len() < due.len() {
+        counter.drain()?;
+        let now = clock.t0.elapsed().as_secs_f64();
+        if let Some(&d) = due.get(t_s.len()) {
+            if now >= d {
+                mark(&mut t_s)?;
                 continue;
             }
         }
         if flows.iter().all(|h| h.is_finished()) {
             // Every flow ended before this edge: its counters are final.
-            read.push(edge_counts(plan, net, t0)?);
+            mark(&mut t_s)?;
             continue;
         }
-        let next_edge = edges.get(read.len()).map(|d| d - now).unwrap_or(f64::MAX);
+        let next_edge = due.get(t_s.len()).map(|d| d - now).unwrap_or(f64::MAX);
         std::thread::sleep(Duration::from_secs_f64(next_edge.clamp(0.0, 0.25)));
         if let Some((b, base)) = bar {
-            b.set_position(base + (t0.elapsed().as_secs_f64().min(plan.duration_s)) as u64);
+            b.set_position(base + (clock.t0.elapsed().as_secs_f64().min(plan.duration_s)) as u64);
         }
     }
-    let b = read.pop().unwrap_or_default();
-    let a = read.pop().unwrap_or_default();
-    Ok((a, b))
+    let [ia, ib]: [EdgeCounts; 2] = in_order
+        .try_into()
+        .map_err(|_| anyhow::anyhow!("window edges not read"))?;
+    Ok(WindowEdges {
+        t_s: [t_s[0], t_s[1]],
+        in_order: [ia, ib],
+    })
 }
 
 /// The receivers' counters now, per flow.

@@ -46,6 +46,8 @@ pub fn summarize(
         utilization: window.utilization,
         link_utilization: window.link_utilization,
         utilization_error: window.error,
+        in_order_utilization: window.in_order_utilization,
+        arrivals_lost: window.arrivals_lost,
         window: window.window,
         retrans_ratio: metrics::retransmission_ratio(retrans, delivered_pkts),
         rtt_mean_ms: metrics::mean(&rtts),
@@ -170,6 +172,11 @@ pub fn mean_summary(all: &[Summary]) -> Summary {
         utilization: m(&|s| s.utilization),
         link_utilization: m(&|s| s.link_utilization),
         utilization_error: m(&|s| s.utilization_error),
+        in_order_utilization: {
+            let v: Vec<f64> = all.iter().filter_map(|s| s.in_order_utilization).collect();
+            (v.len() == all.len()).then(|| metrics::mean(&v))
+        },
+        arrivals_lost: all.iter().map(|s| s.arrivals_lost).sum(),
         window: all[0].window,
         retrans_ratio: m(&|s| s.retrans_ratio),
         rtt_mean_ms: m(&|s| s.rtt_mean_ms),

@@ -30,6 +30,9 @@ use crate::qstats::QdiscReader;
 pub const BUFFER_QDISC_HANDLE: u32 = 0x0010_0000; // tc handles are hex
 /// The router interface facing the receivers, where the bottleneck is.
 pub const BOTTLENECK_IF: &str = "r1";
+/// The receivers' interface, right after the bottleneck (where the
+/// arrival counter, [`crate::arrivals`], watches data arrive).
+pub const RECEIVER_IF: &str = "c0";
 /// Receiver address.
 pub const RECEIVER: Ipv4Addr = Ipv4Addr::new(10, 20, 0, 1);
 

@@ -19,6 +19,8 @@ use generated::types;
 pub(crate) type RawFlow = types::rttfair_flow;
 /// A connection on a kernel CCA, from the socket iterator (`struct rttfair_sock`).
 pub(crate) type RawSock = types::rttfair_sock;
+/// A data segment at the lab's receivers (`struct rttfair_lab_arrival`).
+pub(crate) type RawLabArrival = types::rttfair_lab_arrival;
 /// Per-CCA counters (`struct rttfair_counters`).
 pub(crate) type RawCounters = types::rttfair_counters;
 /// One slot of FaiRTT's host-wide minRTT registry (`struct fairtt_slot`).
@@ -109,6 +111,7 @@ pub(crate) unsafe trait Pod: Copy + Default {}
 unsafe impl Pod for RawFlow {}
 unsafe impl Pod for RawCounters {}
 unsafe impl Pod for RawSock {}
+unsafe impl Pod for RawLabArrival {}
 
 /// Decode a map value; `None` if the size is not the struct's.
 pub(crate) fn from_bytes<T: Pod>(bytes: &[u8]) -> Option<T> {

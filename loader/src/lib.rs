@@ -48,6 +48,7 @@ pub mod export;
 pub mod fairness;
 pub mod flows;
 pub mod kernel;
+pub mod lab_arrival;
 pub mod lifecycle;
 #[cfg(test)]
 mod math;

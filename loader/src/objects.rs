@@ -34,6 +34,9 @@ pub fn cca(cca: Cca) -> &'static [u8] {
 pub mod lab {
     /// tc ingress program dropping packets at random per source address.
     pub static RANDOM_LOSS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/lab_loss.bpf.o"));
+    /// tc ingress program recording each data segment that reaches the
+    /// receivers (records: [`crate::lab_arrival`]).
+    pub static ARRIVALS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/lab_arrivals.bpf.o"));
 }
 
 /// Objects for tests of the failure paths (not CCAs anyone should load).
