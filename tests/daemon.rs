@@ -10,6 +10,7 @@ use std::net::{SocketAddr, SocketAddrV4, TcpListener};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::daemon::{Daemon, Up};
 use common::*;
 use rttfair_lab::link::Bottleneck;
 use rttfair_lab::topology::{Dumbbell, FlowPath, RECEIVER};
@@ -80,20 +81,12 @@ fn prometheus_scrapes_per_flow_min_rtt_and_fairness() {
         "load = [\"fairtt\"]\nmax_flows = 100\nper_flow = \"all\"\n",
     )
     .unwrap();
-    let daemon = Proc(
-        t.ctl()
-            .args([
-                "daemon",
-                "--config",
-                tmp.join("daemon.toml").to_str().unwrap(),
-                "--listen",
-                &format!("127.0.0.1:{dport}"),
-            ])
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
+    let mut daemon = Daemon::start(
+        t.ctl(),
+        &["--config", tmp.join("daemon.toml").to_str().unwrap()],
+        dport,
+        Up::Healthy,
     );
-    assert!(wait_http(dport, "/healthz"), "daemon did not come up");
     assert!(
         registered("fairtt"),
         "daemon did not load fairtt from its config"
@@ -238,13 +231,8 @@ fn prometheus_scrapes_per_flow_min_rtt_and_fairness() {
     );
 
     // SIGTERM: the daemon stops and leaves the CCA registered.
-    let mut daemon = daemon;
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(daemon.0.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
-    let status = daemon.0.wait().unwrap();
+    daemon.signal(nix::sys::signal::Signal::SIGTERM);
+    let status = daemon.wait();
     assert!(status.success(), "daemon exit {status}");
     assert!(
         registered("fairtt"),
@@ -293,20 +281,12 @@ fn native_flows_are_exported_beside_project_flows() {
     let port = free_port();
     let cfg = std::env::temp_dir().join(format!("rttfair-native-{}.toml", std::process::id()));
     std::fs::write(&cfg, "native_flows = true\nper_flow = \"all\"\n").unwrap();
-    let _daemon = Proc(
-        t.ctl()
-            .args([
-                "daemon",
-                "--config",
-                cfg.to_str().unwrap(),
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-            ])
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
+    let _daemon = Daemon::start(
+        t.ctl(),
+        &["--config", cfg.to_str().unwrap()],
+        port,
+        Up::Healthy,
     );
-    assert!(wait_http(port, "/healthz"), "daemon did not come up");
     let ccas = ["cubic", "bbr", "bbr1"];
     let (mut sinks, mut senders, mut ports) = (Vec::new(), Vec::new(), Vec::new());
     for cca in ccas {
@@ -497,19 +477,10 @@ fn fifty_scrapers_at_10k_flows_then_killed_mid_scrape_and_restarted() {
     )
     .unwrap();
     let port = free_port();
-    let spawn = || {
-        Proc(
-            t.ctl()
-                .args(["daemon", "--config", cfg.to_str().unwrap()])
-                .args(["--listen", &format!("127.0.0.1:{port}")])
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap(),
-        )
-    };
+    let args = ["--config", cfg.to_str().unwrap()];
+    let spawn = || Daemon::start(t.ctl(), &args, port, Up::Healthy);
     let mut daemon = spawn();
-    assert!(wait_http(port, "/healthz"), "daemon did not come up");
-    let pid = daemon.0.id();
+    let pid = daemon.pid();
 
     let done = std::sync::atomic::AtomicBool::new(false);
     let (results, peak_kib) = std::thread::scope(|s| {
@@ -542,12 +513,8 @@ fn fifty_scrapers_at_10k_flows_then_killed_mid_scrape_and_restarted() {
         .map(|_| std::thread::spawn(move || scrape_long(port)))
         .collect();
     std::thread::sleep(Duration::from_millis(30));
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid as i32),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
-    let _ = daemon.0.wait();
+    daemon.signal(nix::sys::signal::Signal::SIGKILL);
+    let _ = daemon.wait();
     for h in inflight {
         let _ = h.join().unwrap(); // cut off or complete: either is fine
     }
@@ -557,7 +524,6 @@ fn fifty_scrapers_at_10k_flows_then_killed_mid_scrape_and_restarted() {
         map.delete(&id.to_ne_bytes()).unwrap();
     }
     daemon = spawn();
-    assert!(wait_http(port, "/healthz"), "daemon did not restart");
     let (status, body) = scrape_long(port).unwrap();
     assert_eq!(status, 200);
     assert_eq!(sample(&body, "rttfair_flows_read"), Some(5_000.0));

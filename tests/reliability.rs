@@ -9,27 +9,12 @@ use std::net::TcpListener;
 use std::process::Stdio;
 use std::time::Duration;
 
+use common::daemon::{Daemon, Up};
 use common::*;
 use rttfair_lab::netns::{self, Netns};
 use rttfair_lab::procfs::{kernel_warnings, rss_kib};
 use rttfair_loader::flows::{live_sockets, FlowReader};
 use rttfair_loader::Cca;
-
-fn start_daemon(t: &KernelTest, port: u16) -> Proc {
-    let p = Proc(
-        t.ctl()
-            .args(["daemon", "--listen", &format!("127.0.0.1:{port}")])
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    assert!(
-        wait_until(Duration::from_secs(10), || http_get(port, "/healthz")
-            .is_some()),
-        "daemon did not start"
-    );
-    p
-}
 
 #[test]
 fn churn_with_every_cca_leaks_nothing() {
@@ -37,9 +22,9 @@ fn churn_with_every_cca_leaks_nothing() {
     let all: Vec<&str> = Cca::ALL.iter().map(|c| c.name()).collect();
     assert_success(&t.run(&[&["load"][..], &all].concat()));
     let port = free_port();
-    let daemon = start_daemon(&t, port);
+    let daemon = Daemon::start(t.ctl(), &[], port, Up::Serving);
     let warn0 = kernel_warnings();
-    let rss0 = rss_kib(daemon.0.id());
+    let rss0 = rss_kib(daemon.pid());
     let ns = Netns::create("churn").unwrap();
     for cca in Cca::ALL {
         // The daemon scrapes throughout, as Prometheus would.
@@ -83,7 +68,7 @@ fn churn_with_every_cca_leaks_nothing() {
             .count();
         assert_eq!(left, 0, "{cca}: {left} export entries leaked");
     }
-    let rss1 = rss_kib(daemon.0.id());
+    let rss1 = rss_kib(daemon.pid());
     let warn1 = kernel_warnings();
     println!("daemon RSS {rss0} -> {rss1} KiB; kernel warnings {warn0} -> {warn1}");
     assert_eq!(warn1, warn0, "new kernel warnings during churn");
@@ -101,7 +86,7 @@ fn a_full_export_map_keeps_control_and_counts_what_it_missed() {
     let t = KernelTest::new();
     assert_success(&t.run(&["load", "bbr1", "--flows-max", "4"]));
     let port = free_port();
-    let _daemon = start_daemon(&t, port);
+    let _daemon = Daemon::start(t.ctl(), &[], port, Up::Serving);
     let ns = Netns::create("full").unwrap();
     let ccas = ns.run(|| bbr1_pairs(10)).unwrap();
     // Every client socket runs bbr1 and moved its data.
@@ -178,26 +163,9 @@ fn daemon_sigkill_does_not_disturb_flows_and_restart_adopts() {
     let cfg = std::env::temp_dir().join(format!("rttfair-adopt-{}.toml", std::process::id()));
     // Per-flow series on: the restart is checked flow by flow.
     std::fs::write(&cfg, "load = [\"bbr1\"]\nper_flow = \"all\"\n").unwrap();
-    let spawn = || {
-        Proc(
-            t.ctl()
-                .args([
-                    "daemon",
-                    "--config",
-                    cfg.to_str().unwrap(),
-                    "--listen",
-                    &format!("127.0.0.1:{port}"),
-                ])
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap(),
-        )
-    };
+    let args = ["--config", cfg.to_str().unwrap()];
+    let spawn = || Daemon::start(t.ctl(), &args, port, Up::Serving);
     let mut d1 = spawn();
-    assert!(wait_until(Duration::from_secs(10), || http_get(
-        port, "/healthz"
-    )
-    .is_some()));
     let ns = Netns::create("adopt").unwrap();
     let l = ns
         .run(|| TcpListener::bind("127.0.0.1:0").unwrap())
@@ -206,22 +174,14 @@ fn daemon_sigkill_does_not_disturb_flows_and_restart_adopts() {
     let sink = ns.spawn(move || sink_once(l)).unwrap();
     let mut c = ns.run(move || connect_with(addr, "bbr1")).unwrap();
     let mut sent = blast(&mut c, Duration::from_millis(500));
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(d1.0.id() as i32),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
-    let _ = d1.0.wait();
+    d1.signal(nix::sys::signal::Signal::SIGKILL);
+    let _ = d1.wait();
     sent += blast(&mut c, Duration::from_millis(500));
     assert!(
         registered("bbr1"),
         "SIGKILL of the daemon unregistered bbr1"
     );
     let mut d2 = spawn();
-    assert!(wait_until(Duration::from_secs(10), || http_get(
-        port, "/healthz"
-    )
-    .is_some()));
     let metrics = http_get(port, "/metrics").unwrap().1;
     let series: Vec<&str> = metrics
         .lines()
@@ -240,17 +200,9 @@ fn daemon_sigkill_does_not_disturb_flows_and_restart_adopts() {
     sent += blast(&mut c, Duration::from_millis(300));
     drop(c);
     assert_eq!(sink.join().unwrap().unwrap(), sent);
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(d2.0.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
-    let mut err = String::new();
-    d2.0.stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
+    d2.signal(nix::sys::signal::Signal::SIGTERM);
+    d2.wait();
+    let err = d2.stderr();
     assert!(err.contains("adopted bbr1"), "restart did not adopt: {err}");
     let _ = std::fs::remove_file(&cfg);
     assert!(wait_until(Duration::from_secs(10), || live_sockets(
@@ -493,14 +445,9 @@ fn daemon_survives_bpffs_unmount() {
     let root = fs.0.join("rttfair");
     let root = root.to_str().unwrap();
     let port = free_port();
-    let mut d = Proc(
-        t.ctl()
-            .args(["daemon", "--listen", &format!("127.0.0.1:{port}")])
-            .env("RTTFAIR_BPFFS", root)
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let mut ctl = t.ctl();
+    ctl.env("RTTFAIR_BPFFS", root);
+    let mut d = Daemon::start(ctl, &[], port, Up::Serving);
     let metric = |series: &str| http_get(port, "/metrics").and_then(|m| sample(&m.1, series));
     let ctl = |args: &[&str]| {
         t.ctl()
@@ -550,6 +497,6 @@ fn daemon_survives_bpffs_unmount() {
         "daemon did not adopt the new maps"
     );
     assert_eq!(metric(loaded), Some(1.0));
-    assert!(d.0.try_wait().unwrap().is_none(), "daemon exited");
+    assert!(d.running(), "daemon exited");
     assert_success(&ctl(&["unload", "bbr1"]));
 }

@@ -37,3 +37,4 @@ int host_qf_drain_emptied_queue(__u32 m, __u32 r, __u32 q) { return qf_drain_emp
 #include "bbr3_math.h"
 __u32 host_bbr3_interpolate(__u32 x, __u32 x0, __u32 y0, __u32 x1, __u32 y1) { return bbr3_interpolate(x, x0, y0, x1, y1); }
 __u32 host_bbr3_lost_at_send(__u32 p, __u32 d0, __u32 l0, __u32 d1, __u32 l1) { return bbr3_lost_at_send(p, d0, l0, d1, l1); }
+__s64 host_bbr3_ring_tx(const struct bbr3_snap *ring, __u32 p, __u32 nd, __u32 nl) { return bbr3_ring_tx(ring, p, nd, nl); }

@@ -218,21 +218,7 @@ struct bbr3 {
 
 _Static_assert(sizeof(struct bbr3) <= 104, "struct bbr3 must fit icsk_ca_priv");
 
-/*
- * The ring of send-time snapshots that stands in for the per-skb tx state
- * (tx.in_flight, tx.lost) the stock kernel does not give a BPF CCA. A packet
- * sent after the snapshot with delivered = D carries rs->prior_delivered >= D,
- * so the newest snapshot at or below rs->prior_delivered says what was in
- * flight and how much was marked lost when it left.
- */
-#define BBR3_RING 16
-#define BBR3_RING_MASK (BBR3_RING - 1)
-
-struct bbr3_snap {
-	__u32 delivered; /* tp->delivered */
-	__u32 lost;      /* tp->lost */
-	__u32 inflight;  /* rs->prior_in_flight: inflight reached when sending */
-};
+/* The ring of send-time snapshots (struct bbr3_snap) is in bbr3_math.h. */
 
 /* Per-flow state touched once per round, on loss or ECE (sk_storage). */
 struct bbr3_cold {
@@ -1213,72 +1199,17 @@ static __always_inline void bbr3_ring_push(struct sock *sk, struct bbr3 *b,
 }
 
 /*
- * The slot of the ACKed packet's send-time snapshot: the newest one at or
- * before its rs->prior_delivered p, or the oldest if the ring does not reach
- * that far; -1 when the ring is empty. A global function, so the verifier
- * checks its loop once and the caller sees only a scalar (a static one would
- * be re-walked after each of the loop's exits).
+ * bbr3_ring_tx (bbr3_math.h) over this flow's ring: one bounded pass. A
+ * global function, so the verifier checks its loop once and the ACK path
+ * sees one scalar (a static one would be re-walked after each of the
+ * loop's exits).
  */
-__noinline int bbr3_ring_find(struct bbr3_cold *cold, __u32 p, __u32 now_delivered)
+__noinline __s64 bbr3_ring_tx_of(struct bbr3_cold *cold, __u32 p, __u32 now_delivered,
+				 __u32 now_lost)
 {
-	__u32 best_age = BBR3_UNSET, oldest_age = 0, age, i;
-	int best = -1, oldest = -1;
-
 	if (!cold)
-		return -1;
-	for (i = 0; i < BBR3_RING; i++) {
-		struct bbr3_snap *s = &cold->ring[i];
-
-		if (!s->delivered && !s->inflight)
-			continue;       /* never written */
-		age = p - s->delivered; /* how far before the packet's send */
-		if ((__s32)age >= 0 && age < best_age) {
-			best_age = age;
-			best = i;
-		}
-		age = now_delivered - s->delivered;
-		if (age >= oldest_age) {
-			oldest_age = age;
-			oldest = i;
-		}
-	}
-	return best >= 0 ? best : oldest;
-}
-
-/*
- * Of the losses marked since the snapshot before the send (slot found, from
- * bbr3_ring_find), how many were marked before the packet left (when
- * tp->delivered was p): those between that snapshot and the next one (or
- * the current ACK, if none follows) spread evenly over the deliveries in
- * between (bbr3_lost_at_send, bbr3_math.h). They were marked before the
- * packet's flight, so they are not its flight's losses. 0 when there is
- * nothing to take off (the packet left at the snapshot, or before the
- * ring's oldest). Global, and separate from bbr3_ring_find: tracking a
- * second slot index in that loop multiplied the verifier's paths past the
- * 1M-instruction limit; this loop tracks values, not indices.
- */
-__noinline int bbr3_ring_lost_before_send(struct bbr3_cold *cold, int found, __u32 p,
-					  __u32 now_delivered, __u32 now_lost)
-{
-	__u32 d1 = now_delivered, lost1 = now_lost, next_gap = BBR3_UNSET, gap, i;
-	struct bbr3_snap *s0;
-
-	if (!cold || found < 0)
-		return 0;
-	for (i = 0; i < BBR3_RING; i++) {
-		struct bbr3_snap *s = &cold->ring[i];
-
-		if (!s->delivered && !s->inflight)
-			continue;       /* never written */
-		gap = s->delivered - p; /* how far after the packet's send */
-		if ((__s32)gap > 0 && gap < next_gap) {
-			next_gap = gap;
-			d1 = s->delivered;
-			lost1 = s->lost;
-		}
-	}
-	s0 = &cold->ring[found & BBR3_RING_MASK];
-	return (int)(bbr3_lost_at_send(p, s0->delivered, s0->lost, d1, lost1) - s0->lost);
+		return BBR3_TX_NONE;
+	return bbr3_ring_tx(cold->ring, p, now_delivered, now_lost);
 }
 
 /*
@@ -1291,16 +1222,12 @@ static __always_inline void bbr3_ring_lookup(struct sock *sk, struct bbr3_cold *
 					     const struct rate_sample *rs, struct bbr3_tx *tx)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
-	int i = bbr3_ring_find(cold, rs->prior_delivered, tp->delivered);
-	struct bbr3_snap *s;
+	__s64 found = bbr3_ring_tx_of(cold, rs->prior_delivered, tp->delivered, tp->lost);
 
-	if (i < 0)
+	if (found < 0)
 		return;
-	s = &cold->ring[i & BBR3_RING_MASK];
-	tx->in_flight = s->inflight;
-	tx->lost = tp->lost - s->lost -
-		   (__u32)bbr3_ring_lost_before_send(cold, i, rs->prior_delivered,
-						     tp->delivered, tp->lost);
+	tx->in_flight = bbr3_tx_in_flight(found);
+	tx->lost = bbr3_tx_lost(found);
 	tx->valid = true;
 }
 

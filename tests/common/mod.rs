@@ -6,6 +6,7 @@
 
 #![allow(dead_code)]
 
+pub mod daemon;
 pub mod dumbbell;
 
 use std::fs::{File, OpenOptions};
