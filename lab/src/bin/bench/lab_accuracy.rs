@@ -13,14 +13,16 @@ use rttfair_lab::iperf::{self, ClientSpec};
 /// configured delay + whatever the element and the loaded stack add) and
 /// how late the element's writers start their writes.
 ///
-/// `lab-accuracy [--writers N] [--no-pin] [--receiver-gro] [RATE_MBIT...]`:
-/// the element's threads (default: one pinned writer per core, at most
-/// two), and GRO on the receivers' interface.
+/// `lab-accuracy [--writers N] [--no-pin] [--receiver-gro]
+/// [--segment-at-bottleneck] [RATE_MBIT...]`: the element's threads
+/// (default: one pinned writer per core, at most two), GRO on the
+/// receivers' interface, and GSO from the senders to a bottleneck that
+/// segments on enqueue (`topology::Options::segment_at_bottleneck`).
 pub fn run(args: &[String]) -> Result<()> {
     use rttfair_lab::delay::Threads;
     use rttfair_lab::link::Bottleneck;
     use rttfair_lab::selfcheck;
-    use rttfair_lab::topology::{Dumbbell, FlowPath};
+    use rttfair_lab::topology::{Dumbbell, FlowPath, Options};
     use std::sync::atomic::Ordering::Relaxed;
 
     const LOAD_FLOWS: usize = 10;
@@ -30,6 +32,7 @@ pub fn run(args: &[String]) -> Result<()> {
     let mut threads = Threads::default();
     let mut rates: Vec<u64> = Vec::new();
     let mut receiver_gro = false;
+    let mut segment_at_bottleneck = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -45,6 +48,7 @@ pub fn run(args: &[String]) -> Result<()> {
             }
             "--no-pin" => threads.pin = false,
             "--receiver-gro" => receiver_gro = true,
+            "--segment-at-bottleneck" => segment_at_bottleneck = true,
             r => rates.push(
                 r.parse()
                     .with_context(|| format!("'{r}' is not a rate in Mbit/s"))?,
@@ -62,6 +66,7 @@ pub fn run(args: &[String]) -> Result<()> {
         "delay element: {} writer thread(s), pinned: {}; GRO on the receivers' interface: {receiver_gro}",
         threads.writers, threads.pin
     );
+    println!("GSO from the senders, segmented at the bottleneck (TBF): {segment_at_bottleneck}");
     println!(
         "{:>6} | {:>22} | {:>17} | {:>20} | {:>21} | {:>20} | {:>10}",
         "Mbit/s",
@@ -89,7 +94,11 @@ pub fn run(args: &[String]) -> Result<()> {
             rate_bit: mbit * 1_000_000,
             limit_bytes: ((mbit * 1_000_000) as f64 / 8.0 * LOAD_RTT_MS / 1e3) as u64,
         };
-        let net = Dumbbell::build_with(&paths, b, threads)?;
+        let opts = Options {
+            threads,
+            segment_at_bottleneck,
+        };
+        let net = Dumbbell::build_opts(&paths, b, opts)?;
         net.receiver_gro(receiver_gro)?;
         let rtt = selfcheck::measure_rtts(&net, &idle_rtts, 5)?;
         let rtt_err: Vec<String> = rtt
