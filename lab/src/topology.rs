@@ -196,6 +196,25 @@ impl Dumbbell {
         Ok(())
     }
 
+    /// Receive packet steering over every core on the delay element's TUN
+    /// device: the kernel work a write starts (forwarding the ACK, the
+    /// sender's TCP and what it transmits) is queued to the core RPS picks
+    /// by flow hash and runs in that core's softirq, not in the writing
+    /// thread. Off by default; the lab-accuracy bench measures it.
+    pub fn tun_rps(&self) -> Result<()> {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let mask = if cores >= 32 {
+            u32::MAX
+        } else {
+            (1u32 << cores) - 1
+        };
+        let cmd = format!("echo {mask:x} > /sys/class/net/dly0/queues/rx-0/rps_cpus");
+        self.router
+            .exec("sh", &["-c", &cmd])
+            .context("RPS on the delay element's TUN device")?;
+        Ok(())
+    }
+
     pub fn sender(&self, i: usize) -> Ipv4Addr {
         self.senders[i]
     }
