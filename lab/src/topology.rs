@@ -69,8 +69,9 @@ pub struct Options {
     pub threads: delay::Threads,
     /// GSO from the senders to the bottleneck, which segments on enqueue
     /// (see [`link::shape_segmenting`]): the hops before the bottleneck and
-    /// the senders' TCP work per super-packet, not per MTU packet, which is
-    /// most of the lab's CPU at 1 Gbit/s. The buffer still queues and drops
+    /// the senders' TCP work per super-packet, not per MTU packet (softirq
+    /// 60 -> 53 % of the machine at 1 Gbit/s; after the bottleneck the work
+    /// stays per packet, docs/results.md). The buffer still queues and drops
     /// MTU packets, but the senders' TCP sends in GSO bursts (up to ~1 ms
     /// of its pacing rate, as on a real host), so the CCAs' sending pattern
     /// is not the default lab's: an option, not the default. Refused with
