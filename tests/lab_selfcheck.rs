@@ -261,3 +261,71 @@ fn delay_element_layouts_and_path_probe_give_the_configured_rtt() {
         );
     }
 }
+
+/// Packets `ifname` in `ns` has transmitted (its kernel counter).
+fn tx_packets(ns: &rttfair_lab::netns::Netns, ifname: &str) -> u64 {
+    let path = format!("/sys/class/net/{ifname}/statistics/tx_packets");
+    let out = ns.exec("cat", &[&path]).expect("read tx_packets");
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .expect("tx_packets is a number")
+}
+
+/// The lab's segmenting option (`topology::Options::segment_at_bottleneck`:
+/// GSO on the senders' link, TBF at the bottleneck): super-packets cross
+/// the senders' link whole, the buffer queues MTU packets only (more
+/// packets reach it than the senders' link carried, none of them larger
+/// than a frame on average), random loss is refused with it, and the
+/// self-check accepts it.
+#[test]
+fn segmenting_bottleneck_queues_mtu_packets_from_gso_senders() {
+    use rttfair_lab::topology::Options;
+    let _t = KernelTest::new();
+    let opts = Options {
+        segment_at_bottleneck: true,
+        ..Options::default()
+    };
+    let lossy = [FlowPath {
+        rtt: Duration::from_millis(20),
+        loss_pct: 1.0,
+    }];
+    let b = bottleneck(100.0, 1.0, 20.0);
+    let refused = Dumbbell::build_opts(&lossy, b, opts)
+        .err()
+        .expect("loss refused");
+    println!("with random loss: {refused:#}");
+
+    let rtts = [5.0, 20.0];
+    let net = Dumbbell::build_opts(&paths(&rtts), b, opts).expect("build dumbbell");
+    let r = selfcheck::measure_rtts(&net, &rtts, 5).expect("measure RTTs");
+    println!("{r:?}");
+    assert!(r.iter().all(|c| c.ok), "{r:?}");
+
+    let _srv = iperf::Server::start(&net.rcv, &RECEIVER.to_string(), 5201).expect("iperf3 -s");
+    let mut queue = net.queue_reader().expect("queue reader");
+    let (q0, s0) = (queue.read().unwrap(), tx_packets(&net.snd, "s0"));
+    let rate = selfcheck::measure_rate(&net, b, Duration::from_millis(20), 5201, 4.0)
+        .expect("measure rate");
+    let (q1, s1) = (queue.read().unwrap(), tx_packets(&net.snd, "s0"));
+    println!("{rate:?}");
+    assert!(rate.ok, "segmenting lab refused: {rate:?}");
+
+    let sent = u64::from(q1.packets.wrapping_sub(q0.packets));
+    let arrived =
+        sent + u64::from(q1.drops.wrapping_sub(q0.drops)) + u64::from(q1.qlen) - u64::from(q0.qlen);
+    let bytes = q1.bytes - q0.bytes;
+    let link = s1 - s0;
+    println!(
+        "sender link: {link} packets; buffer: {arrived} arrived, {sent} sent, {:.0} bytes each",
+        bytes as f64 / sent as f64
+    );
+    assert!(
+        arrived > link,
+        "no GSO packet was segmented at the bottleneck: {arrived} packets reached the buffer, the senders' link carried {link}"
+    );
+    assert!(
+        bytes <= sent * rttfair_lab::link::SEGMENT_BYTES,
+        "the buffer sent packets larger than a frame: {bytes} bytes in {sent} packets"
+    );
+}

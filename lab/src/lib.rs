@@ -39,7 +39,8 @@
 //! The emulated network and its instruments:
 //! - [`netns`]: network namespaces (unique names, cleanup on drop, panic,
 //!   Ctrl-C, and of leftovers of killed runs).
-//! - [`link`]: veth links, the HTB rate limit and drop-tail buffer.
+//! - [`link`]: veth links, the HTB rate limit and drop-tail buffer (or TBF,
+//!   segmenting GSO packets, for [`topology::Options::segment_at_bottleneck`]).
 //! - [`delay`]: the user-space delay element on the reverse path (reader).
 //! - [`delay_writer`]: its writer threads, which pay the kernel work.
 //! - [`pathprobe`]: the delay a loaded lab really adds (ICMP echo over

@@ -1,5 +1,8 @@
 //! Links between namespaces: veth pairs with addresses, offloads off, and a
-//! rate limit with a drop-tail buffer (HTB + bfifo) where a bottleneck is.
+//! rate limit with a drop-tail buffer (HTB + bfifo) where a bottleneck is;
+//! or, for the lab's segmenting option, GSO on a sender's link and a
+//! bottleneck (TBF + bfifo) that cuts GSO super-packets into MTU packets
+//! before they reach the buffer.
 
 use anyhow::{Context, Result};
 
@@ -97,4 +100,77 @@ pub fn set_buffer(ns: &Netns, ifname: &str, limit_bytes: u64) -> Result<()> {
         ],
     )?;
     Ok(())
+}
+
+/// GSO (and TSO, which is what lets the veth carry GSO packets unsegmented)
+/// back on for `ifname`: TCP over it builds super-packets of up to 64 kB,
+/// and they cross the next hops as one skb each until something segments
+/// them ([`shape_segmenting`] does at the bottleneck).
+pub fn gso_on(ns: &Netns, ifname: &str) -> Result<()> {
+    ns.exec("ethtool", &["-K", ifname, "tso", "on", "gso", "on"])
+        .with_context(|| format!("ethtool -K {ifname} tso on gso on"))?;
+    Ok(())
+}
+
+/// Largest packet the segmenting bottleneck queues whole: one full-size
+/// frame. TBF segments every GSO packet longer than this on enqueue.
+pub const SEGMENT_BYTES: u64 = crate::scenario::WIRE_PACKET;
+
+/// Peak rate of the segmenting bottleneck's one-frame peak bucket: the
+/// bucket is there only to set TBF's largest packet ([`SEGMENT_BYTES`]); at
+/// 100 Gbit/s it holds a packet back at most 121 ns after the one before
+/// (1 % of a frame's time at 1 Gbit/s), so a burst leaves about as fast as
+/// it does from HTB.
+pub fn tbf_peak_bit(rate_bit: u64) -> u64 {
+    100_000_000_000u64.max(rate_bit.saturating_mul(2))
+}
+
+/// The bottleneck as TBF (rate, same burst as HTB's) + the same bfifo
+/// (handle "10:", under class 1:1, so [`set_buffer`] and the queue readers
+/// work unchanged), for links that carry GSO packets.
+///
+/// Why TBF: HTB queues a GSO packet whole, so a 64 kB super-packet would
+/// be one drop-tail decision and one dequeue. TBF compares each packet
+/// with its largest size (the smaller of its burst and its peak bucket)
+/// and, if a GSO packet is larger, segments it on enqueue
+/// (`sch_tbf.c: tbf_enqueue -> tbf_segment`) and enqueues each segment in
+/// the bfifo on its own: the buffer holds, counts and drops MTU packets
+/// exactly as with HTB. A one-frame peak bucket makes that size one frame
+/// whatever the burst is.
+pub fn shape_segmenting(ns: &Netns, ifname: &str, b: Bottleneck) -> Result<()> {
+    let rate = format!("{}bit", b.rate_bit);
+    let burst = htb_burst_bytes(b.rate_bit).to_string();
+    let peak = format!("{}bit", tbf_peak_bit(b.rate_bit));
+    let mtu = SEGMENT_BYTES.to_string();
+    let limit = b.limit_bytes.to_string();
+    ns.exec(
+        "tc",
+        &[
+            "qdisc", "replace", "dev", ifname, "root", "handle", "1:", "tbf", "rate", &rate,
+            "burst", &burst, "peakrate", &peak, "mtu", &mtu, "limit", &limit,
+        ],
+    )?;
+    ns.exec(
+        "tc",
+        &[
+            "qdisc", "add", "dev", ifname, "parent", "1:1", "handle", "10:", "bfifo", "limit",
+            &limit,
+        ],
+    )?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segmenting_peak_rate_is_above_every_rate() {
+        // TBF refuses a peak rate at or below its rate (EINVAL).
+        for rate in [10_000_000, 1_000_000_000, 40_000_000_000, 100_000_000_000] {
+            assert!(tbf_peak_bit(rate) > rate, "{rate}");
+        }
+        // A frame at the peak rate takes at most 1 % of its time at 1 Gbit/s.
+        assert!(SEGMENT_BYTES * 8 * 1_000_000_000 / tbf_peak_bit(1_000_000_000) <= 121);
+    }
 }

@@ -13,14 +13,17 @@ use rttfair_lab::iperf::{self, ClientSpec};
 /// configured delay + whatever the element and the loaded stack add) and
 /// how late the element's writers start their writes.
 ///
-/// `lab-accuracy [--writers N] [--no-pin] [--receiver-gro] [RATE_MBIT...]`:
-/// the element's threads (default: one pinned writer per core, at most
-/// two), and GRO on the receivers' interface.
+/// `lab-accuracy [--writers N] [--no-pin] [--receiver-gro]
+/// [--segment-at-bottleneck] [--tun-rps] [RATE_MBIT...]`: the element's
+/// threads (default: one pinned writer per core, at most two), GRO on the
+/// receivers' interface, GSO from the senders to a bottleneck that
+/// segments on enqueue (`topology::Options::segment_at_bottleneck`), and
+/// RPS on the element's TUN device (`Dumbbell::tun_rps`).
 pub fn run(args: &[String]) -> Result<()> {
     use rttfair_lab::delay::Threads;
     use rttfair_lab::link::Bottleneck;
     use rttfair_lab::selfcheck;
-    use rttfair_lab::topology::{Dumbbell, FlowPath};
+    use rttfair_lab::topology::{Dumbbell, FlowPath, Options};
     use std::sync::atomic::Ordering::Relaxed;
 
     const LOAD_FLOWS: usize = 10;
@@ -30,6 +33,8 @@ pub fn run(args: &[String]) -> Result<()> {
     let mut threads = Threads::default();
     let mut rates: Vec<u64> = Vec::new();
     let mut receiver_gro = false;
+    let mut segment_at_bottleneck = false;
+    let mut tun_rps = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -45,6 +50,8 @@ pub fn run(args: &[String]) -> Result<()> {
             }
             "--no-pin" => threads.pin = false,
             "--receiver-gro" => receiver_gro = true,
+            "--segment-at-bottleneck" => segment_at_bottleneck = true,
+            "--tun-rps" => tun_rps = true,
             r => rates.push(
                 r.parse()
                     .with_context(|| format!("'{r}' is not a rate in Mbit/s"))?,
@@ -62,6 +69,7 @@ pub fn run(args: &[String]) -> Result<()> {
         "delay element: {} writer thread(s), pinned: {}; GRO on the receivers' interface: {receiver_gro}",
         threads.writers, threads.pin
     );
+    println!("GSO from the senders, segmented at the bottleneck (TBF): {segment_at_bottleneck}; RPS on the element's TUN: {tun_rps}");
     println!(
         "{:>6} | {:>22} | {:>17} | {:>20} | {:>21} | {:>20} | {:>10}",
         "Mbit/s",
@@ -89,8 +97,15 @@ pub fn run(args: &[String]) -> Result<()> {
             rate_bit: mbit * 1_000_000,
             limit_bytes: ((mbit * 1_000_000) as f64 / 8.0 * LOAD_RTT_MS / 1e3) as u64,
         };
-        let net = Dumbbell::build_with(&paths, b, threads)?;
+        let opts = Options {
+            threads,
+            segment_at_bottleneck,
+        };
+        let net = Dumbbell::build_opts(&paths, b, opts)?;
         net.receiver_gro(receiver_gro)?;
+        if tun_rps {
+            net.tun_rps()?;
+        }
         let rtt = selfcheck::measure_rtts(&net, &idle_rtts, 5)?;
         let rtt_err: Vec<String> = rtt
             .iter()
@@ -108,6 +123,7 @@ pub fn run(args: &[String]) -> Result<()> {
         );
         st.lateness_max_ns.store(0, Relaxed);
         let (cpu0, threads0) = (cpu_jiffies()?, element_thread_jiffies());
+        let softirqs0 = softirq_counts()?;
         let load_t0 = std::time::Instant::now();
         let queue0 = net.queue_reader()?.read()?;
         let handles: Vec<_> = (0..LOAD_FLOWS)
@@ -145,6 +161,7 @@ pub fn run(args: &[String]) -> Result<()> {
             .join()
             .map_err(|_| anyhow::anyhow!("probe thread"))???;
         let (cpu1, threads1) = (cpu_jiffies()?, element_thread_jiffies());
+        let softirqs1 = softirq_counts()?;
         let queue1 = net.queue_reader()?.read()?;
         drop(servers);
         let n = st.packets_out.load(Relaxed) - out0;
@@ -188,6 +205,10 @@ pub fn run(args: &[String]) -> Result<()> {
             n as f64 / data_packets.max(1.0),
             cpu_split(&cpu0, &cpu1),
             thread_split(&threads0, &threads1, load_t0.elapsed().as_secs_f64())
+        );
+        println!(
+            "         softirq handler runs per packet through the bottleneck: {}",
+            softirq_split(&softirqs0, &softirqs1, data_packets)
         );
     }
     Ok(())
@@ -259,6 +280,40 @@ fn thread_split(a: &[(String, u64)], b: &[(String, u64)], secs: f64) -> String {
                 name.trim_start_matches("rttfair-dly-"),
                 (j - j0) as f64 / hz / secs * 100.0
             )
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Softirq handler runs so far, per kind, summed over all cores
+/// (`/proc/softirqs`): how batched the stack's work is (NET_RX = receive
+/// paths, NET_TX = deferred qdisc runs, HRTIMER = qdisc watchdogs, TCP
+/// pacing), each run handling one or many packets.
+fn softirq_counts() -> Result<Vec<(String, u64)>> {
+    let text = std::fs::read_to_string("/proc/softirqs")?;
+    Ok(text
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let (name, counts) = l.split_once(':')?;
+            let sum = counts
+                .split_whitespace()
+                .map(|v| v.parse::<u64>().unwrap_or(0))
+                .sum();
+            Some((name.trim().to_string(), sum))
+        })
+        .collect())
+}
+
+/// The network and timer softirqs between two [`softirq_counts`]
+/// readings, per packet through the bottleneck.
+fn softirq_split(a: &[(String, u64)], b: &[(String, u64)], packets: f64) -> String {
+    ["NET_RX", "NET_TX", "HRTIMER", "TIMER"]
+        .iter()
+        .map(|kind| {
+            let at = |v: &[(String, u64)]| v.iter().find(|(n, _)| n == kind).map_or(0, |x| x.1);
+            let d = at(b).saturating_sub(at(a));
+            format!("{kind} {:.2}", d as f64 / packets.max(1.0))
         })
         .collect::<Vec<_>>()
         .join(" ")
