@@ -38,12 +38,22 @@
  *           clock since the flow's last cut (alpha x 2^-min(lost, t/100ms)):
  *           AIMD in time and per packet, never per round, so RTT drops out
  *           of the shallow-buffer (loss) regime too                   (Eq. 7)
- *   g       1 + clamp((D / tau_g)(alpha - a^)/alpha, +-1/8): the rate moves
- *           by the same fraction per second whatever the RTT, tau_g = 1 s
- *                                                                     (Eq. 8)
- *   pacing  1.1 w' / D, w' = w + its TSO burst room (the window binds);
- *           w / D below 6 packets, where cwnd's floor of 4 would
- *           otherwise queue more than alpha                           (Eq. 9)
+ *   g       1 + clamp(e min(D / tau_g, 2^v alpha / (2 x^ R^)), +-1/8),
+ *           e = (alpha - a^)/alpha, outside alpha <= a^ <= 2 alpha: the
+ *           rate moves by the same fraction per second whatever the RTT
+ *           (tau_g = 1 s), but the window by at most 2^v half the error
+ *           in packets, a loop gain <= 1/2 that stays stable where x^ R^
+ *           is large (a 200 ms flow at 100 Mbit/s); the velocity 2^v
+ *           doubles per round while the error keeps its sign     (Eq. 8)
+ *   pacing  1.1 w' / D, w' = w + b (the window binds); w / D below 6
+ *           packets, where cwnd's floor of 4 would otherwise queue more
+ *           than alpha                                                (Eq. 9)
+ *
+ * cwnd = max(4, w) + b, b the TSO burst room: three bursts where the path is
+ * short against a burst (x^ R^ <= one burst: veth, a LAN), none where the
+ * pipe holds two bursts or more (paths of >= 2 ms below 500 Mbit/s), linear
+ * between; alpha in Eq. 8 then means alpha + b. A room by rate alone was
+ * standing queue that went to the faster flow (issue 14, 100 Mbit/s).
  *
  * R^ is a running minimum: the core's 10 s expiry (which adopts a queue-
  * inflated sample) is disarmed in steady state. Instead every qfair flow
@@ -73,8 +83,9 @@
  * at least 6 losses and more than 2% loss (BBRv3's full-loss rule), so a
  * shallow buffer does not make Startup overflow it for many rounds.
  *
- * State: w, the current 8 ms bucket, the next drain time and flags live in
- * the core's cca_hot (icsk_ca_priv), which is all an ACK touches; the rest
+ * State: w, the current 8 ms bucket, the next drain time, flags and the
+ * burst room's share live in the core's cca_hot (icsk_ca_priv), which is all
+ * an ACK touches; the rest
  * (x^, alpha, round snapshots, drain bookkeeping) in the qfair_sk
  * sk_storage, looked up once per bucket, per round and during drains.
  * No map is shared between flows: a flow behaves the same as the only
