@@ -38,12 +38,22 @@
  *           clock since the flow's last cut (alpha x 2^-min(lost, t/100ms)):
  *           AIMD in time and per packet, never per round, so RTT drops out
  *           of the shallow-buffer (loss) regime too                   (Eq. 7)
- *   g       1 + clamp((D / tau_g)(alpha - a^)/alpha, +-1/8): the rate moves
- *           by the same fraction per second whatever the RTT, tau_g = 1 s
- *                                                                     (Eq. 8)
- *   pacing  1.1 w' / D, w' = w + its TSO burst room (the window binds);
- *           w / D below 6 packets, where cwnd's floor of 4 would
- *           otherwise queue more than alpha                           (Eq. 9)
+ *   g       1 + clamp(e min(D / tau_g, 2^v alpha / (2 x^ R^)), +-1/8),
+ *           e = (alpha - a^)/alpha, outside alpha <= a^ <= 2 alpha: the
+ *           rate moves by the same fraction per second whatever the RTT
+ *           (tau_g = 1 s), but the window by at most 2^v half the error
+ *           in packets, a loop gain <= 1/2 that stays stable where x^ R^
+ *           is large (a 200 ms flow at 100 Mbit/s); the velocity 2^v
+ *           doubles per round while the error keeps its sign     (Eq. 8)
+ *   pacing  1.1 w' / D, w' = w + b (the window binds); w / D below 6
+ *           packets, where cwnd's floor of 4 would otherwise queue more
+ *           than alpha                                                (Eq. 9)
+ *
+ * cwnd = max(4, w) + b, b the TSO burst room: three bursts where the path is
+ * short against a burst (x^ R^ <= one burst: veth, a LAN), none where the
+ * pipe holds two bursts or more (paths of >= 2 ms below 500 Mbit/s), linear
+ * between; alpha in Eq. 8 then means alpha + b. A room by rate alone was
+ * standing queue that went to the faster flow (issue 14, 100 Mbit/s).
  *
  * R^ is a running minimum: the core's 10 s expiry (which adopts a queue-
  * inflated sample) is disarmed in steady state. Instead every qfair flow
@@ -73,8 +83,9 @@
  * at least 6 losses and more than 2% loss (BBRv3's full-loss rule), so a
  * shallow buffer does not make Startup overflow it for many rounds.
  *
- * State: w, the current 8 ms bucket, the next drain time and flags live in
- * the core's cca_hot (icsk_ca_priv), which is all an ACK touches; the rest
+ * State: w, the current 8 ms bucket, the next drain time, flags and the
+ * burst room's share live in the core's cca_hot (icsk_ca_priv), which is all
+ * an ACK touches; the rest
  * (x^, alpha, round snapshots, drain bookkeeping) in the qfair_sk
  * sk_storage, looked up once per bucket, per round and during drains.
  * No map is shared between flows: a flow behaves the same as the only
@@ -134,7 +145,7 @@ struct qfair_hot {
 	__u32 next_drain_ms;   /* tcp ms clock of the next drain, 0 = none */
 	__u16 bkt_idx;         /* tcp_mstamp >> 13 of the current bucket */
 	__u8 flags;            /* QF_* below */
-	__u8 _pad;
+	__u8 room_x64;         /* share of the three-burst room, x64 (Eq. 1's b) */
 };
 
 _Static_assert(sizeof(struct qfair_hot) <= sizeof(((struct rf_bbr *)0)->cca_hot),
@@ -168,7 +179,9 @@ struct qfair_flow {
 	__u64 last_cut_mstamp;     /* tcp_mstamp of alpha's last loss cut (Eq. 7) */
 	__u16 gain_x256;           /* Eq. 8 */
 	__u8 competitive;
-	__u8 _pad;
+	__u8 push_dir;             /* Eq. 8: QF_PUSH_* of the last push */
+	__u8 push_rounds;          /* Eq. 8: its velocity's memory */
+	__u8 _pad[3];
 };
 
 struct {
@@ -228,21 +241,26 @@ static __always_inline bool qfair_cruising(const struct rf_bbr *bbr)
 }
 
 /*
- * Room in cwnd for TSO/GSO bursts beyond w: three bursts, as Linux BBR's
- * quantization budget, but only where bursts are bigger than the kernel's
- * minimum of 2 segments (above ~24 Mbit/s per flow). Below, a 2-packet
- * allowance per flow would be queue beyond alpha: two flows would hold 6
- * packets in a 3-packet buffer (0.1 BDP at 20 Mbit/s) and lose 15% of their
- * packets (measured).
+ * Room in cwnd for TSO/GSO bursts beyond w (Eq. 1's b): up to three bursts,
+ * as Linux BBR's quantization budget, and only where bursts are bigger than
+ * the kernel's minimum of 2 segments (above ~24 Mbit/s per flow). Below, a
+ * 2-packet allowance per flow would be queue beyond alpha: two flows would
+ * hold 6 packets in a 3-packet buffer (0.1 BDP at 20 Mbit/s) and lose 15% of
+ * their packets (measured).
  *
  * Why three, not one: on a microsecond path (veth, a LAN) one burst is 45
  * segments of 64 KB, far more than x^ R^ (6 packets at 6 us): the sender
  * must have the next burst ready while one is with the receiver and one is
  * being acknowledged. With one burst of room cwnd was 65-70 packets and one
- * flow reached 0.71x native bbr (docs/results.md). The room is a number of
- * packets set by the flow's own rate (the kernel's burst size), the same for
- * every RTT, and g's target includes it (Eq. 8), so the fixed point stays
- * RTT-neutral.
+ * flow reached 0.71x native bbr (docs/results.md).
+ *
+ * Only where the path is short against a burst: all three bursts while x^ R^
+ * holds at most one, none once it holds two (qf_burst_room_x64, set once per
+ * round in room_x64). A window-limited flow's room is standing queue; given
+ * by rate alone (as until issue 14's 100 Mbit/s runs), it handed the flow
+ * above the 2-segment threshold 3 ms of queue that held the other flow below
+ * it (20 vs 2 ms at 100 Mbit/s: Jain 0.679). g's target includes the room
+ * (Eq. 8), so where it is given it is not "corrected" away.
  *
  * The burst size is the kernel's (1 ms of data, at most 64 KB) at the lower
  * of the pacing rate and BtlBw, the core's max-filtered *delivery* rate. Not
@@ -252,15 +270,28 @@ static __always_inline bool qfair_cruising(const struct rf_bbr *bbr)
  * flow starved (96% of its packets retransmitted). BtlBw is bounded by
  * what the path delivers, so at 20 Mbit/s the room stays 0.
  */
-#define QFAIR_BURSTS 3
-static __always_inline __u32 qfair_burst_budget(struct sock *sk, const struct rf_bbr *bbr)
+static __always_inline __u32 qfair_burst_segs(struct sock *sk, const struct rf_bbr *bbr)
 {
 	__u64 rate = rf_min(bbr_btlbw_bytes_per_sec(sk, bbr), (__u64)sk->sk_pacing_rate);
 	__u64 bytes = rf_min(rate >> sk->sk_pacing_shift,
 			     (__u64)(GSO_LEGACY_MAX_SIZE - 1 - MAX_TCP_HEADER_EST));
-	__u32 segs = (__u32)(bytes / (tcp_sk(sk)->mss_cache ?: 1));
 
-	return segs > 2 ? QFAIR_BURSTS * segs : 0;
+	return (__u32)(bytes / (tcp_sk(sk)->mss_cache ?: 1));
+}
+
+/* Per ACK: b in packets, from this round's share of the room. */
+static __always_inline __u32 qfair_burst_budget(struct sock *sk, const struct rf_bbr *bbr)
+{
+	__u32 room_x64 = qfair_hot_of((struct rf_bbr *)bbr)->room_x64;
+
+	return room_x64 ? qf_burst_room(qfair_burst_segs(sk, bbr), room_x64) : 0;
+}
+
+/* Per round: the share of the room for a pipe of x^ R^ (packets x1024). */
+static __always_inline void qfair_set_room(struct sock *sk, const struct rf_bbr *bbr,
+					   struct qfair_hot *hot, __u64 pipe_x1024)
+{
+	hot->room_x64 = (__u8)qf_burst_room_x64(pipe_x1024, qfair_burst_segs(sk, bbr));
 }
 
 /* The tcp ms clock of the next drain. Wall clock: the next TAI multiple of
@@ -313,6 +344,9 @@ static __always_inline void qfair_enter_cruise(struct sock *sk, struct rf_bbr *b
 	qf->alpha_x1024 = qf->alpha_d_x1024;
 	qf->gain_x256 = QF_GAIN_UNIT;
 	hot->w = qf_target_cwnd(qf->xhat, bbr->min_rtt_us, QF_GAIN_UNIT, qf->alpha_x1024);
+	qfair_set_room(sk, bbr, hot, qf_pkts_x1024(qf->xhat, bbr->min_rtt_us));
+	qf->push_dir = QF_PUSH_NONE;
+	qf->push_rounds = 0;
 	hot->flags |= QF_CRUISE;
 	hot->next_drain_ms = qfair_next_drain_ms(tcp_now_ms(tp), p, QFAIR_FIRST_DRAIN_MS);
 	qfair_snapshot(tp, qf);
@@ -329,8 +363,8 @@ static __noinline void qfair_update_round(struct sock *sk, struct rf_bbr *bbr,
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct qfair_hot *hot = qfair_hot_of(bbr);
 	struct qfair_tunables p;
-	__u64 dt_us, sample, alpha_hi, pace;
-	__u32 delivered, lost, rtprop = bbr->min_rtt_us, d_us, ai, budget;
+	__u64 dt_us, sample, alpha_hi, pace, pipe;
+	__u32 delivered, lost, rtprop = bbr->min_rtt_us, d_us, ai, budget, target, dir;
 
 	if (!(hot->flags & QF_CRUISE)) {
 		if (bbr->mode == RTTFAIR_MODE_STARTUP) {
@@ -396,14 +430,23 @@ static __noinline void qfair_update_round(struct sock *sk, struct rf_bbr *bbr,
 
 	/* Eq. 8-9: correction, window, pacing. The backlog the window really
 	 * holds is alpha plus the burst room in cwnd: g steers to that, so
-	 * the burst room is never "corrected" in proportion to the RTT. The
-	 * pacer runs at 1.1 x the whole window (w and its burst room) per D:
-	 * paced on w alone it capped a microsecond flow below what its window
-	 * allows (w = 24-34 packets beside 135 of burst room). */
+	 * the burst room is never "corrected" in proportion to the RTT. g's
+	 * step is at most half the error in packets, doubling while the error
+	 * keeps its sign (velocity). The pacer runs at 1.1 x the whole window
+	 * (w and its burst room) per D: paced on w alone it capped a
+	 * microsecond flow below what its window allows (w = 24-34 packets
+	 * beside 135 of burst room). */
+	pipe = qf_pkts_x1024(qf->xhat, rtprop);
+	qfair_set_room(sk, bbr, hot, pipe);
 	budget = qfair_burst_budget(sk, bbr);
-	qf->gain_x256 = (__u16)qf_gain_x256(d_us, p.tau_g_ms * 1000,
-					    qf->alpha_x1024 + budget * (__u32)QF_UNIT,
-					    qf->backlog_x1024, p.g_cap_x256);
+	target = qf->alpha_x1024 + budget * (__u32)QF_UNIT;
+	dir = qf_push_dir(target, qf->backlog_x1024);
+	qf->push_rounds = (__u8)qf_push_rounds(qf->push_dir, qf->push_rounds, dir);
+	if (dir != QF_PUSH_NONE)
+		qf->push_dir = (__u8)dir;
+	qf->gain_x256 = (__u16)qf_gain_x256(d_us, p.tau_g_ms * 1000, target, qf->backlog_x1024,
+					    p.g_cap_x256, pipe,
+					    qf_velocity_shift(qf->push_rounds));
 	hot->w = qf_target_cwnd(qf->xhat, rtprop, qf->gain_x256, qf->alpha_x1024);
 	pace = qf_pacing_rate(hot->w + budget, d_us, tp->mss_cache);
 	if (pace)

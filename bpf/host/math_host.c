@@ -29,7 +29,12 @@ __u32 host_qf_alpha_step_x1024(__u32 a, __u64 dt, __u32 lost, __u32 ai, __u32 hi
 __u64 host_qf_alpha_after_halvings(__u64 a, __u64 t) { return qf_alpha_after_halvings(a, t); }
 int host_qf_drain_saw_longer_path(__u32 m, __u32 r) { return qf_drain_saw_longer_path(m, r); }
 int host_qf_minima_agree(__u32 a, __u32 b) { return qf_minima_agree(a, b); }
-__u32 host_qf_gain_x256(__u32 d, __u32 tau, __u32 a, __u32 b, __u32 cap) { return qf_gain_x256(d, tau, a, b, cap); }
+__u32 host_qf_gain_x256(__u32 d, __u32 tau, __u32 a, __u32 b, __u32 cap, __u64 pipe, __u32 v) { return qf_gain_x256(d, tau, a, b, cap, pipe, v); }
+__u32 host_qf_push_dir(__u32 a, __u32 b) { return qf_push_dir(a, b); }
+__u32 host_qf_push_rounds(__u32 pd, __u32 pr, __u32 d) { return qf_push_rounds(pd, pr, d); }
+__u32 host_qf_velocity_shift(__u32 r) { return qf_velocity_shift(r); }
+__u32 host_qf_burst_room_x64(__u64 pipe, __u32 segs) { return qf_burst_room_x64(pipe, segs); }
+__u32 host_qf_burst_room(__u32 segs, __u32 r) { return qf_burst_room(segs, r); }
 __u32 host_qf_target_cwnd(__u64 bw, __u32 r, __u32 g, __u32 a) { return qf_target_cwnd(bw, r, g, a); }
 __u64 host_qf_pacing_rate(__u32 w, __u32 d, __u32 mss) { return qf_pacing_rate(w, d, mss); }
 __u64 host_qf_rate_ewma(__u64 x, __u64 s) { return qf_rate_ewma(x, s); }

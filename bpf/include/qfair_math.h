@@ -139,11 +139,76 @@ RF_INLINE __u32 qf_alpha_step_x1024(__u32 alpha_x1024, __u64 dt_us, __u32 lost,
 }
 
 /*
- * The rate correction g = 1 + clamp((D / tau) (alpha - a^) / alpha, +-cap):
- * steer the own backlog a^ to alpha, moving the rate by the same fraction
- * per second of wall clock whatever the round-trip time (D / tau per round).
+ * Which way Eq. 8 pushes: 1 up (a^ < alpha*), 2 down (a^ > 2 alpha*), 0 inside
+ * the band alpha* <= a^ <= 2 alpha*, where g = 1 (see qf_gain_x256).
+ */
+#define QF_PUSH_NONE 0
+#define QF_PUSH_UP 1
+#define QF_PUSH_DOWN 2
+RF_INLINE __u32 qf_push_dir(__u32 alpha_x1024, __u32 backlog_x1024)
+{
+	if (backlog_x1024 < alpha_x1024)
+		return QF_PUSH_UP;
+	if ((__u64)backlog_x1024 > 2ULL * alpha_x1024)
+		return QF_PUSH_DOWN;
+	return QF_PUSH_NONE;
+}
+
+/*
+ * Rounds in a row that Eq. 8 has pushed the same way (its velocity's memory):
+ * one more for a push the same way, 1 for a push the other way (the error
+ * changed sign: start slow again), one fewer for a round inside the band, so
+ * that a noisy backlog that dips into the band now and then does not lose
+ * the speed a long, persistent error has built.
+ */
+#define QF_PUSH_ROUNDS_MAX 64
+RF_INLINE __u32 qf_push_rounds(__u32 prev_dir, __u32 prev_rounds, __u32 dir)
+{
+	if (dir == QF_PUSH_NONE)
+		return prev_rounds ? prev_rounds - 1 : 0;
+	if (dir != prev_dir)
+		return 1;
+	return prev_rounds < QF_PUSH_ROUNDS_MAX ? prev_rounds + 1 : QF_PUSH_ROUNDS_MAX;
+}
+
+/*
+ * Eq. 8's velocity: the per-round step may double once per round after the
+ * error has kept its sign for two rounds (one round to act, one for the act
+ * to show in the next round's measurement, as in Copa's velocity), at most
+ * 2^12 times the base step; the step never exceeds the time-scaled one.
+ */
+#define QF_VEL_MAX_SHIFT 12
+RF_INLINE __u32 qf_velocity_shift(__u32 push_rounds)
+{
+	if (push_rounds <= 2)
+		return 0;
+	return push_rounds - 2 < QF_VEL_MAX_SHIFT ? push_rounds - 2 : QF_VEL_MAX_SHIFT;
+}
+
+/*
+ * The rate correction (Eq. 8)
  *
- * Only outside the band alpha/2 <= a^ <= 2 alpha. Inside it g = 1 and the
+ *   g = 1 + clamp(e min(D/tau, 2^v alpha* / (2 x^ R^)), +-cap),
+ *   e = (alpha* - a^)/alpha*,
+ *
+ * steers the own backlog a^ to alpha*. Its window step (g - 1) x^ R^ is
+ * e x^ R^ D/tau packets per round -- the same fraction of the rate per
+ * second whatever the RTT -- but at most 2^v (alpha* - a^)/2 packets.
+ *
+ * Why the bound: a window step goes into the queue at once, so the loop gain
+ * in packets of backlog per packet of error is K = x^ R^ D / (tau alpha*);
+ * with one round between acting and measuring, K above ~1 oscillates. K is
+ * 0.3 for a 20 ms flow at 50 Mbit/s but 30-60 for a 200 ms flow at 50-80
+ * Mbit/s: at 100 Mbit/s that flow's g sat at a +-1/8 clamp in 59% of its
+ * rounds, its backlog swinging 0.5-84 packets against alpha = 5.6 (Jain
+ * 0.682, docs/results.md). With the bound, K <= 1/2 for every flow at v = 0.
+ * v (qf_velocity_shift) recovers the speed of a large, persistent error: the
+ * step doubles each round the error keeps its sign, up to the time-scaled
+ * step, and falls back when the sign flips. So the speed of a transient now
+ * depends on the RTT (a long flow at a high rate needs a few more rounds to
+ * reach its full step); the fixed point a^ = alpha* does not.
+ *
+ * Only outside the band alpha <= a^ <= 2 alpha. Inside it g = 1 and the
  * fixed point of w = x^ R^ + alpha alone decides the rates. Why: g acts on
  * the window through (g - 1) x^ R^ packets, so any steady offset between
  * a^ and alpha (the cwnd's TSO budget, delayed ACKs, a bias of the standing
@@ -153,29 +218,87 @@ RF_INLINE __u32 qf_alpha_step_x1024(__u32 alpha_x1024, __u64 dt_us, __u32 lost,
  * 20 vs 200 ms at 5 BDP settled at 11.3 vs 7.7 Mbit/s with g = 0.99 and
  * 0.98 and a^/alpha = 1.08 and 1.33 (docs/results.md). With g = 1 every
  * flow's excess is alpha plus the same few packets, which is fair; g is
- * kept for what it is good at: large transients (start, joins) converge in
- * wall-clock time, not in a number of rounds.
+ * kept for what it is good at: large transients (start, joins).
+ *
+ * pipe_x1024 = x^ R^ (0: no bound), vel_shift = v. Fixed point: the factor
+ * min(D/tau, ...) in 16 bits; the x256 result truncates, so a flow whose
+ * D/tau is below 1/256 (D < 4 ms at tau = 1 s) only moves on large errors.
  */
+#define QF_GAIN_FRAC_SHIFT 16
 RF_INLINE __u32 qf_gain_x256(__u32 d_us, __u32 tau_us, __u32 alpha_x1024,
-			     __u32 backlog_x1024, __u32 cap_x256)
+			     __u32 backlog_x1024, __u32 cap_x256, __u64 pipe_x1024,
+			     __u32 vel_shift)
 {
-	__u64 mag, ratio_x256;
-	bool up = backlog_x1024 < alpha_x1024;
+	__u64 mag, ratio_x256, f_time, f_pkts;
+	__u32 dir = qf_push_dir(alpha_x1024, backlog_x1024);
 
-	if (!alpha_x1024 || !tau_us)
+	if (!alpha_x1024 || !tau_us || dir == QF_PUSH_NONE)
 		return QF_GAIN_UNIT;
-	if (backlog_x1024 >= alpha_x1024 && backlog_x1024 <= 2ULL * alpha_x1024)
-		return QF_GAIN_UNIT;
-	mag = up ? alpha_x1024 - backlog_x1024 : backlog_x1024 - alpha_x1024;
+	mag = dir == QF_PUSH_UP ? alpha_x1024 - backlog_x1024 : backlog_x1024 - alpha_x1024;
 	ratio_x256 = mag * QF_GAIN_UNIT / alpha_x1024;  /* |alpha - a^| / alpha */
 	if (ratio_x256 > (1ULL << 20))
 		ratio_x256 = 1ULL << 20;
-	mag = ratio_x256 * d_us / tau_us;               /* times D / tau */
+	/* the factor per unit of e, x65536: D / tau, at most 2^v alpha / (2 x^ R^) */
+	f_time = ((__u64)d_us << QF_GAIN_FRAC_SHIFT) / tau_us;
+	if (vel_shift > QF_VEL_MAX_SHIFT)
+		vel_shift = QF_VEL_MAX_SHIFT;
+	if (pipe_x1024) {
+		f_pkts = (((__u64)alpha_x1024 << vel_shift) << (QF_GAIN_FRAC_SHIFT - 1)) / pipe_x1024;
+		if (f_pkts < f_time)
+			f_time = f_pkts;
+	}
+	if (f_time > (1ULL << 20))
+		f_time = 1ULL << 20;
+	mag = (ratio_x256 * f_time) >> QF_GAIN_FRAC_SHIFT;
 	if (mag > cap_x256)
 		mag = cap_x256;
-	if (!up && mag > QF_GAIN_UNIT - 1)
+	if (dir == QF_PUSH_DOWN && mag > QF_GAIN_UNIT - 1)
 		mag = QF_GAIN_UNIT - 1;
-	return up ? QF_GAIN_UNIT + (__u32)mag : QF_GAIN_UNIT - (__u32)mag;
+	return dir == QF_PUSH_UP ? QF_GAIN_UNIT + (__u32)mag : QF_GAIN_UNIT - (__u32)mag;
+}
+
+/*
+ * How much of the three-burst room (Eq. 1's b) a flow's cwnd gets, x64: all
+ * of it while its pipe x^ R^ holds at most one burst, none once it holds two,
+ * linear between: 64 (2 - pipe/segs), clamped to [0, 64].
+ *
+ * Why: the room is for paths whose round trip is shorter than a burst (veth,
+ * a LAN: x^ R^ = 6 packets beside 45-segment bursts, where the window must
+ * hold the burst being sent, the one in flight and the one being
+ * acknowledged; without it one flow reached 0.71x native bbr). Where the pipe
+ * holds two bursts or more, x^ R^ already covers what is in flight and a
+ * window-limited flow's room is standing queue: at 100 Mbit/s a 2 ms flow
+ * (pipe 14, bursts of 7) held 20 packets of room as backlog beside
+ * alpha = 5.6, and since the room (3 bursts, 3 ms of the flow's own rate)
+ * came only above 2 segments per burst, the flow above that rate kept the
+ * queue at >= 3 ms, which held the other flow below it: a bistable split,
+ * Jain 0.679 (docs/results.md). Now a flow's room depends on its R^ against
+ * the burst time (about 1 ms below 500 Mbit/s), not on its rate alone: no
+ * room at all for R^ >= 2 burst times, so every flow on a path of a few ms
+ * or more has the fixed point x q = alpha, whatever its rate.
+ */
+#define QF_ROOM_UNIT 64
+RF_INLINE __u32 qf_burst_room_x64(__u64 pipe_x1024, __u32 segs)
+{
+	__u64 two = 2ULL * segs * QF_UNIT;
+
+	if (!segs)
+		return 0;
+	if (pipe_x1024 >= two)
+		return 0;
+	if (pipe_x1024 <= (__u64)segs * QF_UNIT)
+		return QF_ROOM_UNIT;
+	return (__u32)((two - pipe_x1024) * QF_ROOM_UNIT / ((__u64)segs * QF_UNIT));
+}
+
+/* Eq. 1's b in packets: three bursts of segs, times room_x64 / 64; none where
+ * the stack's bursts are the minimum of 2 segments (see qfair_burst_budget). */
+#define QF_BURSTS 3
+RF_INLINE __u32 qf_burst_room(__u32 segs, __u32 room_x64)
+{
+	if (segs <= 2)
+		return 0;
+	return (QF_BURSTS * segs * room_x64) / QF_ROOM_UNIT;
 }
 
 /* The cwnd target w = g x^ R^ + alpha, in whole packets (rounded up, >= 1). */

@@ -19,7 +19,20 @@ extern "C" {
     fn host_qf_alpha_after_halvings(a: u64, eff_us: u64) -> u64;
     fn host_qf_drain_saw_longer_path(m: u32, r: u32) -> i32;
     fn host_qf_minima_agree(a: u32, b: u32) -> i32;
-    fn host_qf_gain_x256(d_us: u32, tau_us: u32, alpha: u32, backlog: u32, cap: u32) -> u32;
+    fn host_qf_gain_x256(
+        d_us: u32,
+        tau_us: u32,
+        alpha: u32,
+        backlog: u32,
+        cap: u32,
+        pipe_x1024: u64,
+        vel_shift: u32,
+    ) -> u32;
+    fn host_qf_push_dir(alpha: u32, backlog: u32) -> u32;
+    fn host_qf_push_rounds(prev_dir: u32, prev_rounds: u32, dir: u32) -> u32;
+    fn host_qf_velocity_shift(push_rounds: u32) -> u32;
+    fn host_qf_burst_room_x64(pipe_x1024: u64, segs: u32) -> u32;
+    fn host_qf_burst_room(segs: u32, room_x64: u32) -> u32;
     fn host_qf_target_cwnd(bw: u64, rtprop_us: u32, g_x256: u32, alpha_x1024: u32) -> u32;
     fn host_qf_pacing_rate(w: u32, d_us: u32, mss: u32) -> u64;
     fn host_qf_rate_ewma(x: u64, s: u64) -> u64;
@@ -124,7 +137,9 @@ fn alpha_step_is_aimd_in_time() {
 
 #[test]
 fn gain_is_one_inside_the_band_and_time_scaled_outside() {
-    let g = |d, backlog| unsafe { host_qf_gain_x256(d, 1_000_000, 4096, backlog, 32) };
+    // pipe 0: no packet bound, the time-scaled law alone (as before issue 14's
+    // 100 Mbit/s fix; a short flow's pipe leaves it so, see below).
+    let g = |d, backlog| unsafe { host_qf_gain_x256(d, 1_000_000, 4096, backlog, 32, 0, 0) };
     for b in [4096, 6000, 8192] {
         assert_eq!(g(20_000, b), 256, "backlog {b} is inside [alpha, 2 alpha]");
     }
@@ -135,7 +150,7 @@ fn gain_is_one_inside_the_band_and_time_scaled_outside() {
     assert_eq!(g(200_000, 0), 256 + 32);
     // Far above: down, never to zero.
     assert!(g(200_000, 100 * 4096) == 256 - 32);
-    assert!(unsafe { host_qf_gain_x256(1_000_000, 1000, 4096, u32::MAX, 255) } >= 1);
+    assert!(unsafe { host_qf_gain_x256(1_000_000, 1000, 4096, u32::MAX, 255, 0, 0) } >= 1);
 }
 
 #[test]
@@ -188,4 +203,147 @@ fn longer_path_from_the_drain_minimum_alone() {
         assert_eq!(host_qf_minima_agree(40_000, 43_900), 1);
         assert_eq!(host_qf_minima_agree(44_100, 40_000), 0);
     }
+}
+
+/// Eq. 8 in f64: the window step per round, (g - 1) x^ R^ packets.
+fn gain_ref(d_us: f64, alpha: f64, backlog: f64, cap: f64, pipe: f64, v: u32) -> f64 {
+    if backlog >= alpha && backlog <= 2.0 * alpha {
+        return 1.0;
+    }
+    let e = (alpha - backlog) / alpha;
+    let f = (d_us / 1e6).min(2f64.powi(v as i32) * alpha / (2.0 * pipe));
+    let m = (e * f).clamp(-cap, cap).max(-255.0 / 256.0);
+    1.0 + m
+}
+
+proptest! {
+    /// Eq. 8 against f64, within the x256 resolution (1/256 for each of the
+    /// two truncations).
+    #[test]
+    fn gain_matches_eq8(d in 1_000u32..400_000, a in 1024u32..65536, b in 0u32..2_000_000,
+                        pipe in 1024u64..(1u64 << 32), v in 0u32..13) {
+        let got = unsafe { host_qf_gain_x256(d, 1_000_000, a, b, 32, pipe, v) } as f64 / 256.0;
+        let want = gain_ref(d as f64, a as f64 / 1024.0, b as f64 / 1024.0, 0.125, pipe as f64 / 1024.0, v);
+        // + e/65536: the factor min(D/tau, ...) is kept in 16 bits.
+        let e = (a as f64 - b as f64).abs() / a as f64;
+        prop_assert!((got - want).abs() <= 2.0 / 256.0 + e / 65536.0 + 1e-9, "got {got} want {want}");
+    }
+
+    /// The bound that keeps Eq. 8 stable: at velocity v the window step is at
+    /// most 2^v x half the error in packets, whatever the rate and RTT (the
+    /// truncation only makes it smaller).
+    #[test]
+    fn gain_step_is_at_most_half_the_error(d in 1_000u32..400_000, a in 1024u32..65536,
+                                           b in 0u32..400_000, pipe in 1024u64..(1u64 << 32), v in 0u32..13) {
+        let g = unsafe { host_qf_gain_x256(d, 1_000_000, a, b, 32, pipe, v) } as f64;
+        let step = (g - 256.0).abs() / 256.0 * pipe as f64 / 1024.0;
+        let err = (a as f64 - b as f64).abs() / 1024.0;
+        prop_assert!(step <= 2f64.powi(v as i32) * err / 2.0 + 1e-6, "step {step} err {err}");
+    }
+}
+
+#[test]
+fn gain_is_bounded_for_long_fast_flows_and_unchanged_for_short_ones() {
+    let pkts = |n: f64| (n * 1024.0) as u64;
+    let alpha = 5734; // 5.6 packets
+                      // 200 ms at 77 Mbit/s: pipe 1330 packets. 2 packets short of alpha: the
+                      // time-scaled law alone asks +0.2 x 0.36 (at its 1/8 clamp, 166 packets of
+                      // window); the bound gives 1 packet (half the error), g = 1 + 1/1330 ->
+                      // 1 in x256. With the velocity built by 8 rounds of the same sign (v = 6)
+                      // 64 packets, g = 1 + 0.048.
+    let g = |b, v| unsafe { host_qf_gain_x256(200_000, 1_000_000, alpha, b, 32, pkts(1330.0), v) };
+    assert_eq!(g(alpha - 2048, 0), 256);
+    assert_eq!(
+        unsafe { host_qf_gain_x256(200_000, 1_000_000, alpha, alpha - 2048, 32, 0, 0) },
+        256 + 18
+    );
+    assert_eq!(g(alpha - 2048, 6), 256 + 12);
+    // Far above (84 packets): down by at most half the excess, 39 packets.
+    let down = 256 - g(84 * 1024, 0);
+    assert!((7..=8).contains(&down), "{down}");
+    // The old law: the -1/8 clamp (166 packets).
+    assert_eq!(
+        unsafe { host_qf_gain_x256(200_000, 1_000_000, alpha, 84 * 1024, 32, 0, 0) },
+        256 - 32
+    );
+    // A 20 ms flow at 20 Mbit/s (pipe 34): D/tau binds, as before.
+    let short = |b| unsafe { host_qf_gain_x256(20_000, 1_000_000, 4096, b, 32, pkts(34.0), 0) };
+    assert_eq!(short(0), 256 + 5);
+    assert_eq!(short(2048), 256 + 2);
+    // The velocity never exceeds the time-scaled step.
+    for v in 0..=12 {
+        assert!(g(0, v) <= 256 + 32);
+        assert!(g(0, v) >= g(0, v.saturating_sub(1)));
+    }
+    assert_eq!(g(0, 12), 256 + 32, "at the 1/8 clamp once v is large");
+}
+
+#[test]
+fn push_direction_and_velocity_memory() {
+    unsafe {
+        assert_eq!(host_qf_push_dir(4096, 4095), 1, "below alpha: up");
+        assert_eq!(host_qf_push_dir(4096, 4096), 0);
+        assert_eq!(host_qf_push_dir(4096, 8192), 0, "inside the band");
+        assert_eq!(host_qf_push_dir(4096, 8193), 2, "above 2 alpha: down");
+        // Same way: one more; the other way: 1; inside the band: one fewer.
+        assert_eq!(host_qf_push_rounds(1, 3, 1), 4);
+        assert_eq!(host_qf_push_rounds(1, 3, 2), 1);
+        assert_eq!(host_qf_push_rounds(0, 0, 2), 1);
+        assert_eq!(host_qf_push_rounds(1, 3, 0), 2);
+        assert_eq!(host_qf_push_rounds(1, 0, 0), 0);
+        assert_eq!(host_qf_push_rounds(2, 64, 2), 64, "saturates");
+        // Two rounds at the base step, then doubling, at most 2^12.
+        let v: Vec<u32> = (0..6).map(|r| host_qf_velocity_shift(r)).collect();
+        assert_eq!(v, [0, 0, 0, 1, 2, 3]);
+        assert_eq!(host_qf_velocity_shift(64), 12);
+    }
+}
+
+#[test]
+fn burst_room_only_where_the_path_is_short_against_a_burst() {
+    let room = |pipe: f64, segs: u32| unsafe {
+        host_qf_burst_room(segs, host_qf_burst_room_x64((pipe * 1024.0) as u64, segs))
+    };
+    // veth: 6 packets of pipe beside 45-segment bursts: all three bursts.
+    assert_eq!(room(6.0, 45), 135);
+    // pipe of one burst: still all; two bursts: none; between: linear.
+    assert_eq!(room(7.0, 7), 21);
+    assert_eq!(room(14.0, 7), 0);
+    assert_eq!(room(10.5, 7), 10);
+    // 2 ms at 80 Mbit/s (pipe 14, bursts of 6): none (it held 20 packets).
+    assert_eq!(room(14.2, 6), 0);
+    // Bursts of the kernel's minimum 2 segments: none, as before.
+    assert_eq!(room(0.5, 2), 0);
+    assert_eq!(room(0.0, 0), 0);
+}
+
+proptest! {
+    /// The room never grows with the pipe (so never with R^ at a given
+    /// rate), stays within three bursts, and is zero once x^ R^ >= 2 bursts.
+    #[test]
+    fn burst_room_falls_with_the_pipe(p1 in 0u64..(1u64 << 24), p2 in 0u64..(1u64 << 24), segs in 0u32..300) {
+        let (lo, hi) = (p1.min(p2), p1.max(p2));
+        let r = |p| unsafe { host_qf_burst_room(segs, host_qf_burst_room_x64(p, segs)) };
+        prop_assert!(r(hi) <= r(lo));
+        prop_assert!(r(lo) <= 3 * segs);
+        if hi >= 2 * segs as u64 * 1024 { prop_assert_eq!(r(hi), 0); }
+    }
+
+    /// RTT-neutral fixed point: for R^ of 2 ms or more and rates up to
+    /// 500 Mbit/s (bursts of 1 ms of data, 1448-byte segments, as the
+    /// kernel sizes them at pacing_shift 10) no flow gets room, so its
+    /// backlog target is alpha alone whatever its rate.
+    #[test]
+    fn no_room_on_paths_of_two_ms_or_more(mbit in 1.0f64..500.0, r_us in 2_000u32..2_000_000) {
+        let bytes_per_s = mbit * 1e6 / 8.0;
+        let segs = ((bytes_per_s as u64 >> 10).min(65215) / 1448) as u32;
+        let pipe = qf_pipe_x1024(bytes_per_s / 1448.0, r_us);
+        let r = unsafe { host_qf_burst_room(segs, host_qf_burst_room_x64(pipe, segs)) };
+        prop_assert_eq!(r, 0, "segs {} pipe {}", segs, pipe as f64 / 1024.0);
+    }
+}
+
+/// x^ R^ in packets x1024 as qfair computes it (core rate unit).
+fn qf_pipe_x1024(pkts_per_s: f64, r_us: u32) -> u64 {
+    (bw(pkts_per_s) * r_us as u64) >> 14
 }
