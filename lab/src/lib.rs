@@ -49,6 +49,7 @@
 //!   without reordering, ACK batching, a base-RTT change.
 //! - [`topology`]: the dumbbell built from those, with per-flow delay/loss.
 //! - [`selfcheck`]: measures base RTTs and rate before a run reports.
+//! - [`rateload`]: the rate check's load, UDP paced above the rate.
 //! - [`qstats`]: the bottleneck qdisc's counters, sampled over a run.
 //! - [`arrivals`]: the data segments arriving at the receivers (tc
 //!   ingress BPF), tallied per sender between the window's edges.
@@ -81,6 +82,7 @@ pub mod plot;
 pub mod procfs;
 pub mod provenance;
 pub mod qstats;
+pub mod rateload;
 pub mod rcvbytes;
 pub mod results;
 pub mod resume;
