@@ -182,6 +182,8 @@ struct qfair_flow {
 	__u8 push_dir;             /* Eq. 8: QF_PUSH_* of the last push */
 	__u8 push_rounds;          /* Eq. 8: its velocity's memory */
 	__u8 _pad[3];
+	__u32 offset_x65536;       /* Eq. 8b: the integral term o, packets x65536 */
+	__u32 _pad2;
 };
 
 struct {
@@ -347,9 +349,29 @@ static __always_inline void qfair_enter_cruise(struct sock *sk, struct rf_bbr *b
 	qfair_set_room(sk, bbr, hot, qf_pkts_x1024(qf->xhat, bbr->min_rtt_us));
 	qf->push_dir = QF_PUSH_NONE;
 	qf->push_rounds = 0;
+	qf->offset_x65536 = 0;
 	hot->flags |= QF_CRUISE;
 	hot->next_drain_ms = qfair_next_drain_ms(tcp_now_ms(tp), p, QFAIR_FIRST_DRAIN_MS);
 	qfair_snapshot(tp, qf);
+}
+
+/*
+ * Eq. 8b's integral term o for this round. A round with a loss drops o to 0
+ * and o stays 0 until the flow has gone QFAIR_INT_QUIET_US of wall clock
+ * without a loss cut: in the loss regime (a shallow buffer, Eq. 7 cutting
+ * alpha and growing it back) a^ below alpha means a buffer too small to
+ * hold it, and o would add the very queue Eq. 7 is taking away. A
+ * competitive flow (a queue someone else holds) has no o either: its alpha
+ * grows on its own. Never above alpha/2.
+ */
+#define QFAIR_INT_QUIET_US 1000000ULL
+static __always_inline __u32 qfair_offset(const struct qfair_flow *qf, __u32 target_x1024,
+					  __u64 dt_us, __u32 lost, __u64 since_cut_us)
+{
+	if (lost || qf->competitive || since_cut_us < QFAIR_INT_QUIET_US)
+		return 0;
+	return qf_offset_step_x65536(qf->offset_x65536, target_x1024, qf->backlog_x1024, dt_us,
+				     qf->alpha_x1024 / 2);
 }
 
 /*
@@ -447,7 +469,10 @@ static __noinline void qfair_update_round(struct sock *sk, struct rf_bbr *bbr,
 	qf->gain_x256 = (__u16)qf_gain_x256(d_us, p.tau_g_ms * 1000, target, qf->backlog_x1024,
 					    p.g_cap_x256, pipe,
 					    qf_velocity_shift(qf->push_rounds));
-	hot->w = qf_target_cwnd(qf->xhat, rtprop, qf->gain_x256, qf->alpha_x1024);
+	qf->offset_x65536 = qfair_offset(qf, target, dt_us, lost,
+					 tp->tcp_mstamp - qf->last_cut_mstamp);
+	hot->w = qf_target_cwnd(qf->xhat, rtprop, qf->gain_x256,
+				qf->alpha_x1024 + (qf->offset_x65536 >> QF_INT_FINE_SHIFT));
 	pace = qf_pacing_rate(hot->w + budget, d_us, tp->mss_cache);
 	if (pace)
 		sk->sk_pacing_rate = rf_min(pace, (__u64)sk->sk_max_pacing_rate);
