@@ -182,7 +182,7 @@ struct qfair_flow {
 	__u8 push_dir;             /* Eq. 8: QF_PUSH_* of the last push */
 	__u8 push_rounds;          /* Eq. 8: its velocity's memory */
 	__u8 _pad[3];
-	__u32 offset_x65536;       /* Eq. 8b: the integral term o, packets x65536 */
+	__s32 offset_x65536;       /* Eq. 8b: the integral term o, packets x65536 */
 	__u32 _pad2;
 };
 
@@ -362,16 +362,24 @@ static __always_inline void qfair_enter_cruise(struct sock *sk, struct rf_bbr *b
  * alpha and growing it back) a^ below alpha means a buffer too small to
  * hold it, and o would add the very queue Eq. 7 is taking away. A
  * competitive flow (a queue someone else holds) has no o either: its alpha
- * grows on its own. Never above alpha/2.
+ * grows on its own. |o| at most alpha/2.
  */
 #define QFAIR_INT_QUIET_US 1000000ULL
-static __always_inline __u32 qfair_offset(const struct qfair_flow *qf, __u32 target_x1024,
+static __always_inline __s32 qfair_offset(const struct qfair_flow *qf, __u32 target_x1024,
 					  __u64 dt_us, __u32 lost, __u64 since_cut_us)
 {
 	if (lost || qf->competitive || since_cut_us < QFAIR_INT_QUIET_US)
 		return 0;
 	return qf_offset_step_x65536(qf->offset_x65536, target_x1024, qf->backlog_x1024, dt_us,
 				     qf->alpha_x1024 / 2);
+}
+
+/* alpha + o in packets x1024 (Eq. 1 with Eq. 8b); |o| <= alpha/2 keeps it > 0. */
+static __always_inline __u32 qfair_alpha_plus_offset(const struct qfair_flow *qf)
+{
+	__s64 a = (__s64)qf->alpha_x1024 + ((__s64)qf->offset_x65536 >> QF_INT_FINE_SHIFT);
+
+	return a > 0 ? (__u32)a : 0;
 }
 
 /*
@@ -472,7 +480,7 @@ static __noinline void qfair_update_round(struct sock *sk, struct rf_bbr *bbr,
 	qf->offset_x65536 = qfair_offset(qf, target, dt_us, lost,
 					 tp->tcp_mstamp - qf->last_cut_mstamp);
 	hot->w = qf_target_cwnd(qf->xhat, rtprop, qf->gain_x256,
-				qf->alpha_x1024 + (qf->offset_x65536 >> QF_INT_FINE_SHIFT));
+				qfair_alpha_plus_offset(qf));
 	pace = qf_pacing_rate(hot->w + budget, d_us, tp->mss_cache);
 	if (pace)
 		sk->sk_pacing_rate = rf_min(pace, (__u64)sk->sk_max_pacing_rate);

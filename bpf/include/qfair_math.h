@@ -304,7 +304,7 @@ RF_INLINE __u32 qf_burst_room(__u32 segs, __u32 room_x64)
 /*
  * The integral term o of Eq. 1 (Eq. 8b), one step per round:
  *
- *   o <- clamp(o + (alpha* - a^) dt / tau_i, 0, o_max)
+ *   o <- clamp(o + (alpha* - a^) dt / tau_i, -o_max, o_max)
  *
  * in packets (kept x65536, so that a 1 ms round's step of a fraction of a
  * packet x1024 is not truncated away), dt the round's wall-clock length
@@ -316,28 +316,33 @@ RF_INLINE __u32 qf_burst_room(__u32 segs, __u32 room_x64)
  * slow against a round at every RTT: per round o moves by at most dt/tau_i
  * of the error, 1/10 at 200 ms, so the loop with one round of delay stays
  * far from oscillation. o_max (the caller's: alpha/2) keeps it from
- * becoming a standing queue of its own.
+ * becoming a standing queue of its own. Signed: a flow whose a^ stays above
+ * alpha* (inside Eq. 8's band, where g = 1) gives packets back at the same
+ * pace, so the long flow's excess need not wait for x^'s slow relaxation
+ * (its window w = x^ R^ + alpha moves its rate by only q/R per round).
  */
 #define QF_INT_TAU_US 2000000ULL
 #define QF_INT_DT_MAX_US 1000000ULL
 #define QF_INT_FINE_SHIFT 6      /* o is kept x65536: a 1 ms round's step is not lost */
-RF_INLINE __u32 qf_offset_step_x65536(__u32 o_x65536, __u32 target_x1024, __u32 backlog_x1024,
+RF_INLINE __s32 qf_offset_step_x65536(__s32 o_x65536, __u32 target_x1024, __u32 backlog_x1024,
 				      __u64 dt_us, __u32 o_max_x1024)
 {
-	__u64 o = o_x65536, err, step, hi = (__u64)o_max_x1024 << QF_INT_FINE_SHIFT;
+	__s64 o = o_x65536, hi = (__s64)o_max_x1024 << QF_INT_FINE_SHIFT;
+	__u64 err, step;
 
 	if (dt_us > QF_INT_DT_MAX_US)
 		dt_us = QF_INT_DT_MAX_US;
 	err = target_x1024 >= backlog_x1024 ? target_x1024 - backlog_x1024
 					    : backlog_x1024 - target_x1024;
-	step = (err << QF_INT_FINE_SHIFT) * dt_us / QF_INT_TAU_US;
-	if (target_x1024 >= backlog_x1024)
-		o += step;
-	else
-		o = o > step ? o - step : 0;
+	step = (err << QF_INT_FINE_SHIFT) * dt_us / QF_INT_TAU_US; /* < 2^58 */
+	if (step > (1ULL << 40))
+		step = 1ULL << 40;
+	o += target_x1024 >= backlog_x1024 ? (__s64)step : -(__s64)step;
 	if (o > hi)
 		o = hi;
-	return o > 0xffffffffULL ? 0xffffffffU : (__u32)o;
+	if (o < -hi)
+		o = -hi;
+	return (__s32)o;
 }
 
 /* The cwnd target w = g x^ R^ + alpha, in whole packets (rounded up, >= 1). */
