@@ -11,10 +11,10 @@
  * link. qfair instead keeps a fixed number alpha of its own packets queued
  * (the equilibrium of Vegas, FAST and Copa, here on BBR's machinery):
  *
- *     w = g x^ R^ + alpha                                 (qfair Eq. 1)
+ *     w = g x^ R^ + alpha + o                             (qfair Eq. 1)
  *
  * w the cwnd target, x^ the flow's delivery rate, R^ its minimum RTT, g a
- * rate correction. With g = 1 the excess of w over the flow's own pipe x R is
+ * rate correction, o a slow integral term (Eq. 8b, a packet or two). With g = 1 the excess of w over the flow's own pipe x R is
  * alpha, so every flow holds x_i q = alpha(x_i), and since alpha(x)/x
  * strictly decreases the shared q fixes one rate for all: x_i = mu / N,
  * whatever R_i (Eq. 2, derivation in docs/algorithms.md). The queue is
@@ -45,6 +45,14 @@
  *           in packets, a loop gain <= 1/2 that stays stable where x^ R^
  *           is large (a 200 ms flow at 100 Mbit/s); the velocity 2^v
  *           doubles per round while the error keeps its sign     (Eq. 8)
+ *   o       o + (alpha - a^) dt / tau_i, dt the round's wall-clock
+ *           length, tau_i = 2 s, |o| <= alpha/2; 0 on a loss and for
+ *           1 s after alpha's last cut, 0 when competitive: the steady
+ *           offset between a^ and what the window holds (TSO deferral,
+ *           delayed ACKs), which g, proportional with a step in packets
+ *           that differs by RTT, leaves larger on the short flow, is
+ *           integrated away at the same packets per second for every
+ *           RTT                                                       (Eq. 8b)
  *   pacing  1.1 w' / D, w' = w + b (the window binds); w / D below 6
  *           packets, where cwnd's floor of 4 would otherwise queue more
  *           than alpha                                                (Eq. 9)

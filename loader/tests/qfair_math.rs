@@ -37,7 +37,8 @@ extern "C" {
     fn host_qf_pacing_rate(w: u32, d_us: u32, mss: u32) -> u64;
     fn host_qf_rate_ewma(x: u64, s: u64) -> u64;
     fn host_qf_drain_emptied_queue(m: u32, r: u32, q: u32) -> i32;
-    fn host_qf_offset_step_x65536(o: i32, target: u32, backlog: u32, dt_us: u64, o_max: u32) -> i32;
+    fn host_qf_offset_step_x65536(o: i32, target: u32, backlog: u32, dt_us: u64, o_max: u32)
+        -> i32;
 }
 
 /// Core rate unit (packets per µs << 24) for a rate in packets per second.
@@ -365,7 +366,10 @@ fn offset_integrates_per_second_whatever_the_rtt() {
     // 1.2 packets x 1 s / tau_i (2 s) = 0.6 packets, to 2 % at 1 ms rounds
     for r in [1_000u64, 2_000, 20_000, 200_000] {
         let o = after_one_second(r);
-        assert!((o - 0.6).abs() <= 0.012, "o after 1 s of {r} us rounds = {o}");
+        assert!(
+            (o - 0.6).abs() <= 0.012,
+            "o after 1 s of {r} us rounds = {o}"
+        );
     }
     // an excess gives packets back at the same pace: -0.6 packets per second
     let back = unsafe { host_qf_offset_step_x65536(0, 4915, 6 * 1024, 1_000_000, 3 * 1024) };
