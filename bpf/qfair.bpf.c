@@ -45,7 +45,8 @@
  *           in packets, a loop gain <= 1/2 that stays stable where x^ R^
  *           is large (a 200 ms flow at 100 Mbit/s); the velocity 2^v
  *           doubles per round while the error keeps its sign     (Eq. 8)
- *   o       o + (alpha - a^) dt / tau_i, dt the round's wall-clock
+ *   o       o + e_i dt / tau_i, e_i = alpha - a^ within +-alpha/4
+ *           (anti-windup), dt the round's wall-clock
  *           length, tau_i = 2 s, |o| <= alpha/2; 0 on a loss and for
  *           1 s after alpha's last cut, 0 when competitive: the steady
  *           offset between a^ and what the window holds (TSO deferral,

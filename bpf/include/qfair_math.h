@@ -304,7 +304,7 @@ RF_INLINE __u32 qf_burst_room(__u32 segs, __u32 room_x64)
 /*
  * The integral term o of Eq. 1 (Eq. 8b), one step per round:
  *
- *   o <- clamp(o + (alpha* - a^) dt / tau_i, -o_max, o_max)
+ *   o <- clamp(o + clamp(alpha* - a^, +-alpha* x 1/4) dt / tau_i, -o_max, o_max)
  *
  * in packets (kept x65536, so that a 1 ms round's step of a fraction of a
  * packet x1024 is not truncated away), dt the round's wall-clock length
@@ -320,6 +320,9 @@ RF_INLINE __u32 qf_burst_room(__u32 segs, __u32 room_x64)
  * alpha* (inside Eq. 8's band, where g = 1) gives packets back at the same
  * pace, so the long flow's excess need not wait for x^'s slow relaxation
  * (its window w = x^ R^ + alpha moves its rate by only q/R per round).
+ * The error is saturated at a quarter of alpha* (anti-windup): a join's startup queue
+ * (a^ ~ 3.5 alpha*) otherwise wound o to -alpha/2 in a second and it took
+ * 5 s to unwind (late joiners' time to fair 1 -> 6 s, docs/results.md).
  */
 #define QF_INT_TAU_US 2000000ULL
 #define QF_INT_DT_MAX_US 1000000ULL
@@ -334,6 +337,10 @@ RF_INLINE __s32 qf_offset_step_x65536(__s32 o_x65536, __u32 target_x1024, __u32 
 		dt_us = QF_INT_DT_MAX_US;
 	err = target_x1024 >= backlog_x1024 ? target_x1024 - backlog_x1024
 					    : backlog_x1024 - target_x1024;
+	/* anti-windup: a transient's error (a startup queue, a^ ~ 3.5 alpha*)
+	 * counts as at most a quarter of alpha*, the size of the offset o is for */
+	if (err > target_x1024 / 4)
+		err = target_x1024 / 4;
 	step = (err << QF_INT_FINE_SHIFT) * dt_us / QF_INT_TAU_US; /* < 2^58 */
 	if (step > (1ULL << 40))
 		step = 1ULL << 40;

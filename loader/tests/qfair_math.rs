@@ -377,23 +377,31 @@ fn offset_integrates_per_second_whatever_the_rtt() {
     // bounded to +-o_max
     let up = unsafe { host_qf_offset_step_x65536(3 << 16, 6 * 1024, 0, 1_000_000, 3 * 1024) };
     assert_eq!(up, 3 << 16);
-    let down =
-        unsafe { host_qf_offset_step_x65536(1 << 16, 6 * 1024, 60 * 1024, 200_000, 3 * 1024) };
+    let mut down = 0;
+    for _ in 0..100 {
+        down = unsafe { host_qf_offset_step_x65536(down, 6 * 1024, 60 * 1024, 200_000, 3 * 1024) };
+    }
     assert_eq!(down, -(3 << 16));
+    // anti-windup: a transient's error counts as at most alpha*/4 -- a
+    // 200 ms round with a^ = 10 alpha* moves o by 1.5 x 0.1 packets, not 54 x 0.1
+    let wound =
+        unsafe { host_qf_offset_step_x65536(1 << 16, 6 * 1024, 60 * 1024, 200_000, 3 * 1024) };
+    assert_eq!(wound, (1 << 16) - 1536 * 64 / 10);
     // a long gap counts as at most 1 s
-    let gap = unsafe { host_qf_offset_step_x65536(0, 2048, 0, 30_000_000, 1 << 20) };
+    let gap = unsafe { host_qf_offset_step_x65536(0, 8192, 6144, 30_000_000, 1 << 20) };
     assert_eq!(gap, 1 << 16);
 }
 
 proptest! {
-    /// o moves toward the error's sign by err x dt / tau_i (dt <= 1 s) and
-    /// never leaves [-o_max, o_max].
+    /// o moves toward the error's sign by err x dt / tau_i (dt <= 1 s, |err|
+    /// at most alpha*/4) and never leaves [-o_max, o_max].
     #[test]
     fn offset_step_matches_eq8b(o in -(1i32 << 22)..(1 << 22), t in 0u32..(1 << 20), b in 0u32..(1 << 24),
                                 dt in 0u64..3_000_000, m in 0u32..65536) {
         let next = unsafe { host_qf_offset_step_x65536(o, t, b, dt, m) } as f64 / 65536.0;
         let dt = dt.min(1_000_000) as f64;
-        let want = (o as f64 / 65536.0 + (t as f64 - b as f64) / 1024.0 * dt / 2e6)
+        let err = (t as f64 - b as f64).clamp(-((t / 4) as f64), (t / 4) as f64);
+        let want = (o as f64 / 65536.0 + err / 1024.0 * dt / 2e6)
             .clamp(-(m as f64) / 1024.0, m as f64 / 1024.0);
         prop_assert!(next.abs() <= m as f64 / 1024.0);
         prop_assert!((next - want).abs() <= 1.0 / 65536.0, "next {} want {}", next, want);
