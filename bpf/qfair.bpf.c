@@ -11,10 +11,10 @@
  * link. qfair instead keeps a fixed number alpha of its own packets queued
  * (the equilibrium of Vegas, FAST and Copa, here on BBR's machinery):
  *
- *     w = g x^ R^ + alpha                                 (qfair Eq. 1)
+ *     w = g x^ R^ + alpha + o                             (qfair Eq. 1)
  *
  * w the cwnd target, x^ the flow's delivery rate, R^ its minimum RTT, g a
- * rate correction. With g = 1 the excess of w over the flow's own pipe x R is
+ * rate correction, o a slow integral term (Eq. 8b, a packet or two). With g = 1 the excess of w over the flow's own pipe x R is
  * alpha, so every flow holds x_i q = alpha(x_i), and since alpha(x)/x
  * strictly decreases the shared q fixes one rate for all: x_i = mu / N,
  * whatever R_i (Eq. 2, derivation in docs/algorithms.md). The queue is
@@ -45,6 +45,15 @@
  *           in packets, a loop gain <= 1/2 that stays stable where x^ R^
  *           is large (a 200 ms flow at 100 Mbit/s); the velocity 2^v
  *           doubles per round while the error keeps its sign     (Eq. 8)
+ *   o       o + e_i dt / tau_i, e_i = alpha - a^ within +-alpha/4
+ *           (anti-windup), dt the round's wall-clock
+ *           length, tau_i = 2 s, |o| <= alpha/2; 0 on a loss and for
+ *           1 s after alpha's last cut, 0 when competitive: the steady
+ *           offset between a^ and what the window holds (TSO deferral,
+ *           delayed ACKs), which g, proportional with a step in packets
+ *           that differs by RTT, leaves larger on the short flow, is
+ *           integrated away at the same packets per second for every
+ *           RTT                                                       (Eq. 8b)
  *   pacing  1.1 w' / D, w' = w + b (the window binds); w / D below 6
  *           packets, where cwnd's floor of 4 would otherwise queue more
  *           than alpha                                                (Eq. 9)
@@ -182,6 +191,8 @@ struct qfair_flow {
 	__u8 push_dir;             /* Eq. 8: QF_PUSH_* of the last push */
 	__u8 push_rounds;          /* Eq. 8: its velocity's memory */
 	__u8 _pad[3];
+	__s32 offset_x65536;       /* Eq. 8b: the integral term o, packets x65536 */
+	__u32 _pad2;
 };
 
 struct {
@@ -347,9 +358,37 @@ static __always_inline void qfair_enter_cruise(struct sock *sk, struct rf_bbr *b
 	qfair_set_room(sk, bbr, hot, qf_pkts_x1024(qf->xhat, bbr->min_rtt_us));
 	qf->push_dir = QF_PUSH_NONE;
 	qf->push_rounds = 0;
+	qf->offset_x65536 = 0;
 	hot->flags |= QF_CRUISE;
 	hot->next_drain_ms = qfair_next_drain_ms(tcp_now_ms(tp), p, QFAIR_FIRST_DRAIN_MS);
 	qfair_snapshot(tp, qf);
+}
+
+/*
+ * Eq. 8b's integral term o for this round. A round with a loss drops o to 0
+ * and o stays 0 until the flow has gone QFAIR_INT_QUIET_US of wall clock
+ * without a loss cut: in the loss regime (a shallow buffer, Eq. 7 cutting
+ * alpha and growing it back) a^ below alpha means a buffer too small to
+ * hold it, and o would add the very queue Eq. 7 is taking away. A
+ * competitive flow (a queue someone else holds) has no o either: its alpha
+ * grows on its own. |o| at most alpha/2.
+ */
+#define QFAIR_INT_QUIET_US 1000000ULL
+static __always_inline __s32 qfair_offset(const struct qfair_flow *qf, __u32 target_x1024,
+					  __u64 dt_us, __u32 lost, __u64 since_cut_us)
+{
+	if (lost || qf->competitive || since_cut_us < QFAIR_INT_QUIET_US)
+		return 0;
+	return qf_offset_step_x65536(qf->offset_x65536, target_x1024, qf->backlog_x1024, dt_us,
+				     qf->alpha_x1024 / 2);
+}
+
+/* alpha + o in packets x1024 (Eq. 1 with Eq. 8b); |o| <= alpha/2 keeps it > 0. */
+static __always_inline __u32 qfair_alpha_plus_offset(const struct qfair_flow *qf)
+{
+	__s64 a = (__s64)qf->alpha_x1024 + ((__s64)qf->offset_x65536 >> QF_INT_FINE_SHIFT);
+
+	return a > 0 ? (__u32)a : 0;
 }
 
 /*
@@ -447,7 +486,10 @@ static __noinline void qfair_update_round(struct sock *sk, struct rf_bbr *bbr,
 	qf->gain_x256 = (__u16)qf_gain_x256(d_us, p.tau_g_ms * 1000, target, qf->backlog_x1024,
 					    p.g_cap_x256, pipe,
 					    qf_velocity_shift(qf->push_rounds));
-	hot->w = qf_target_cwnd(qf->xhat, rtprop, qf->gain_x256, qf->alpha_x1024);
+	qf->offset_x65536 = qfair_offset(qf, target, dt_us, lost,
+					 tp->tcp_mstamp - qf->last_cut_mstamp);
+	hot->w = qf_target_cwnd(qf->xhat, rtprop, qf->gain_x256,
+				qfair_alpha_plus_offset(qf));
 	pace = qf_pacing_rate(hot->w + budget, d_us, tp->mss_cache);
 	if (pace)
 		sk->sk_pacing_rate = rf_min(pace, (__u64)sk->sk_max_pacing_rate);

@@ -301,6 +301,57 @@ RF_INLINE __u32 qf_burst_room(__u32 segs, __u32 room_x64)
 	return (QF_BURSTS * segs * room_x64) / QF_ROOM_UNIT;
 }
 
+/*
+ * The integral term o of Eq. 1 (Eq. 8b), one step per round:
+ *
+ *   o <- clamp(o + clamp(alpha* - a^, +-alpha* x 1/4) dt / tau_i, -o_max, o_max)
+ *
+ * in packets (kept x65536, so that a 1 ms round's step of a fraction of a
+ * packet x1024 is not truncated away), dt the round's wall-clock length
+ * (capped at 1 s): o moves by
+ * the same packets per second of error whatever the RTT, so it removes the
+ * steady offset between a^ and alpha* (TSO deferral, delayed ACKs: about a
+ * packet, the same for every flow) that g, a proportional term whose step in
+ * packets is x^ R^ D / tau, leaves larger on the short flow. tau_i = 2 s is
+ * slow against a round at every RTT: per round o moves by at most dt/tau_i
+ * of the error, 1/10 at 200 ms, so the loop with one round of delay stays
+ * far from oscillation. o_max (the caller's: alpha/2) keeps it from
+ * becoming a standing queue of its own. Signed: a flow whose a^ stays above
+ * alpha* (inside Eq. 8's band, where g = 1) gives packets back at the same
+ * pace, so the long flow's excess need not wait for x^'s slow relaxation
+ * (its window w = x^ R^ + alpha moves its rate by only q/R per round).
+ * The error is saturated at a quarter of alpha* (anti-windup): a join's startup queue
+ * (a^ ~ 3.5 alpha*) otherwise wound o to -alpha/2 in a second and it took
+ * 5 s to unwind (late joiners' time to fair 1 -> 6 s, docs/results.md).
+ */
+#define QF_INT_TAU_US 2000000ULL
+#define QF_INT_DT_MAX_US 1000000ULL
+#define QF_INT_FINE_SHIFT 6      /* o is kept x65536: a 1 ms round's step is not lost */
+RF_INLINE __s32 qf_offset_step_x65536(__s32 o_x65536, __u32 target_x1024, __u32 backlog_x1024,
+				      __u64 dt_us, __u32 o_max_x1024)
+{
+	__s64 o = o_x65536, hi = (__s64)o_max_x1024 << QF_INT_FINE_SHIFT;
+	__u64 err, step;
+
+	if (dt_us > QF_INT_DT_MAX_US)
+		dt_us = QF_INT_DT_MAX_US;
+	err = target_x1024 >= backlog_x1024 ? target_x1024 - backlog_x1024
+					    : backlog_x1024 - target_x1024;
+	/* anti-windup: a transient's error (a startup queue, a^ ~ 3.5 alpha*)
+	 * counts as at most a quarter of alpha*, the size of the offset o is for */
+	if (err > target_x1024 / 4)
+		err = target_x1024 / 4;
+	step = (err << QF_INT_FINE_SHIFT) * dt_us / QF_INT_TAU_US; /* < 2^58 */
+	if (step > (1ULL << 40))
+		step = 1ULL << 40;
+	o += target_x1024 >= backlog_x1024 ? (__s64)step : -(__s64)step;
+	if (o > hi)
+		o = hi;
+	if (o < -hi)
+		o = -hi;
+	return (__s32)o;
+}
+
 /* The cwnd target w = g x^ R^ + alpha, in whole packets (rounded up, >= 1). */
 RF_INLINE __u32 qf_target_cwnd(__u64 bw, __u32 rtprop_us, __u32 g_x256, __u32 alpha_x1024)
 {

@@ -37,6 +37,8 @@ extern "C" {
     fn host_qf_pacing_rate(w: u32, d_us: u32, mss: u32) -> u64;
     fn host_qf_rate_ewma(x: u64, s: u64) -> u64;
     fn host_qf_drain_emptied_queue(m: u32, r: u32, q: u32) -> i32;
+    fn host_qf_offset_step_x65536(o: i32, target: u32, backlog: u32, dt_us: u64, o_max: u32)
+        -> i32;
 }
 
 /// Core rate unit (packets per µs << 24) for a rate in packets per second.
@@ -346,4 +348,62 @@ proptest! {
 /// x^ R^ in packets x1024 as qfair computes it (core rate unit).
 fn qf_pipe_x1024(pkts_per_s: f64, r_us: u32) -> u64 {
     (bw(pkts_per_s) * r_us as u64) >> 14
+}
+
+/// Eq. 8b: o integrates the error in packets per second of wall clock,
+/// so a 2, 20 and 200 ms flow with the same error gain the same o per
+/// second, and it stays in [-o_max, o_max]. o is x65536, the rest x1024.
+#[test]
+fn offset_integrates_per_second_whatever_the_rtt() {
+    let after_one_second = |round_us: u64| {
+        let mut o = 0i32;
+        for _ in 0..(1_000_000 / round_us) {
+            // a^ = 4.8 packets against alpha* = 6: an error of 1.2 packets
+            o = unsafe { host_qf_offset_step_x65536(o, 6 * 1024, 4915, round_us, 3 * 1024) };
+        }
+        o as f64 / 65536.0
+    };
+    // 1.2 packets x 1 s / tau_i (2 s) = 0.6 packets, to 2 % at 1 ms rounds
+    for r in [1_000u64, 2_000, 20_000, 200_000] {
+        let o = after_one_second(r);
+        assert!(
+            (o - 0.6).abs() <= 0.012,
+            "o after 1 s of {r} us rounds = {o}"
+        );
+    }
+    // an excess gives packets back at the same pace: -0.6 packets per second
+    let back = unsafe { host_qf_offset_step_x65536(0, 4915, 6 * 1024, 1_000_000, 3 * 1024) };
+    assert!((back as f64 / 65536.0 + 0.6).abs() <= 0.001, "o = {back}");
+    // bounded to +-o_max
+    let up = unsafe { host_qf_offset_step_x65536(3 << 16, 6 * 1024, 0, 1_000_000, 3 * 1024) };
+    assert_eq!(up, 3 << 16);
+    let mut down = 0;
+    for _ in 0..100 {
+        down = unsafe { host_qf_offset_step_x65536(down, 6 * 1024, 60 * 1024, 200_000, 3 * 1024) };
+    }
+    assert_eq!(down, -(3 << 16));
+    // anti-windup: a transient's error counts as at most alpha*/4 -- a
+    // 200 ms round with a^ = 10 alpha* moves o by 1.5 x 0.1 packets, not 54 x 0.1
+    let wound =
+        unsafe { host_qf_offset_step_x65536(1 << 16, 6 * 1024, 60 * 1024, 200_000, 3 * 1024) };
+    assert_eq!(wound, (1 << 16) - 1536 * 64 / 10);
+    // a long gap counts as at most 1 s
+    let gap = unsafe { host_qf_offset_step_x65536(0, 8192, 6144, 30_000_000, 1 << 20) };
+    assert_eq!(gap, 1 << 16);
+}
+
+proptest! {
+    /// o moves toward the error's sign by err x dt / tau_i (dt <= 1 s, |err|
+    /// at most alpha*/4) and never leaves [-o_max, o_max].
+    #[test]
+    fn offset_step_matches_eq8b(o in -(1i32 << 22)..(1 << 22), t in 0u32..(1 << 20), b in 0u32..(1 << 24),
+                                dt in 0u64..3_000_000, m in 0u32..65536) {
+        let next = unsafe { host_qf_offset_step_x65536(o, t, b, dt, m) } as f64 / 65536.0;
+        let dt = dt.min(1_000_000) as f64;
+        let err = (t as f64 - b as f64).clamp(-((t / 4) as f64), (t / 4) as f64);
+        let want = (o as f64 / 65536.0 + err / 1024.0 * dt / 2e6)
+            .clamp(-(m as f64) / 1024.0, m as f64 / 1024.0);
+        prop_assert!(next.abs() <= m as f64 / 1024.0);
+        prop_assert!((next - want).abs() <= 1.0 / 65536.0, "next {} want {}", next, want);
+    }
 }
