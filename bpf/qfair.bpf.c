@@ -14,8 +14,9 @@
  *     w = g x^ R^ + alpha + o                             (qfair Eq. 1)
  *
  * w the cwnd target, x^ the flow's delivery rate, R^ its minimum RTT, g a
- * rate correction, o a slow integral term (Eq. 8b, a packet or two). With g = 1 the excess of w over the flow's own pipe x R is
- * alpha, so every flow holds x_i q = alpha(x_i), and since alpha(x)/x
+ * rate correction, o a slow integral term (Eq. 8b, a packet or two). With
+ * g = 1 and o = 0 the excess of w over the flow's own pipe x R is alpha,
+ * so every flow holds x_i q = alpha(x_i), and since alpha(x)/x
  * strictly decreases the shared q fixes one rate for all: x_i = mu / N,
  * whatever R_i (Eq. 2, derivation in docs/algorithms.md). The queue is
  * N alpha packets whatever the buffer size.
