@@ -204,7 +204,7 @@ mod tests {
         // Keys in name order at every level, the summary's too.
         assert!(
             text.starts_with(r#"[{"cca":"qfair","dir":"#)
-                && text.contains(r#""summary":{"convergence_s":"#),
+                && text.contains(r#""summary":{"arrivals_lost":"#),
             "{text}"
         );
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
