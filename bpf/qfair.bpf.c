@@ -280,7 +280,9 @@ static __always_inline bool qfair_cruising(const struct rf_bbr *bbr)
  * room sized by the pacer feeds itself. Measured: 20 vs 2 ms at 0.1 BDP,
  * the 2 ms flow paced at 720 Mbit/s with 130 packets of room and the 20 ms
  * flow starved (96% of its packets retransmitted). BtlBw is bounded by
- * what the path delivers, so at 20 Mbit/s the room stays 0.
+ * what the path delivers, so at 20 Mbit/s the room stays 0. The share of
+ * the room is judged at x^ instead (qfair_room_segs), so that it depends on
+ * the path, not on the max filter's lead over x^.
  */
 static __always_inline __u32 qfair_burst_segs(struct sock *sk, const struct rf_bbr *bbr)
 {
@@ -299,11 +301,34 @@ static __always_inline __u32 qfair_burst_budget(struct sock *sk, const struct rf
 	return room_x64 ? qf_burst_room(qfair_burst_segs(sk, bbr), room_x64) : 0;
 }
 
-/* Per round: the share of the room for a pipe of x^ R^ (packets x1024). */
-static __always_inline void qfair_set_room(struct sock *sk, const struct rf_bbr *bbr,
-					   struct qfair_hot *hot, __u64 pipe_x1024)
+/*
+ * Segments in one of the kernel's bursts at the smoothed rate x^ (1 ms of
+ * it by sk_pacing_shift, at most 64 KB): what the pipe x^ R^ is compared
+ * with to decide the room's share.
+ *
+ * Why x^ and not qfair_burst_segs' max-filtered BtlBw: with the same rate on
+ * both sides, pipe / burst = R^ / (burst time), so the share depends on the
+ * path alone (none for R^ >= ~2 ms below 500 Mbit/s) and not on how far the
+ * max filter runs ahead of x^. Measured (issue 14, 20 vs 2 ms at 100 Mbit/s,
+ * 0.5 BDP, commit df71f9f): with BtlBw in the ratio, the 2 ms flow, right at
+ * the 2-burst edge, got room after a drain whenever BtlBw read above x^, its
+ * rate rose, and the room with it: 20 vs 2 ms went from 48/47 to 13-17/72
+ * Mbit/s at t = 40 s and stayed there (Jain 0.902).
+ */
+static __always_inline __u32 qfair_room_segs(struct sock *sk, __u64 xhat)
 {
-	hot->room_x64 = (__u8)qf_burst_room_x64(pipe_x1024, qfair_burst_segs(sk, bbr));
+	__u64 segs = qf_pkts_x1024(xhat, USEC_PER_SEC >> sk->sk_pacing_shift) / QF_UNIT;
+	__u64 cap = (GSO_LEGACY_MAX_SIZE - 1 - MAX_TCP_HEADER_EST) / (tcp_sk(sk)->mss_cache ?: 1);
+
+	return (__u32)rf_min(segs, cap);
+}
+
+/* Per round: the share of the room for the flow's pipe x^ R^. */
+static __always_inline void qfair_set_room(struct sock *sk, const struct rf_bbr *bbr,
+					   struct qfair_hot *hot, __u64 xhat)
+{
+	hot->room_x64 = (__u8)qf_burst_room_x64(qf_pkts_x1024(xhat, bbr->min_rtt_us),
+						 qfair_room_segs(sk, xhat));
 }
 
 /* The tcp ms clock of the next drain. Wall clock: the next TAI multiple of
@@ -356,7 +381,7 @@ static __always_inline void qfair_enter_cruise(struct sock *sk, struct rf_bbr *b
 	qf->alpha_x1024 = qf->alpha_d_x1024;
 	qf->gain_x256 = QF_GAIN_UNIT;
 	hot->w = qf_target_cwnd(qf->xhat, bbr->min_rtt_us, QF_GAIN_UNIT, qf->alpha_x1024);
-	qfair_set_room(sk, bbr, hot, qf_pkts_x1024(qf->xhat, bbr->min_rtt_us));
+	qfair_set_room(sk, bbr, hot, qf->xhat);
 	qf->push_dir = QF_PUSH_NONE;
 	qf->push_rounds = 0;
 	qf->offset_x65536 = 0;
@@ -477,7 +502,7 @@ static __noinline void qfair_update_round(struct sock *sk, struct rf_bbr *bbr,
 	 * microsecond flow below what its window allows (w = 24-34 packets
 	 * beside 135 of burst room). */
 	pipe = qf_pkts_x1024(qf->xhat, rtprop);
-	qfair_set_room(sk, bbr, hot, pipe);
+	qfair_set_room(sk, bbr, hot, qf->xhat);
 	budget = qfair_burst_budget(sk, bbr);
 	target = qf->alpha_x1024 + budget * (__u32)QF_UNIT;
 	dir = qf_push_dir(target, qf->backlog_x1024);
