@@ -7,23 +7,14 @@ mod common;
 use common::*;
 use rttfair_lab::provenance::{self, RunProvenance, SweepProvenance};
 use rttfair_lab::run::{self, RunOptions};
+use rttfair_lab::scenario::Scenario;
 use rttfair_lab::{builtin, netns};
 
 #[test]
 fn ci_smoke_scenario_self_checks_and_fills_the_link() {
     let t = KernelTest::new();
     let s = builtin::resolve("ci-smoke").unwrap();
-    let out = std::env::temp_dir().join(format!("rttfair-lab-test-{}", std::process::id()));
-    let r = run::run(
-        &s,
-        &RunOptions {
-            out_dir: out.clone(),
-            bpffs: t.fs.clone(),
-            progress: false,
-            verbose: true,
-        },
-    )
-    .expect("run (self-check included)");
+    let (r, out) = run_in_temp(&t, &s, "rttfair-lab-test");
     for c in &r.rtt_check {
         println!(
             "rtt check: configured {:.2} ms measured {:.3} ms",
@@ -370,17 +361,7 @@ loss_pct = 1.0
 "#,
     )
     .unwrap();
-    let out = std::env::temp_dir().join(format!("rttfair-acct-test-{}", std::process::id()));
-    let r = run::run(
-        &s,
-        &RunOptions {
-            out_dir: out.clone(),
-            bpffs: t.fs.clone(),
-            progress: false,
-            verbose: true,
-        },
-    )
-    .expect("run (self-check included)");
+    let (r, out) = run_in_temp(&t, &s, "rttfair-acct-test");
     let _ = std::fs::remove_dir_all(&out);
     let rep = &r.reps[0].summary;
     println!(
@@ -400,4 +381,21 @@ loss_pct = 1.0
     assert!(rep.utilization <= 1.0 + rep.utilization_error);
     assert!(rep.link_utilization <= 1.0 + rep.utilization_error);
     assert!(rep.utilization <= rep.link_utilization + rep.utilization_error);
+}
+
+/// Run `s` through the whole lab pipeline (self-check included) into a
+/// fresh folder under the temp dir named after `tag`; the caller removes it.
+fn run_in_temp(t: &KernelTest, s: &Scenario, tag: &str) -> (run::RunResult, std::path::PathBuf) {
+    let out = std::env::temp_dir().join(format!("{tag}-{}", std::process::id()));
+    let r = run::run(
+        s,
+        &RunOptions {
+            out_dir: out.clone(),
+            bpffs: t.fs.clone(),
+            progress: false,
+            verbose: true,
+        },
+    )
+    .expect("run (self-check included)");
+    (r, out)
 }

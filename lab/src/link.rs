@@ -79,11 +79,17 @@ pub fn shape(ns: &Netns, ifname: &str, b: Bottleneck) -> Result<()> {
             "ceil", &rate, "burst", &burst, "cburst", &burst,
         ],
     )?;
+    add_buffer(ns, ifname, &limit)
+}
+
+/// The drop-tail buffer both bottleneck shapes queue into: bfifo `10:`
+/// under class `1:1`, where [`set_buffer`] and the queue readers find it.
+fn add_buffer(ns: &Netns, ifname: &str, limit: &str) -> Result<()> {
     ns.exec(
         "tc",
         &[
             "qdisc", "add", "dev", ifname, "parent", "1:1", "handle", "10:", "bfifo", "limit",
-            &limit,
+            limit,
         ],
     )?;
     Ok(())
@@ -150,14 +156,7 @@ pub fn shape_segmenting(ns: &Netns, ifname: &str, b: Bottleneck) -> Result<()> {
             "burst", &burst, "peakrate", &peak, "mtu", &mtu, "limit", &limit,
         ],
     )?;
-    ns.exec(
-        "tc",
-        &[
-            "qdisc", "add", "dev", ifname, "parent", "1:1", "handle", "10:", "bfifo", "limit",
-            &limit,
-        ],
-    )?;
-    Ok(())
+    add_buffer(ns, ifname, &limit)
 }
 
 #[cfg(test)]
