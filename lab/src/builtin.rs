@@ -43,6 +43,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/seed000-grid.toml"),
     ),
     (
+        "seed000-column",
+        include_str!("../../scenarios/seed000-column.toml"),
+    ),
+    (
         "adbbr-loss",
         include_str!("../../scenarios/adbbr-loss.toml"),
     ),
