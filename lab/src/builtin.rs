@@ -47,6 +47,14 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/seed000-column.toml"),
     ),
     (
+        "qfair-grid-20m",
+        include_str!("../../scenarios/qfair-grid-20m.toml"),
+    ),
+    (
+        "qfair-grid-100m",
+        include_str!("../../scenarios/qfair-grid-100m.toml"),
+    ),
+    (
         "adbbr-loss",
         include_str!("../../scenarios/adbbr-loss.toml"),
     ),
