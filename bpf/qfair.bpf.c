@@ -752,6 +752,9 @@ static __always_inline void cca_export(struct sock *sk, struct rf_bbr *bbr,
 	f->qfair_rate_bps = (((qf->xhat * tcp_sk(sk)->mss_cache) >> 12) * USEC_PER_SEC) >> (BW_SCALE - 12);
 	f->qfair_alpha_x1024 = qf->alpha_x1024;
 	f->qfair_backlog_x1024 = qf->backlog_x1024;
+	/* o in the other fields' packets x1024 (arithmetic shift: rounds toward
+	 * -inf, so |o| stays within alpha/2 as exported too) */
+	f->qfair_offset_x1024 = qf->offset_x65536 >> QF_INT_FINE_SHIFT;
 	f->qfair_qdelay_us = qf->q_us;
 	f->qfair_standing_rtt_us = qf->d_us;
 	f->qfair_target_cwnd = hot->w;

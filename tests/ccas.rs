@@ -263,7 +263,8 @@ fn wfcount(f: &Flow) -> u16 {
 
 /// qfair: two flows of 10 and 50 ms through a deep buffer. Behaviour, not
 /// figures (those are `cargo xtask bench`'s): both flows are served, the law's
-/// internals are exported and move, the synchronised drains happen (one at
+/// internals are exported and move (Eq. 8b's o within +-alpha/2 and off 0
+/// outside competitive mode), the synchronised drains happen (one at
 /// every TAI multiple of 10 s, so at least two in 25 s), and the cwnd target
 /// is the law's w. Each bound below follows from the setup, with margin.
 #[test]
@@ -295,6 +296,7 @@ fn qfair_exports_its_law_and_drains_with_two_flows() {
         assert!(*bytes > 6_000_000, "flow {i} moved only {bytes} bytes");
     }
 
+    let mut calm_flows = 0;
     for i in 0..2 {
         let q: Vec<_> = samples
             .iter()
@@ -335,6 +337,14 @@ fn qfair_exports_its_law_and_drains_with_two_flows() {
             );
             // Standing RTT at least the path's minimum.
             assert!(qf.standing_rtt >= f.min_rtt, "flow {i}: D below R^");
+            // Eq. 8b's integral term is exported within its clamp, |o| <=
+            // alpha/2 (the record's alpha and o come from one refresh).
+            assert!(
+                qf.offset_pkts.abs() <= qf.alpha_pkts / 2.0,
+                "flow {i}: o {} outside +-alpha/2 (alpha {})",
+                qf.offset_pkts,
+                qf.alpha_pkts
+            );
         }
         // The exported estimates move (a frozen export would repeat itself).
         let distinct: std::collections::BTreeSet<u64> = q
@@ -349,6 +359,33 @@ fn qfair_exports_its_law_and_drains_with_two_flows() {
             last.drains_ok + last.drains_failed >= 1,
             "flow {i}: no drain in {secs} s"
         );
+        // o is live: Eq. 8b integrates alpha - a^ every round outside
+        // competitive mode (where o is 0) and the second after a loss cut.
+        // At 4-5 packets of alpha, a^'s round-to-round noise of a packet
+        // or so makes o leave 0 within a few rounds and (a signed random
+        // walk plus the steady offset it exists for) not sit on 0 for 2 s.
+        // A flow is competitive at most from a failed drain to the next
+        // (10 s), so each has at least that long of calm samples, but the
+        // check only needs one flow.
+        let calm: Vec<f64> = q
+            .iter()
+            .filter(|(_, qf)| !qf.competitive)
+            .map(|(_, qf)| qf.offset_pkts)
+            .collect();
+        if calm.len() >= 20 {
+            calm_flows += 1;
+            assert!(
+                calm.iter().any(|o| *o != 0.0),
+                "flow {i}: o stayed 0 in {} samples outside competitive mode",
+                calm.len()
+            );
+        }
+        println!(
+            "flow {i}: o in [{:.3}, {:.3}] over {} calm samples",
+            calm.iter().copied().fold(f64::MAX, f64::min),
+            calm.iter().copied().fold(f64::MIN, f64::max),
+            calm.len()
+        );
         println!(
             "flow {i}: {} samples, alpha {:.2}, backlog {:.2} pkt, q {:?}, rate {:.2} Mbit/s, drains {} ok {} failed",
             q.len(),
@@ -360,6 +397,7 @@ fn qfair_exports_its_law_and_drains_with_two_flows() {
             last.drains_failed
         );
     }
+    assert!(calm_flows >= 1, "no flow outside competitive mode for 2 s");
     t.unload_when_idle(rttfair_loader::Cca::Qfair, net);
 }
 

@@ -19,7 +19,7 @@
 #ifndef RTTFAIR_ABI_H
 #define RTTFAIR_ABI_H
 
-#define RTTFAIR_ABI_VERSION 4
+#define RTTFAIR_ABI_VERSION 5
 
 /*
  * A pinned map's name: its base name, "_v", the ABI version. BPF code names
@@ -132,14 +132,16 @@ struct rttfair_flow {
 	__u64 qfair_rate_bps;       /* x^: smoothed per-round sending rate (delivered + lost), bytes/s */
 	__u32 qfair_alpha_x1024;    /* alpha: the flow's backlog target, packets x1024 */
 	__u32 qfair_backlog_x1024;  /* a^ = x^ q^: its own backlog estimate, packets x1024 */
+	__s32 qfair_offset_x1024;   /* o: Eq. 8b's integral term, packets x1024, |o| <= alpha/2 */
 	__u32 qfair_qdelay_us;      /* q^ = D - R^: queueing delay estimate */
 	__u32 qfair_standing_rtt_us;/* D: mean of 8 ms bucket minima of the RTT */
-	__u32 qfair_target_cwnd;    /* w = g x^ R^ + alpha, packets */
+	__u32 qfair_target_cwnd;    /* w = g x^ R^ + alpha + o, packets */
 	__u32 qfair_drains_ok;      /* synchronised drains that emptied the queue */
 	__u32 qfair_drains_failed;  /* drains that did not (a non-qfair queue) */
 	__u16 qfair_gain_x256;      /* g, the rate correction of the last round */
 	__u8 qfair_competitive;     /* 1 while in competitive mode */
 	__u8 qfair_pacing_floor;    /* 1 when w < 6: pacing, not cwnd, limits */
+	__u32 _pad_qfair;           /* keeps the bbr3 section 8-byte aligned */
 
 	/* bbr3 internals (zero for other CCAs); docs/algorithms.md, "bbr3".
 	 * Unset bounds are all ones (~0). */

@@ -227,6 +227,8 @@ pub struct QfairRow {
     pub alpha_packets: f64,
     /// a^, the flow's own backlog estimate.
     pub backlog_packets: f64,
+    /// o, Eq. 8b's integral term (signed, |o| <= alpha/2).
+    pub offset_packets: f64,
     pub qdelay_seconds: f64,
     pub standing_rtt_seconds: f64,
     pub target_cwnd_segments: u32,
@@ -244,6 +246,7 @@ impl From<&Qfair> for QfairRow {
             rate_bytes_per_second: q.rate_bps,
             alpha_packets: q.alpha_pkts,
             backlog_packets: q.backlog_pkts,
+            offset_packets: q.offset_pkts,
             qdelay_seconds: q.qdelay.as_secs_f64(),
             standing_rtt_seconds: q.standing_rtt.as_secs_f64(),
             target_cwnd_segments: q.target_cwnd,
@@ -353,10 +356,11 @@ impl FlowRow {
         }
         if let Some(q) = &self.qfair {
             return format!(
-                "x={} alpha={:.1} backlog={:.1} q={:.2}ms D={:.2}ms g={:.3} w={} drains={}/{}{}{}",
+                "x={} alpha={:.1} backlog={:.1} o={:+.2} q={:.2}ms D={:.2}ms g={:.3} w={} drains={}/{}{}{}",
                 human_rate(q.rate_bytes_per_second),
                 q.alpha_packets,
                 q.backlog_packets,
+                q.offset_packets,
                 q.qdelay_seconds * 1e3,
                 q.standing_rtt_seconds * 1e3,
                 q.gain,
@@ -559,5 +563,23 @@ mod tests {
         assert_eq!(json["long_term"]["in_use"], true);
         assert_eq!(json["long_term"]["bw_bytes_per_second"], 1_195_000);
         assert!(flows_table(&[policed]).contains("policed lt_bw="));
+    }
+
+    /// qfair's integral term o is shown signed, in --json and in the table.
+    #[test]
+    fn qfair_offset_shows_signed() {
+        let f = Flow {
+            cca: Some(Cca::Qfair),
+            state: rttfair_loader::export::CcaState::Qfair(Qfair {
+                alpha_pkts: 4.0,
+                offset_pkts: -1.25,
+                ..Qfair::default()
+            }),
+            ..Flow::default()
+        };
+        let json = serde_json::to_value(FlowRow::from(&f)).unwrap();
+        assert_eq!(json["qfair"]["offset_packets"], -1.25);
+        let table = flows_table(&[f]);
+        assert!(table.contains(" o=-1.25 "), "{table}");
     }
 }

@@ -214,6 +214,7 @@ mod tests {
             min_rtt: Duration::from_millis(20),
             state: CcaState::Qfair(Qfair {
                 alpha_pkts: 3.0,
+                offset_pkts: -0.75,
                 qdelay: Duration::from_millis(2),
                 drains_ok: 4,
                 ..Qfair::default()
@@ -245,6 +246,10 @@ mod tests {
         let has = |l: &str| text.lines().any(|x| x == l);
         assert!(
             has("rttfair_qfair_alpha_packets{cca=\"qfair\",flow=\"9\"} 3.0"),
+            "{text}"
+        );
+        assert!(
+            has("rttfair_qfair_offset_packets{cca=\"qfair\",flow=\"9\"} -0.75"),
             "{text}"
         );
         assert!(

@@ -157,11 +157,12 @@ pub static FAMILIES: &[Family] = &[
     // Per flow: qfair.
     Family { name: "rttfair_qfair_alpha_packets", help: "qfair backlog target alpha of the flow", unit: "packets", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.qfair().map(|q| q.alpha_pkts)) },
     Family { name: "rttfair_qfair_backlog_packets", help: "qfair estimate of the flow's own backlog at the bottleneck (a^ = x^ q^)", unit: "packets", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.qfair().map(|q| q.backlog_pkts)) },
+    Family { name: "rttfair_qfair_offset_packets", help: "qfair integral term o of Eq. 8b, signed, at most alpha/2 in magnitude (w = g x^ R^ + alpha + o)", unit: "packets", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.qfair().map(|q| q.offset_pkts)) },
     Family { name: "rttfair_qfair_qdelay_seconds", help: "qfair queueing delay estimate q^ = D - R^", unit: "seconds", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.qfair().map(|q| secs(q.qdelay))) },
     Family { name: "rttfair_qfair_standing_rtt_seconds", help: "qfair standing RTT D (mean of 8 ms bucket minima)", unit: "seconds", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.qfair().map(|q| secs(q.standing_rtt))) },
     Family { name: "rttfair_qfair_rate_bytes_per_second", help: "qfair smoothed per-round delivery rate x^", unit: "bytes/s", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.qfair().map(|q| q.rate_bps as f64)) },
     Family { name: "rttfair_qfair_gain_ratio", help: "qfair rate correction g of the last round (1 = none)", unit: "ratio", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.qfair().map(|q| q.gain)) },
-    Family { name: "rttfair_qfair_target_cwnd_segments", help: "qfair target window w = g x^ R^ + alpha", unit: "segments", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.qfair().map(|q| q.target_cwnd as f64)) },
+    Family { name: "rttfair_qfair_target_cwnd_segments", help: "qfair target window w = g x^ R^ + alpha + o", unit: "segments", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.qfair().map(|q| q.target_cwnd as f64)) },
     Family { name: "rttfair_qfair_competitive", help: "1 while the qfair flow is in competitive mode (a queue it does not own)", unit: "", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.qfair().map(|q| q.competitive as u8 as f64)) },
     Family { name: "rttfair_qfair_pacing_floor", help: "1 when the qfair window is below 6 packets, so pacing rather than cwnd limits the flow", unit: "", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.qfair().map(|q| q.pacing_floor as u8 as f64)) },
     Family { name: "rttfair_qfair_drains_ok", help: "qfair synchronised drains that emptied the queue", unit: "", ty: Counter, source: Source::Flow(Covers::Project, |s| s.flow.qfair().map(|q| q.drains_ok as f64)) },
@@ -230,9 +231,10 @@ pub fn reference() -> String {
          Series per host: about 15 + 90 per CCA with flows (4 histograms of\n\
          10 to 16 buckets plus `_sum` and `_count`, counters) + 3 per CCA and\n\
          destination group, whatever the number of flows; each flow with\n\
-         per-flow series adds 14 to 19 (core, mode, info and its CCA's own\n\
-         families). At 10k flows: ~0.4k series by default, ~180k with\n\
-         `per_flow = \"all\"`, ~1.9k with `per_flow = \"top:100\"`.\n\n\
+         per-flow series adds 8 (a kernel CCA's) to 26 (qfair's): info, core,\n\
+         mode and its CCA's own families. At 10k flows: ~0.4k series by\n\
+         default, ~180k with `per_flow = \"all\"`, ~1.9k with\n\
+         `per_flow = \"top:100\"`.\n\n\
          Per-flow series carry only `cca` and `flow`; the 4-tuple, destination\n\
          group and network namespace are labels of `rttfair_flow_info`, to be\n\
          joined in PromQL on the scrape target and the flow (flow ids repeat\n\

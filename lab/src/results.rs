@@ -42,6 +42,8 @@ pub struct BpfSample {
     pub adbbr_rtt_std_ms: f64,
     pub qfair_alpha_pkts: f64,
     pub qfair_backlog_pkts: f64,
+    /// o, Eq. 8b's integral term (signed).
+    pub qfair_offset_pkts: f64,
     pub qfair_qdelay_ms: f64,
     pub qfair_standing_rtt_ms: f64,
     /// x^, the smoothed per-round delivery rate.
@@ -100,6 +102,7 @@ impl BpfSample {
             adbbr_rtt_std_ms: ms(ab.rtt_std),
             qfair_alpha_pkts: round(q.alpha_pkts, 3),
             qfair_backlog_pkts: round(q.backlog_pkts, 3),
+            qfair_offset_pkts: round(q.offset_pkts, 3),
             qfair_qdelay_ms: ms(q.qdelay),
             qfair_standing_rtt_ms: ms(q.standing_rtt),
             qfair_xhat_mbit: mbit(q.rate_bps),

@@ -104,11 +104,15 @@ pub struct Qfair {
     pub alpha_pkts: f64,
     /// a^ = x^ q^: the flow's own backlog estimate, packets.
     pub backlog_pkts: f64,
+    /// o: the slow integral term of Eq. 8b, packets, signed, |o| <= alpha/2.
+    /// The window is w = g x^ R^ + alpha + o, so o is the steady offset
+    /// between the backlog the window holds and the one a^ reads.
+    pub offset_pkts: f64,
     /// q^ = D - R^: the queueing delay estimate.
     pub qdelay: Duration,
     /// D: the mean of 8 ms bucket minima of the RTT.
     pub standing_rtt: Duration,
-    /// w = g x^ R^ + alpha, packets.
+    /// w = g x^ R^ + alpha + o, packets.
     pub target_cwnd: u32,
     /// Synchronised drains that emptied the queue.
     pub drains_ok: u32,
@@ -479,6 +483,14 @@ fn x1024(v: u32) -> f64 {
     v as f64 / 1024.0
 }
 
+fn signed_x1024(v: i32) -> f64 {
+    v as f64 / 1024.0
+}
+
+fn to_signed_fixed(v: f64, unit: f64) -> i32 {
+    (v * unit).round().clamp(i32::MIN as f64, i32::MAX as f64) as i32
+}
+
 fn to_fixed(v: f64, unit: f64) -> u32 {
     (v * unit).round().clamp(0.0, u32::MAX as f64) as u32
 }
@@ -595,6 +607,7 @@ fn decode_state(r: &RawFlow) -> CcaState {
             rate_bps: r.qfair_rate_bps,
             alpha_pkts: x1024(r.qfair_alpha_x1024),
             backlog_pkts: x1024(r.qfair_backlog_x1024),
+            offset_pkts: signed_x1024(r.qfair_offset_x1024),
             qdelay: us(r.qfair_qdelay_us),
             standing_rtt: us(r.qfair_standing_rtt_us),
             target_cwnd: r.qfair_target_cwnd,
@@ -642,6 +655,7 @@ fn encode_state(s: &CcaState, r: &mut RawFlow) {
             r.qfair_rate_bps = q.rate_bps;
             r.qfair_alpha_x1024 = to_fixed(q.alpha_pkts, 1024.0);
             r.qfair_backlog_x1024 = to_fixed(q.backlog_pkts, 1024.0);
+            r.qfair_offset_x1024 = to_signed_fixed(q.offset_pkts, 1024.0);
             r.qfair_qdelay_us = to_us(q.qdelay);
             r.qfair_standing_rtt_us = to_us(q.standing_rtt);
             r.qfair_target_cwnd = q.target_cwnd;
@@ -738,6 +752,7 @@ mod tests {
                     rate_bps: 2_500_000,
                     alpha_pkts: 3.5,
                     backlog_pkts: 2.25,
+                    offset_pkts: -1.375,
                     qdelay: Duration::from_micros(1_500),
                     standing_rtt: Duration::from_micros(21_500),
                     target_cwnd: 48,
@@ -786,6 +801,7 @@ mod tests {
             min_rtt_us: 20_000,
             pacing_gain_x256: 320,
             qfair_alpha_x1024: 3072,
+            qfair_offset_x1024: -512,
             qfair_gain_x256: 224,
             qfair_qdelay_us: 1_000,
             first_ns: 1_000_000_000,
@@ -802,6 +818,7 @@ mod tests {
         assert_eq!(f.age(), Duration::from_secs(2));
         let q = f.qfair().unwrap();
         assert_eq!((q.alpha_pkts, q.gain), (3.0, 0.875));
+        assert_eq!(q.offset_pkts, -0.5, "o is signed");
         assert_eq!(q.qdelay, Duration::from_millis(1));
         assert!(f.fairtt().is_none() && f.adbbr().is_none());
     }
