@@ -535,3 +535,36 @@ fn fifty_scrapers_at_10k_flows_then_killed_mid_scrape_and_restarted() {
     drop(daemon);
     let _ = std::fs::remove_file(&cfg);
 }
+
+/// The lab tools' daemon child (`rttfair_lab::daemon_child`, used by
+/// `rttfairctl demo` and the soak bench): the real daemon answers /healthz
+/// when `start` returns, is gone from its port and the process table after
+/// drop, and a config it refuses is an error with the daemon's own words.
+#[test]
+fn lab_daemon_child_is_up_on_return_and_gone_after_drop() {
+    use rttfair_lab::daemon_child::{free_loopback_port, DaemonChild};
+    let t = KernelTest::new();
+    let ctl = std::path::Path::new(env!("CARGO_BIN_EXE_rttfairctl"));
+    let port = free_loopback_port(&[]).unwrap();
+    let d = DaemonChild::start(ctl, &t.fs, port, "per_flow = \"all\"\n").expect("daemon up");
+    assert_eq!(d.port(), port);
+    let pid = nix::unistd::Pid::from_raw(d.pid() as i32);
+    assert!(
+        http_get(port, "/healthz").is_some(),
+        "no answer on /healthz after start returned"
+    );
+    drop(d);
+    assert_eq!(
+        nix::sys::signal::kill(pid, None),
+        Err(nix::errno::Errno::ESRCH),
+        "the daemon outlived its drop"
+    );
+    assert!(http_get(port, "/healthz").is_none());
+
+    let e = DaemonChild::start(ctl, &t.fs, port, "per_flow = \"sometimes\"\n")
+        .err()
+        .expect("a refused config is an error");
+    let msg = format!("{e:#}");
+    println!("{msg}");
+    assert!(msg.contains("exited") && msg.contains("per_flow"), "{msg}");
+}

@@ -399,3 +399,104 @@ fn run_in_temp(t: &KernelTest, s: &Scenario, tag: &str) -> (run::RunResult, std:
     .expect("run (self-check included)");
     (r, out)
 }
+
+/// The rate self-check is enforced with random loss on flow 0 too, and a
+/// working lab passes it: the check's UDP load comes from the sender
+/// namespace's own address, which the loss program does not match. 10 %
+/// loss is more than the load's 5 % overload (rateload::OVERLOAD), so a
+/// load that went through the loss would leave the queue unbacklogged and
+/// the run would be refused.
+#[test]
+fn rate_check_is_enforced_and_passes_with_loss_on_flow_0() {
+    let t = KernelTest::new();
+    let s = Scenario::from_toml(
+        r#"
+name = "selfcheck-loss-flow0"
+description = "cubic, 20 ms, 10 % loss, 1 BDP, 20 Mbit/s, 3 s"
+duration_s = 3
+
+[bottleneck]
+rate_mbit = 20
+buffer = { bdp = 1.0, rtt_ms = 20.0 }
+
+[[flows]]
+cca = "cubic"
+rtt_ms = 20
+loss_pct = 10.0
+"#,
+    )
+    .unwrap();
+    let (r, out) = run_in_temp(&t, &s, "rttfair-loss-check-test");
+    let prov: RunProvenance = provenance::read(&r.dir).expect("provenance.json");
+    let _ = std::fs::remove_dir_all(&out);
+    let rate = &prov.self_check.rate;
+    println!(
+        "rate check: {:.2} Mbit/s backlogged {:.2} s (configured {:.2}); {} random-loss drops in the run",
+        rate.measured_bit / 1e6,
+        rate.busy_s,
+        rate.configured_bit / 1e6,
+        r.reps[0].summary.random_loss_drops
+    );
+    assert!(rate.ok, "{rate:?}");
+    assert!(r.rtt_check.iter().all(|c| c.ok), "{:?}", r.rtt_check);
+    // The loss program was there and dropped the flow's packets.
+    assert!(r.reps[0].summary.random_loss_drops > 0);
+}
+
+/// A scenario's `[bottleneck] segment_gso = true` reaches the dumbbell its
+/// run builds (GSO on the senders' link, TBF at the bottleneck: the option
+/// `tests/lab_selfcheck.rs` checks segments into MTU packets), and a run
+/// with it passes the self-check and records the option with the scenario.
+#[test]
+fn segment_gso_scenario_builds_the_segmenting_bottleneck_and_runs() {
+    let t = KernelTest::new();
+    let s = Scenario::from_toml(
+        r#"
+name = "segment-gso"
+description = "cubic, 20 ms, 1 BDP, 50 Mbit/s, GSO segmented at the bottleneck, 3 s"
+duration_s = 3
+
+[bottleneck]
+rate_mbit = 50
+buffer = { bdp = 1.0, rtt_ms = 20.0 }
+segment_gso = true
+
+[[flows]]
+cca = "cubic"
+rtt_ms = 20
+"#,
+    )
+    .unwrap();
+    let plan = rttfair_lab::plan::Plan::resolve(&s).unwrap();
+    {
+        let (net, rtts) = run::build_checked_network(&plan).expect("build the plan's dumbbell");
+        assert!(rtts.iter().all(|c| c.ok), "{rtts:?}");
+        let out = |ns: &netns::Netns, prog: &str, args: &[&str]| {
+            String::from_utf8_lossy(&ns.exec(prog, args).unwrap().stdout).into_owned()
+        };
+        let qdiscs = out(&net.router, "tc", &["qdisc", "show", "dev", "r1"]);
+        let offloads = out(&net.snd, "ethtool", &["-k", "s0"]);
+        println!("{qdiscs}");
+        assert!(qdiscs.contains("qdisc tbf 1: root"), "{qdiscs}");
+        assert!(qdiscs.contains("qdisc bfifo 10: parent 1:1"), "{qdiscs}");
+        assert!(
+            offloads.contains("generic-segmentation-offload: on"),
+            "{offloads}"
+        );
+    }
+    let (r, out) = run_in_temp(&t, &s, "rttfair-segment-gso-test");
+    let prov: RunProvenance = provenance::read(&r.dir).expect("provenance.json");
+    let written = std::fs::read_to_string(r.dir.join("scenario.toml")).unwrap();
+    let _ = std::fs::remove_dir_all(&out);
+    println!(
+        "rate check: {:.2} Mbit/s backlogged {:.2} s; flow received {} bytes",
+        prov.self_check.rate.measured_bit / 1e6,
+        prov.self_check.rate.busy_s,
+        r.reps[0].flows[0].bytes_received
+    );
+    assert!(prov.self_check.rate.ok, "{:?}", prov.self_check.rate);
+    assert!(r.rtt_check.iter().all(|c| c.ok), "{:?}", r.rtt_check);
+    assert!(r.reps[0].flows[0].bytes_received > 0);
+    assert!(written.contains("segment_gso = true"), "{written}");
+    assert!(prov.scenario.contains("segment_gso = true"));
+}

@@ -9,11 +9,11 @@
 //! keep the CCAs loaded.
 
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 
 use anyhow::{Context, Result};
 use rttfair_lab::builtin;
 use rttfair_lab::ccas::CcaSession;
+use rttfair_lab::daemon_child::{free_loopback_port, DaemonChild};
 use rttfair_lab::run::{self, RunOptions};
 use rttfair_lab::scenario::Scenario;
 use rttfair_loader::BpfFs;
@@ -33,21 +33,6 @@ pub const CCAS: [&str; 7] = ["qfair", "bbr", "bbr3", "cubic", "bbr1", "fairtt", 
 
 /// The project CCAs among them, loaded for the demo.
 const PROJECT: [&str; 5] = ["qfair", "bbr3", "bbr1", "fairtt", "adbbr"];
-
-/// The demo's daemon and its config file (per-flow series on: the demo has
-/// two flows at a time, and the point is to watch them).
-struct Daemon(Child, PathBuf);
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(self.0.id() as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        );
-        let _ = self.0.wait();
-        let _ = std::fs::remove_file(&self.1);
-    }
-}
 
 pub fn run(fs: &BpfFs, opts: &DemoOptions) -> Result<()> {
     let scenario = scenario(opts.seconds)?;
@@ -74,10 +59,19 @@ pub fn run(fs: &BpfFs, opts: &DemoOptions) -> Result<()> {
     if opts.keep_loaded {
         session.keep();
     }
-    let daemon = start_daemon(fs).ok();
-    if let Some((_, port)) = &daemon {
-        say(format!("live per-flow metrics while it runs: http://127.0.0.1:{port}/metrics  (try: curl -s 127.0.0.1:{port}/metrics | grep rttfair_flow_throughput)"));
-    }
+    // The live metrics are a view on the demo, not part of it: without
+    // them the demo runs on.
+    let daemon = match start_daemon(fs) {
+        Ok(d) => {
+            let port = d.port();
+            say(format!("live per-flow metrics while it runs: http://127.0.0.1:{port}/metrics  (try: curl -s 127.0.0.1:{port}/metrics | grep rttfair_flow_throughput)"));
+            Some(d)
+        }
+        Err(e) => {
+            say(format!("(no live metrics: {e:#})"));
+            None
+        }
+    };
     let ropts = RunOptions {
         out_dir: opts.out.clone(),
         bpffs: fs.clone(),
@@ -128,40 +122,13 @@ fn scenario(seconds: Option<f64>) -> Result<Scenario> {
     Ok(scenario)
 }
 
-/// `rttfairctl daemon` on a free loopback port for the demo's duration.
-fn start_daemon(fs: &BpfFs) -> Result<(Daemon, u16)> {
-    let port = [9977u16, 0]
-        .into_iter()
-        .find_map(|p| {
-            std::net::TcpListener::bind(("127.0.0.1", p))
-                .ok()
-                .and_then(|l| l.local_addr().ok())
-                .map(|a| a.port())
-        })
-        .context("no free port")?;
-    let config = std::env::temp_dir().join(format!("rttfair-demo-{}.toml", std::process::id()));
-    std::fs::write(&config, "per_flow = \"all\"\n")
-        .with_context(|| format!("write {}", config.display()))?;
-    let child = Command::new(std::env::current_exe()?)
-        .args([
-            "--bpffs",
-            &fs.root().display().to_string(),
-            "daemon",
-            "--config",
-            &config.display().to_string(),
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn();
-    match child {
-        Ok(c) => Ok((Daemon(c, config), port)),
-        Err(e) => {
-            let _ = std::fs::remove_file(&config);
-            Err(e.into())
-        }
-    }
+/// `rttfairctl daemon` (this binary) for the demo's duration, on 9977 or
+/// another free loopback port, with per-flow series on (the demo has two
+/// flows at a time, and the point is to watch them); answering when this
+/// returns, so the address printed works at once.
+fn start_daemon(fs: &BpfFs) -> Result<DaemonChild> {
+    let port = free_loopback_port(&[9977])?;
+    DaemonChild::start(&std::env::current_exe()?, fs, port, "per_flow = \"all\"\n")
 }
 
 #[cfg(test)]

@@ -60,12 +60,15 @@
 //! - [`churn`]: many short connections, for reliability tests and soak.
 //! - [`procfs`]: a process's memory and CPU time, the kernel's warning
 //!   count: what soak, benches and reliability tests watch.
+//! - [`daemon_child`]: `rttfairctl daemon` as a child of a lab tool (demo,
+//!   soak): up on /healthz before the tool goes on, stopped on drop.
 
 pub mod accounting;
 pub mod arrivals;
 pub mod builtin;
 pub mod ccas;
 pub mod churn;
+pub mod daemon_child;
 pub mod delay;
 pub mod delay_writer;
 pub mod fairness_grid;

@@ -37,6 +37,9 @@ pub struct Plan {
     pub rate_bit: u64,
     /// Drop-tail buffer as the qdisc counts it (whole packets, >= 2).
     pub buffer_bytes: u64,
+    /// GSO from the senders, segmented at the bottleneck (the scenario's
+    /// `bottleneck.segment_gso`).
+    pub segment_gso: bool,
     pub flows: Vec<FlowSpec>,
     /// The distinct CCAs of the flows, sorted.
     pub ccas: Vec<String>,
@@ -63,6 +66,7 @@ impl Plan {
             label: ccas.join("+"),
             rate_bit: s.rate_bit(),
             buffer_bytes: s.buffer_bytes(),
+            segment_gso: s.bottleneck.segment_gso,
             flows,
             ccas,
             window: Window {
@@ -140,6 +144,7 @@ stop_s = 15
         let p = Plan::resolve(&Scenario::from_toml(TWO).unwrap()).unwrap();
         assert_eq!(p.rate_bit, 10_000_000);
         assert_eq!(p.buffer_bytes, 10 * WIRE_PACKET);
+        assert!(!p.segment_gso);
         assert_eq!(p.label, "bbr+cubic");
         assert_eq!(p.ccas, ["bbr", "cubic"]);
         assert_eq!(p.flows.len(), 3);
@@ -156,5 +161,11 @@ stop_s = 15
         );
         assert_eq!(p.queue_sample, Duration::from_millis(10));
         assert_eq!(p.dir_name(), "p-bbr+cubic");
+        let gso = TWO.replace("rate_mbit = 10\n", "rate_mbit = 10\nsegment_gso = true\n");
+        assert!(
+            Plan::resolve(&Scenario::from_toml(&gso).unwrap())
+                .unwrap()
+                .segment_gso
+        );
     }
 }

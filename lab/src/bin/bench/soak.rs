@@ -2,7 +2,6 @@
 //! project CCA while the daemon is scraped.
 
 use std::io::{Read, Write};
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -10,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 use rttfair_lab::ccas::CcaSession;
+use rttfair_lab::daemon_child::{free_loopback_port, DaemonChild};
 use rttfair_lab::netns::Netns;
 use rttfair_loader::flows::{live_sockets, FlowReader};
 use rttfair_loader::{BpfFs, Cca};
@@ -24,12 +24,12 @@ pub fn run(args: &[String]) -> Result<()> {
     let fs = BpfFs::from_env();
     let names: Vec<String> = Cca::ALL.iter().map(|c| c.name().to_string()).collect();
     let _session = CcaSession::ensure(&fs, &names)?;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port();
-    let daemon = start_daemon(&fs, port)?;
-    std::thread::sleep(Duration::from_secs(1));
-    let (w0, rss0) = (kernel_warnings(), rss_kib(daemon.0.id()));
+    // `rttfairctl` beside this binary, killed on drop so an error part-way
+    // through does not leave it running.
+    let ctl = std::env::current_exe()?.with_file_name("rttfairctl");
+    let port = free_loopback_port(&[])?;
+    let daemon = DaemonChild::start(&ctl, &fs, port, "")?;
+    let (w0, rss0) = (kernel_warnings(), rss_kib(daemon.pid()));
     let stop = Arc::new(AtomicBool::new(false));
     let scraper = scrape_every_second(port, stop.clone());
     let ns = Netns::create("soak")?;
@@ -50,7 +50,7 @@ pub fn run(args: &[String]) -> Result<()> {
     }
     stop.store(true, Ordering::Relaxed);
     let _ = scraper.join();
-    let (w1, rss1) = (kernel_warnings(), rss_kib(daemon.0.id()));
+    let (w1, rss1) = (kernel_warnings(), rss_kib(daemon.pid()));
     drop(daemon);
     println!("entries leaked: {leaked_total} (must be 0)");
     println!("dmesg warnings: {} (must be 0)", w1.saturating_sub(w0));
@@ -59,33 +59,6 @@ pub fn run(args: &[String]) -> Result<()> {
         bail!("soak failed");
     }
     Ok(())
-}
-
-/// The daemon under soak; killed on drop, so an error part-way through
-/// does not leave it running.
-struct Daemon(Child);
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `rttfairctl daemon` (beside this binary) on `fs`, listening on `port`.
-fn start_daemon(fs: &BpfFs, port: u16) -> Result<Daemon> {
-    let ctl = std::env::current_exe()?.with_file_name("rttfairctl");
-    let child = Command::new(&ctl)
-        .args([
-            "--bpffs",
-            &fs.root().display().to_string(),
-            "daemon",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-        ])
-        .stderr(Stdio::null())
-        .spawn()?;
-    Ok(Daemon(child))
 }
 
 /// A thread that scrapes /metrics on `port` once a second until `stop`.
