@@ -1,13 +1,16 @@
 //! Plots of a run (plotters, PNG): goodput per flow over time, the
 //! bottleneck queue over time, and heatmaps of sweeps.
 
+use std::ops::Range;
 use std::path::Path;
 use std::sync::Once;
 
 use anyhow::{Context, Result};
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::plan::Plan;
 use crate::results::{RepResult, Summary, SweepPoint};
@@ -193,9 +196,54 @@ pub fn queue(path: &Path, plan: &Plan, r: &RepResult) -> Result<()> {
     save(&root, path)
 }
 
+/// One categorical axis of a heatmap with `.0` cells: cell `i` spans
+/// `[i, i + 1)` in chart coordinates whatever sweep value it names, so
+/// cells are evenly spaced (a sweep's values are categories, not a numeric
+/// scale), and the axis's only ticks are the cells' centres, so each label
+/// names its cell. Our own `Ranged` because plotters' numeric axes choose
+/// their ticks themselves (on round numbers, here the cells' edges) and
+/// its `WithKeyPoints` over f64 loses the formatter the mesh needs.
+#[derive(Clone, Copy, Debug)]
+struct CellAxis(usize);
+
+impl Ranged for CellAxis {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, v: &f64, limit: (i32, i32)) -> i32 {
+        RangedCoordf64::from(self.range()).map(v, limit)
+    }
+
+    fn key_points<H: KeyPointHint>(&self, _hint: H) -> Vec<f64> {
+        (0..self.0).map(cell_centre).collect()
+    }
+
+    fn range(&self) -> Range<f64> {
+        0.0..self.0 as f64
+    }
+}
+
+/// The chart coordinate of the centre of cell `i` (where its tick, its
+/// label and its value are drawn).
+fn cell_centre(i: usize) -> f64 {
+    i as f64 + 0.5
+}
+
+/// The label of the cell whose centre is at `at`, or "" when `at` is no
+/// cell's centre (plotters asks only at the axis's key points).
+fn cell_label(labels: &[String], at: f64) -> String {
+    let i = (at - 0.5).round();
+    if i < 0.0 || (at - cell_centre(i as usize)).abs() > 1e-9 {
+        return String::new();
+    }
+    labels.get(i as usize).cloned().unwrap_or_default()
+}
+
 /// A heatmap of `values[y][x]` (NaN = missing) with labelled axes, each
 /// given as (name, one label per column or row), colour from `lo` (blue)
-/// through the middle (white) to `hi` (red).
+/// through the middle (white) to `hi` (red). Columns and rows are evenly
+/// spaced categories (see [`CellAxis`]); each value is printed at its
+/// cell's centre.
 pub fn heatmap(
     path: &Path,
     title: &str,
@@ -209,21 +257,20 @@ pub fn heatmap(
         path,
         (140 + 70 * xs.len() as u32, 120 + 40 * ys.len() as u32),
     )?;
-    let mut chart =
-        chart_on(&root, text, title, 18, (50, 80)).build_cartesian_2d(0..xs.len(), 0..ys.len())?;
-    let (xs2, ys2) = (xs.to_vec(), ys.to_vec());
+    let mut chart = chart_on(&root, text, title, 18, (50, 80))
+        .build_cartesian_2d(CellAxis(xs.len()), CellAxis(ys.len()))?;
     if text {
         chart
             .configure_mesh()
             .disable_mesh()
             .x_desc(x_label)
             .y_desc(y_label)
-            .x_labels(xs.len())
-            .y_labels(ys.len())
-            .x_label_formatter(&|i| xs2.get(*i).cloned().unwrap_or_default())
-            .y_label_formatter(&|i| ys2.get(*i).cloned().unwrap_or_default())
+            .x_label_formatter(&|at| cell_label(xs, *at))
+            .y_label_formatter(&|at| cell_label(ys, *at))
             .draw()?;
     }
+    let value_style =
+        TextStyle::from(("sans-serif", 13).into_font()).pos(Pos::new(HPos::Center, VPos::Center));
     let mid = (lo + hi) / 2.0;
     for (yi, row) in values.iter().enumerate() {
         for (xi, v) in row.iter().enumerate() {
@@ -236,15 +283,16 @@ pub fn heatmap(
                 let f = ((mid - v) / (mid - lo)).clamp(0.0, 1.0);
                 RGBColor((255.0 * (1.0 - f)) as u8, (255.0 * (1.0 - f)) as u8, 255)
             };
+            let (x0, y0) = (xi as f64, yi as f64);
             chart.draw_series(std::iter::once(Rectangle::new(
-                [(xi, yi), (xi + 1, yi + 1)],
+                [(x0, y0), (x0 + 1.0, y0 + 1.0)],
                 c.filled(),
             )))?;
             if text && !v.is_nan() {
                 chart.draw_series(std::iter::once(Text::new(
                     format!("{v:.2}"),
-                    (xi, yi + 1),
-                    ("sans-serif", 13).into_font(),
+                    (cell_centre(xi), cell_centre(yi)),
+                    value_style.clone(),
                 )))?;
             }
         }
@@ -424,5 +472,34 @@ mod tests {
         );
         assert_eq!(png_size(&dir.join("lines.png")), (900, 450));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A heatmap axis ticks exactly its cells' centres (none on a cell's
+    /// edge, none past the last cell), each at the pixel midway between
+    /// its cell's edges, and labels each centre with its own cell's value:
+    /// "50" names the middle row. Cells are evenly spaced categories
+    /// whatever the sweep values (2, 50, 200 take equal widths).
+    #[test]
+    fn heatmap_axes_label_each_cell_at_its_centre() {
+        use plotters::coord::ranged1d::BoldPoints;
+        let labels: Vec<String> = ["2", "50", "200"].map(String::from).to_vec();
+        let n = labels.len();
+        let axis = CellAxis(n);
+        let ticks = axis.key_points(BoldPoints(10));
+        assert_eq!(ticks, vec![0.5, 1.5, 2.5]);
+        let pixels = (0, 600);
+        let px = |v: f64| axis.map(&v, pixels);
+        for (i, tick) in ticks.iter().enumerate() {
+            let (left, right) = (px(i as f64), px(i as f64 + 1.0));
+            assert_eq!(right - left, 200, "cell {i} is not one third of the axis");
+            assert_eq!(px(*tick), (left + right) / 2, "tick {i} is off centre");
+            assert_eq!(px(cell_centre(i)), px(*tick), "value {i} is off its tick");
+            assert_eq!(cell_label(&labels, *tick), labels[i]);
+        }
+        for edge in 0..=n {
+            assert_eq!(cell_label(&labels, edge as f64), "", "edge {edge}");
+        }
+        assert_eq!(cell_label(&labels, -0.5), "");
+        assert_eq!(cell_label(&labels, n as f64 + 0.5), "");
     }
 }
