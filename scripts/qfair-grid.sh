@@ -9,27 +9,7 @@ B=./target/release/rttfairctl
 O=${OUT:-lab-out/results-qfair}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-two_flow() { # name rtt_a cca_a rtt_b cca_b bdp
-  cat > "$T/$1.toml" <<EOT
-name = "$1"
-description = "$2 ms ($3) vs $4 ms ($5), $6 BDP(20 ms), 20 Mbit/s"
-duration_s = 60
-warmup_s = 20
-repetitions = 1
-[bottleneck]
-rate_mbit = 20
-buffer = { bdp = $6, rtt_ms = 20.0 }
-[[flows]]
-group = "${3}-${2}ms"
-cca = "$3"
-rtt_ms = $2
-[[flows]]
-group = "${5}-${4}ms"
-cca = "$5"
-rtt_ms = $4
-EOT
-  echo "$T/$1.toml"
-}
+. scripts/two-flow.sh
 echo "commit $(git rev-parse --short HEAD)"
 for b in 0.5 1 5; do
   echo "== vs cubic, $b BDP"
