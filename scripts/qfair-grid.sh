@@ -5,10 +5,7 @@
 # build (cargo build --release). Takes about 40 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-B=./target/release/rttfairctl
 O=${OUT:-lab-out/results-qfair}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
 . scripts/two-flow.sh
 echo "commit $(git rev-parse --short HEAD)"
 for b in 0.5 1 5; do

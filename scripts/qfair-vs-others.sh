@@ -6,10 +6,7 @@
 # and a release build. About 15 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-B=${RTTFAIRCTL:-./target/release/rttfairctl}
 O=${OUT:-lab-out/qfair-vs-others}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
 . scripts/two-flow.sh
 echo "commit $(git rev-parse --short HEAD)"
 for b in 0.5 1 5; do

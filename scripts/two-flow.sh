@@ -1,7 +1,11 @@
-# Sourced by the qfair scripts: two_flow NAME RTT_A CCA_A RTT_B CCA_B BDP
-# writes a two-flow scenario file (20 Mbit/s, 60 s, first 20 s out, buffer
-# in BDP of 20 ms) into $T and prints its path. Set T (a temporary folder)
-# before calling.
+# Sourced by the qfair scripts (from the repository's top): sets B, the
+# rttfairctl to run ($RTTFAIRCTL or the release build), and T, a temporary
+# folder removed on exit; two_flow NAME RTT_A CCA_A RTT_B CCA_B BDP writes a
+# two-flow scenario file (20 Mbit/s, 60 s, first 20 s out, buffer in BDP of
+# 20 ms) into $T and prints its path.
+B=${RTTFAIRCTL:-./target/release/rttfairctl}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
 two_flow() {
   cat > "$T/$1.toml" <<EOT
 name = "$1"
