@@ -2,7 +2,8 @@
 /*
  * qfair's control law in fixed point (docs/algorithms.md, "qfair").
  * Pure functions, compiled both into bpf/qfair.bpf.c and for the host, where
- * loader/src/math.rs tests them against an f64 reference.
+ * loader/tests/qfair_math.rs tests them against an f64 reference (through
+ * the host build, bpf/host/math_host.c).
  *
  * Units: rates in the BBR core's unit (packets per microsecond << 24,
  * QF_BW_SCALE), times in microseconds, packet counts x1024 (_x1024), gains
