@@ -34,8 +34,9 @@
  * over another in the design's fluid model; the lab re-checks):
  *
  *   x^      EWMA (gain 1/4) of the per-round sending rate, (delivered +
- *           lost) / dt over rounds at least 1 ms long (app-limited rounds
- *           and the round after a drain are not samples); not BBR's
+ *           lost) / dt over rounds at least 1 ms long (a round ending on an
+ *           app-limited sample, and the round after a drain, skip the whole
+ *           per-round update: nothing below moves); not BBR's
  *           10-round max filter, whose upward bias times R would hand long
  *           flows extra backlog, and not the delivery rate alone, with
  *           which random loss takes from the long flow's share   (Eq. 3)
