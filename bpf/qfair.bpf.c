@@ -449,9 +449,8 @@ static __always_inline __u32 qfair_alpha_plus_offset(const struct qfair_flow *qf
 
 /*
  * Once per round trip (and at most once per millisecond): Eq. 3-9 and 8b,
- * and the local drain clock. A BPF
- * subprogram of its own, so its arithmetic is verified once, not per path of
- * the per-ACK code.
+ * and the local drain clock. A BPF subprogram of its own, so its arithmetic
+ * is verified once, not per path of the per-ACK code.
  */
 static __noinline void qfair_update_round(struct sock *sk, struct rf_bbr *bbr,
 					  struct qfair_flow *qf, bool app_limited)
