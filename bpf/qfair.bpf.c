@@ -9,77 +9,102 @@
  * x_i = a_i / q). BBR v1 keeps cwnd = 2 BtlBw RTprop, so its backlog is about
  * one BDP -- proportional to its own RTT -- and the long-RTT flow takes the
  * link. qfair instead keeps a fixed number alpha of its own packets queued
- * (the equilibrium of Vegas, FAST and Copa, here on BBR's machinery):
+ * (the equilibrium of TCP Vegas, FAST TCP and Copa, here on BBR's
+ * machinery):
  *
  *     w = g x^ R^ + alpha + o                             (qfair Eq. 1)
  *
- * w the cwnd target, x^ the flow's delivery rate, R^ its minimum RTT, g a
- * rate correction, o a slow integral term (Eq. 8b, a packet or two). With
- * g = 1 and o = 0 the excess of w over the flow's own pipe x R is alpha,
- * so every flow holds x_i q = alpha(x_i), and since alpha(x)/x
+ * w the cwnd target, x^ the flow's smoothed sending rate, R^ its minimum RTT,
+ * g a rate correction, o a slow integral term (Eq. 8b, a packet or two).
+ * With g = 1 and o = 0 the excess of w over the flow's own pipe x R is
+ * alpha, so every flow holds x_i q = alpha(x_i), and since alpha(x)/x
  * strictly decreases the shared q fixes one rate for all: x_i = mu / N,
  * whatever R_i (Eq. 2, derivation in docs/algorithms.md). The queue is
  * N alpha packets whatever the buffer size.
  *
+ * The equation numbers are qfair's own (docs/algorithms.md, "qfair", has
+ * them as a table), not a paper's: the law is the project's design, first
+ * proposed in a fluid-model note and since changed by the lab. What it
+ * borrows: Little's law (Eq. 2); the fixed backlog per flow of Vegas, FAST
+ * (gamma = 1) and Copa (Eq. 1); Copa's velocity (Eq. 8); BBRv3's
+ * full-loss Startup exit and its ProbeRTT at half the window (google/bbr v3,
+ * tcp_bbr.c).
+ *
  * What makes the estimates RTT-neutral (each alternative favoured one RTT
  * over another in the design's fluid model; the lab re-checks):
  *
- *   x^      EWMA (gain 1/4) of the per-round delivery rate, rounds at least
- *           1 ms long; not BBR's 10-round max filter, whose upward bias
- *           times R would hand long flows extra backlog              (Eq. 3)
- *   D       the standing RTT: the mean of the RTT minima of consecutive
- *           8.192 ms buckets of wall clock seen in the round; a minimum over
- *           the flow's own round would see deeper troughs the longer the
- *           round, a plain mean would absorb jitter                  (Eq. 4)
- *   q^, a^  q^ = D - R^, a^ = x^ q^ the flow's own backlog           (Eq. 5)
- *   alpha_d alpha_0 + k sqrt(x^ * 1 ms): 3 packets + sqrt(packets per
- *           ms), well above the 1-2 packets of delayed-ACK noise     (Eq. 6)
+ *   x^      EWMA (gain 1/4) of the per-round sending rate, (delivered +
+ *           lost) / dt over rounds at least 1 ms long (a round ending on an
+ *           app-limited sample, and the round after a drain, skip the whole
+ *           per-round update: nothing below moves); not BBR's
+ *           10-round max filter, whose upward bias times R would hand long
+ *           flows extra backlog, and not the delivery rate alone, with
+ *           which random loss takes from the long flow's share   (Eq. 3)
+ *   D       the standing RTT: the mean of the RTT minima of the 8.192 ms
+ *           buckets of clock (tcp_mstamp >> 13) closed in the round (none
+ *           closed: the last closed one's); a minimum over the flow's own
+ *           round would see deeper troughs the longer the round, a plain
+ *           mean would absorb jitter                                (Eq. 4)
+ *   q^, a^  q^ = max(0, D - R^), a^ = x^ q^ the flow's own backlog  (Eq. 5)
+ *   alpha_d alpha_0 + k sqrt(x^ * 1 ms): by default 3 packets + sqrt(packets
+ *           per ms), well above the 1-2 packets of delayed-ACK noise (Eq. 6)
  *   alpha   additive increase 4 pkt/s of wall clock up to alpha_d; each
  *           lost packet halves it, at most one halving per 100 ms of wall
- *           clock since the flow's last cut (alpha x 2^-min(lost, t/100ms)):
- *           AIMD in time and per packet, never per round, so RTT drops out
- *           of the shallow-buffer (loss) regime too                   (Eq. 7)
- *   g       1 + clamp(e min(D / tau_g, 2^v alpha / (2 x^ R^)), +-1/8),
- *           e = (alpha - a^)/alpha, outside alpha <= a^ <= 2 alpha: the
- *           rate moves by the same fraction per second whatever the RTT
+ *           clock since the flow's last cut (alpha x 2^-min(lost, t/100ms)),
+ *           never below 1 packet: AIMD in time and per packet, never per
+ *           round, so RTT drops out of the shallow-buffer (loss) regime
+ *           too                                                      (Eq. 7)
+ *   g       1 + clamp(e min(D / tau_g, 2^v alpha* / (2 x^ R^)), +-1/8),
+ *           e = (alpha* - a^)/alpha*, alpha* = alpha + b (b below), only
+ *           outside alpha* <= a^ <= 2 alpha* (g = 1 inside): the rate
+ *           moves by the same fraction per second whatever the RTT
  *           (tau_g = 1 s), but the window by at most 2^v half the error
  *           in packets, a loop gain <= 1/2 that stays stable where x^ R^
  *           is large (a 200 ms flow at 100 Mbit/s); the velocity 2^v
- *           doubles per round while the error keeps its sign     (Eq. 8)
- *   o       o + e_i dt / tau_i, e_i = alpha - a^ within +-alpha/4
- *           (anti-windup), dt the round's wall-clock
- *           length, tau_i = 2 s, |o| <= alpha/2; 0 on a loss and for
+ *           doubles per round from the third round the error keeps its
+ *           sign, up to 2^12                                         (Eq. 8)
+ *   o       o + e_i dt / tau_i, e_i = alpha* - a^ within +-(alpha*)/4
+ *           (anti-windup), dt the round's wall-clock length (at most 1 s),
+ *           tau_i = 2 s, |o| <= alpha/2; 0 in a round with a loss and for
  *           1 s after alpha's last cut, 0 when competitive: the steady
  *           offset between a^ and what the window holds (TSO deferral,
  *           delayed ACKs), which g, proportional with a step in packets
  *           that differs by RTT, leaves larger on the short flow, is
  *           integrated away at the same packets per second for every
  *           RTT                                                       (Eq. 8b)
- *   pacing  1.1 w' / D, w' = w + b (the window binds); w / D below 6
- *           packets, where cwnd's floor of 4 would otherwise queue more
- *           than alpha                                                (Eq. 9)
+ *   pacing  1.1 w' / D, w' = w + b (the window binds); w' / D when w' is
+ *           below 6 packets, where cwnd's floor of 4 would otherwise queue
+ *           more than alpha; half of it during a drain                (Eq. 9)
  *
- * cwnd = max(4, w) + b, b the TSO burst room: three bursts where the path is
- * short against a burst (x^ R^ <= one burst: veth, a LAN), none where the
- * pipe holds two bursts or more (paths of >= 2 ms below 500 Mbit/s), linear
- * between; alpha in Eq. 8 then means alpha + b. A room by rate alone was
- * standing queue that went to the faster flow (issue 14, 100 Mbit/s).
+ * alpha_0, k, tau_g, the 1/8 cap on g, the drain period and clock are
+ * tunables (struct qfair_tunables, `rttfairctl set qfair.*`, read once per
+ * round); the values above are their defaults.
+ *
+ * cwnd = max(4, w) + b, with no ACK-aggregation allowance; b the TSO burst
+ * room: three bursts where the path is short against a burst (x^ R^ <= one
+ * burst: veth, a LAN), none where the pipe holds two bursts or more (paths
+ * of >= 2 ms below 500 Mbit/s), linear between, and none at all while a
+ * burst is the kernel's minimum of 2 segments (below ~36 Mbit/s at MSS
+ * 1448). A room by rate alone was standing queue that went to the faster
+ * flow (issue 14, 100 Mbit/s).
  *
  * R^ is a running minimum: the core's 10 s expiry (which adopts a queue-
- * inflated sample) is disarmed in steady state. Instead every qfair flow
- * drains together: it enters the core's ProbeRTT at wall-clock (TAI)
- * multiples of 10 s, at half its rate and window, for 200 ms and a round, so
- * the queue qfair flows hold empties and each sees the true minimum -- the
- * fix for the Vegas/FAST late-joiner problem (a flow that never saw an empty
- * queue over-estimates R^ and takes more than its share). That is a shared
- * convention (clocks agree to well under 200 ms), not shared state; a local
- * 10 s timer refreshed by near-minimum samples is the alternative
+ * inflated sample) is disarmed in cruise. Instead every qfair flow drains
+ * together: it enters the core's ProbeRTT at wall-clock (TAI) multiples of
+ * 10 s, at half its rate and window (at least 4 packets), for 200 ms and a
+ * round once its inflight is down to that window, so the queue qfair flows
+ * hold empties and each sees the true minimum -- the fix for the Vegas/FAST
+ * late-joiner problem (a flow that never saw an empty queue over-estimates
+ * R^ and takes more than its share). That is a shared convention (clocks
+ * agree to well under 200 ms), not shared state; a local 10 s timer
+ * refreshed by near-minimum samples is the alternative
  * (qfair.drain_clock = 2).
  *
- * A drain that does not bring the RTT back near R^ means a queue someone else
- * holds: a loss-based flow (cubic) or a longer path. Then qfair turns
- * competitive: alpha may grow at 20 pkt/s up to max(alpha_d, x^ 100 ms);
- * the next successful drain ends it.
+ * A drain whose lowest RTT does not come back within max(1 ms, q^/2) of R^
+ * means a queue someone else holds: a loss-based flow (cubic) or a longer
+ * path. Then qfair turns competitive: alpha may grow at 20 pkt/s up to
+ * max(alpha_d, x^ 100 ms); the next successful drain ends it and clamps
+ * alpha to alpha_d.
  *
  * A longer path is judged from the drain minima alone, not from that
  * verdict: three drains in a row whose minimum lies more than
@@ -91,13 +116,14 @@
  *
  * Startup and Drain are BBR's, with one more exit from Startup: a round with
  * at least 6 losses and more than 2% loss (BBRv3's full-loss rule), so a
- * shallow buffer does not make Startup overflow it for many rounds.
+ * shallow buffer does not make Startup overflow it for many rounds. The law
+ * ("cruise") takes over at the first round start in the core's ProbeBW.
  *
  * State: w, the current 8 ms bucket, the next drain time, flags and the
  * burst room's share live in the core's cca_hot (icsk_ca_priv), which is all
- * an ACK touches; the rest
- * (x^, alpha, round snapshots, drain bookkeeping) in the qfair_sk
- * sk_storage, looked up once per bucket, per round and during drains.
+ * of qfair's state an ACK touches; the rest (x^, alpha, round snapshots,
+ * drain bookkeeping) in the qfair_sk sk_storage, looked up once per bucket,
+ * per round, per export and on every ACK of a drain.
  * No map is shared between flows: a flow behaves the same as the only
  * rttfair socket on its host.
  *
@@ -130,10 +156,10 @@
 /* Constants of the law (docs/algorithms.md, "qfair", has the why of each). */
 #define QFAIR_AI_X1024 (4 * 1024)              /* alpha increase, pkt/s x1024 */
 #define QFAIR_AI_COMPETITIVE_X1024 (20 * 1024)
-#define QFAIR_COMPETITIVE_CAP_US 100000        /* alpha_hi = x^ x 100 ms */
+#define QFAIR_COMPETITIVE_CAP_US 100000        /* alpha_hi = max(alpha_d, x^ x 100 ms) */
 #define QFAIR_MIN_ROUND_US 1000                /* per-round work at most 1/ms */
 #define QFAIR_BUCKET_SHIFT 13                  /* 8.192 ms buckets */
-#define QFAIR_PACING_FLOOR_PKTS 6
+#define QFAIR_PACING_FLOOR_PKTS 6              /* the export's flag; qf_pacing_rate has its own 6 */
 #define QFAIR_FULL_LOSS_CNT 6                  /* Startup exit on loss */
 #define QFAIR_FULL_LOSS_PCT 2
 #define QFAIR_FIRST_DRAIN_MS 2000              /* local clock: first drain */
@@ -255,13 +281,14 @@ static __always_inline bool qfair_cruising(const struct rf_bbr *bbr)
 /*
  * Room in cwnd for TSO/GSO bursts beyond w (Eq. 1's b): up to three bursts,
  * as Linux BBR's quantization budget, and only where bursts are bigger than
- * the kernel's minimum of 2 segments (above ~24 Mbit/s per flow). Below, a
+ * the kernel's minimum of 2 segments (3 segments or more: from ~36 Mbit/s
+ * per flow, 3 x 1448 bytes per 1/1024 s, at MSS 1448). Below, a
  * 2-packet allowance per flow would be queue beyond alpha: two flows would
  * hold 6 packets in a 3-packet buffer (0.1 BDP at 20 Mbit/s) and lose 15% of
  * their packets (measured).
  *
- * Why three, not one: on a microsecond path (veth, a LAN) one burst is 45
- * segments of 64 KB, far more than x^ R^ (6 packets at 6 us): the sender
+ * Why three, not one: on a microsecond path (veth, a LAN) one burst is 64 KB,
+ * 45 segments, far more than x^ R^ (6 packets at 6 us): the sender
  * must have the next burst ready while one is with the receiver and one is
  * being acknowledged. With one burst of room cwnd was 65-70 packets and one
  * flow reached 0.71x native bbr (docs/results.md).
@@ -274,10 +301,13 @@ static __always_inline bool qfair_cruising(const struct rf_bbr *bbr)
  * it (20 vs 2 ms at 100 Mbit/s: Jain 0.679). g's target includes the room
  * (Eq. 8), so where it is given it is not "corrected" away.
  *
- * The burst size is the kernel's (1 ms of data, at most 64 KB) at the lower
- * of the pacing rate and BtlBw, the core's max-filtered *delivery* rate. Not
- * the pacing rate alone: the pacer runs on w plus this room (Eq. 9), so a
- * room sized by the pacer feeds itself. Measured: 20 vs 2 ms at 0.1 BDP,
+ * The burst size is Linux BBR's estimate of the kernel's (bbr_tso_segs_goal:
+ * 1 ms of data by sk_pacing_shift, at most 64 KB; the kernel's own
+ * tcp_tso_autosize also adds gso_max_size >> (min RTT / 512 us), a segment
+ * or more on paths under ~3 ms, which this leaves out) at the lower of the
+ * pacing rate and BtlBw, the core's max-filtered *delivery* rate. Not the
+ * pacing rate alone: the pacer runs on w plus this room (Eq. 9), so a room
+ * sized by the pacer feeds itself. Measured: 20 vs 2 ms at 0.1 BDP,
  * the 2 ms flow paced at 720 Mbit/s with 130 packets of room and the 20 ms
  * flow starved (96% of its packets retransmitted). BtlBw is bounded by
  * what the path delivers, so at 20 Mbit/s the room stays 0. The share of
@@ -293,7 +323,7 @@ static __always_inline __u32 qfair_burst_segs(struct sock *sk, const struct rf_b
 	return (__u32)(bytes / (tcp_sk(sk)->mss_cache ?: 1));
 }
 
-/* Per ACK: b in packets, from this round's share of the room. */
+/* Per ACK: b in packets (three bursts times this round's share of the room). */
 static __always_inline __u32 qfair_burst_budget(struct sock *sk, const struct rf_bbr *bbr)
 {
 	__u32 room_x64 = qfair_hot_of((struct rf_bbr *)bbr)->room_x64;
@@ -323,7 +353,7 @@ static __always_inline __u32 qfair_room_segs(struct sock *sk, __u64 xhat)
 	return (__u32)rf_min(segs, cap);
 }
 
-/* Per round: the share of the room for the flow's pipe x^ R^. */
+/* Per round: the room's share (x64) for the flow's pipe x^ R^ against a burst at x^. */
 static __always_inline void qfair_set_room(struct sock *sk, const struct rf_bbr *bbr,
 					   struct qfair_hot *hot, __u64 xhat)
 {
@@ -346,7 +376,7 @@ static __always_inline __u32 qfair_next_drain_ms(__u32 now_ms, const struct qfai
 	return (now_ms + (__u32)to_next_ms) ?: 1;
 }
 
-/* Start a new rate-measurement interval. */
+/* Start a new rate-measurement interval (Eq. 3) and bucket sum (Eq. 4). */
 static __always_inline void qfair_snapshot(struct tcp_sock *tp, struct qfair_flow *qf)
 {
 	qf->round_mstamp = tp->tcp_mstamp;
@@ -418,9 +448,9 @@ static __always_inline __u32 qfair_alpha_plus_offset(const struct qfair_flow *qf
 }
 
 /*
- * Once per round trip (and at most once per millisecond): Eq. 3-9. A BPF
- * subprogram of its own, so its arithmetic is verified once, not per path of
- * the per-ACK code.
+ * Once per round trip (and at most once per millisecond): Eq. 3-9 and 8b,
+ * and the local drain clock. A BPF subprogram of its own, so its arithmetic
+ * is verified once, not per path of the per-ACK code.
  */
 static __noinline void qfair_update_round(struct sock *sk, struct rf_bbr *bbr,
 					  struct qfair_flow *qf, bool app_limited)
@@ -527,7 +557,7 @@ static __noinline void qfair_update_round(struct sock *sk, struct rf_bbr *bbr,
 	qfair_snapshot(tp, qf);
 }
 
-/* Entering a drain: half the rate; the core halves the window (below). */
+/* Entering a drain: half the rate; cca_probe_rtt_cwnd (below) halves the window. */
 static __always_inline void qfair_begin_drain(struct sock *sk, struct qfair_hot *hot,
 					      struct qfair_flow *qf)
 {
@@ -701,7 +731,8 @@ static __always_inline __u32 cca_cwnd_budget(struct sock *sk, struct rf_bbr *bbr
 	return rf_max(target, (__u32)BBR_CWND_MIN_TARGET) + qfair_burst_budget(sk, bbr);
 }
 
-/* Eq. 9: the per-round update sets the pacing rate; during a drain, half. */
+/* Eq. 9: in cruise the per-round update sets the pacing rate, a drain halves
+ * it (qfair_begin_drain) and restores it at its end; before cruise, BBR's. */
 static __always_inline __u64 cca_pacing_rate(struct sock *sk, struct rf_bbr *bbr, __u64 rate)
 {
 	if (qfair_hot_of(bbr)->flags & QF_CRUISE)

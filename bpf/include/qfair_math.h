@@ -2,12 +2,14 @@
 /*
  * qfair's control law in fixed point (docs/algorithms.md, "qfair").
  * Pure functions, compiled both into bpf/qfair.bpf.c and for the host, where
- * loader/src/math.rs tests them against an f64 reference.
+ * loader/tests/qfair_math.rs tests them against an f64 reference (through
+ * the host build, bpf/host/math_host.c).
  *
  * Units: rates in the BBR core's unit (packets per microsecond << 24,
  * QF_BW_SCALE), times in microseconds, packet counts x1024 (_x1024), gains
  * x256 (_x256, 256 = 1.0). Every product is bounded below 2^63 for rates
- * below 2^32 (core unit: ~280 Tbit/s) and times below 2^23 us (8 s), and no
+ * below 2^32 (core unit: 256 packets per us, ~3 Tbit/s at 1448-byte
+ * packets) and times below 2^23 us (8 s), and no
  * division is signed (BPF ISA v3 has no signed division).
  */
 #ifndef RTTFAIR_QFAIR_MATH_H
@@ -80,8 +82,9 @@ RF_INLINE __u64 qf_pkts_x1024(__u64 bw, __u64 dur_us)
  * What remains of alpha after halvings worth eff_us of time, one halving per
  * 100 ms: alpha x 2^(-eff_us / 100 ms), eff_us capped at 10 s. Whole
  * halvings are a shift; the fraction f = (eff_us mod 100 ms) / 100 ms uses
- * 2^-f = e^(-f ln 2), four Taylor terms in 16-bit fixed point (error below
- * 0.2% for f < 1, tested on the host). Consecutive calls compose:
+ * 2^-f = e^(-f ln 2), its Taylor series to the 4th power in 16-bit fixed
+ * point (error below 0.2% of alpha for f < 1, tested on the host).
+ * Consecutive calls compose:
  * remaining(t1) then remaining(t2) = remaining(t1 + t2) to that error, so
  * the decrease per second of wall clock does not depend on how the time was
  * cut into rounds.
@@ -109,7 +112,8 @@ RF_INLINE __u64 qf_alpha_after_halvings(__u64 alpha_x1024, __u64 eff_us)
  * One per-round step of alpha (Eq. 7): additive increase ai_x1024 packets per
  * second of wall clock; each lost packet halves alpha, but alpha falls by at
  * most half per 100 ms of wall clock since the flow's last cut
- * (since_cut_us): the cut is alpha (1 - 2^-min(lost, since_cut / 100 ms)).
+ * (since_cut_us): the cut is alpha (1 - 2^-min(lost, since_cut / 100 ms)),
+ * lost counted up to 100 and since_cut up to 10 s.
  * Both terms are per unit of time or per packet, never per round, so a flow
  * loses the same fraction of alpha per overflow, and per second, whatever
  * its round-trip time. (Before issue 14's fix the cap was alpha/2 per round
@@ -140,7 +144,9 @@ RF_INLINE __u32 qf_alpha_step_x1024(__u32 alpha_x1024, __u64 dt_us, __u32 lost,
 
 /*
  * Which way Eq. 8 pushes: 1 up (a^ < alpha*), 2 down (a^ > 2 alpha*), 0 inside
- * the band alpha* <= a^ <= 2 alpha*, where g = 1 (see qf_gain_x256).
+ * the band alpha* <= a^ <= 2 alpha*, where g = 1 (see qf_gain_x256). alpha*
+ * is the window's backlog target alpha + b (the caller passes it as
+ * alpha_x1024).
  */
 #define QF_PUSH_NONE 0
 #define QF_PUSH_UP 1
@@ -292,7 +298,8 @@ RF_INLINE __u32 qf_burst_room_x64(__u64 pipe_x1024, __u32 segs)
 }
 
 /* Eq. 1's b in packets: three bursts of segs, times room_x64 / 64; none where
- * the stack's bursts are the minimum of 2 segments (see qfair_burst_budget). */
+ * the stack's bursts are the minimum of 2 segments (why: qfair_burst_segs in
+ * qfair.bpf.c). */
 #define QF_BURSTS 3
 RF_INLINE __u32 qf_burst_room(__u32 segs, __u32 room_x64)
 {
@@ -352,7 +359,8 @@ RF_INLINE __s32 qf_offset_step_x65536(__s32 o_x65536, __u32 target_x1024, __u32 
 	return (__s32)o;
 }
 
-/* The cwnd target w = g x^ R^ + alpha, in whole packets (rounded up, >= 1). */
+/* The cwnd target w = g x^ R^ + alpha, in whole packets (rounded up, >= 1,
+ * at most 2^24 - 1); the caller passes alpha + o (Eq. 1 with Eq. 8b). */
 RF_INLINE __u32 qf_target_cwnd(__u64 bw, __u32 rtprop_us, __u32 g_x256, __u32 alpha_x1024)
 {
 	__u64 w = (qf_pkts_x1024(bw, rtprop_us) * g_x256) / QF_GAIN_UNIT + alpha_x1024;
@@ -364,10 +372,11 @@ RF_INLINE __u32 qf_target_cwnd(__u64 bw, __u32 rtprop_us, __u32 g_x256, __u32 al
 }
 
 /*
- * Pacing rate in bytes/s: w per standing RTT D, times 1.1 so that the window,
- * not the pacer, binds -- except below 6 packets, where cwnd's floor of 4
- * would hand a tiny-BDP flow more than alpha of queue; there the pacer at
- * exactly w / D is the limit.
+ * Pacing rate in bytes/s (Eq. 9): w per standing RTT D, times 1.1 so that
+ * the window, not the pacer, binds -- except below 6 packets, where cwnd's
+ * floor of 4 would hand a tiny-BDP flow more than alpha of queue; there the
+ * pacer at exactly w / D is the limit. The caller passes w + b, the whole
+ * window.
  */
 RF_INLINE __u64 qf_pacing_rate(__u32 w, __u32 d_us, __u32 mss)
 {
@@ -381,7 +390,8 @@ RF_INLINE __u64 qf_pacing_rate(__u32 w, __u32 d_us, __u32 mss)
 	return w >= 6 ? rate / 10 * 11 : rate;
 }
 
-/* The delivery-rate EWMA, gain 1/4 per update (unbiased, unlike a max). */
+/* Eq. 3's EWMA, gain 1/4 per update (unbiased, unlike a max); the caller's
+ * sample is the sending rate, (delivered + lost) / dt. */
 RF_INLINE __u64 qf_rate_ewma(__u64 xhat, __u64 sample)
 {
 	if (!xhat)
@@ -391,7 +401,7 @@ RF_INLINE __u64 qf_rate_ewma(__u64 xhat, __u64 sample)
 
 /*
  * A drain succeeded when the lowest RTT seen during it came back to the path's
- * minimum: within max(1 ms, half the queueing delay before the drain).
+ * minimum: within max(1 ms, half the queueing delay q^ before the drain).
  */
 RF_INLINE bool qf_drain_emptied_queue(__u32 drain_min_us, __u32 rtprop_us, __u32 q_before_us)
 {
