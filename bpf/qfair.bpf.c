@@ -159,7 +159,6 @@
 #define QFAIR_COMPETITIVE_CAP_US 100000        /* alpha_hi = max(alpha_d, x^ x 100 ms) */
 #define QFAIR_MIN_ROUND_US 1000                /* per-round work at most 1/ms */
 #define QFAIR_BUCKET_SHIFT 13                  /* 8.192 ms buckets */
-#define QFAIR_PACING_FLOOR_PKTS 6              /* the export's flag; qf_pacing_rate has its own 6 */
 #define QFAIR_FULL_LOSS_CNT 6                  /* Startup exit on loss */
 #define QFAIR_FULL_LOSS_PCT 2
 #define QFAIR_FIRST_DRAIN_MS 2000              /* local clock: first drain */
@@ -793,7 +792,9 @@ static __always_inline void cca_export(struct sock *sk, struct rf_bbr *bbr,
 	f->qfair_drains_failed = qf->drains_failed;
 	f->qfair_gain_x256 = qf->gain_x256;
 	f->qfair_competitive = qf->competitive;
-	f->qfair_pacing_floor = (hot->flags & QF_CRUISE) && hot->w < QFAIR_PACING_FLOOR_PKTS;
+	/* the pacer's own test, on the window it paces (w and its room) */
+	f->qfair_pacing_floor = (hot->flags & QF_CRUISE) &&
+				qf_at_pacing_floor(hot->w + qfair_burst_budget(sk, bbr));
 }
 
 RTTFAIR_DEFINE_STRUCT_OPS(qfair_ops, "qfair");

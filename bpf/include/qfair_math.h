@@ -378,6 +378,18 @@ RF_INLINE __u32 qf_target_cwnd(__u64 bw, __u32 rtprop_us, __u32 g_x256, __u32 al
  * pacer at exactly w / D is the limit. The caller passes w + b, the whole
  * window.
  */
+/* Below this many packets of window (w plus its burst room) the pacer
+ * runs at exactly the window per D, no 1.1 margin: pacing, not cwnd,
+ * then limits the flow (Eq. 9's floor). */
+#define QF_PACING_FLOOR_PKTS 6
+
+/* Whether a window of w packets (burst room included) is at Eq. 9's
+ * floor: the pacer's test and the export's flag, one predicate. */
+RF_INLINE int qf_at_pacing_floor(__u32 w)
+{
+	return w < QF_PACING_FLOOR_PKTS;
+}
+
 RF_INLINE __u64 qf_pacing_rate(__u32 w, __u32 d_us, __u32 mss)
 {
 	__u64 bytes = (__u64)w * mss, rate;
@@ -387,7 +399,7 @@ RF_INLINE __u64 qf_pacing_rate(__u32 w, __u32 d_us, __u32 mss)
 	if (bytes > (1ULL << 40))
 		bytes = 1ULL << 40;
 	rate = bytes * QF_USEC_PER_SEC / d_us;
-	return w >= 6 ? rate / 10 * 11 : rate;
+	return qf_at_pacing_floor(w) ? rate : rate / 10 * 11;
 }
 
 /* Eq. 3's EWMA, gain 1/4 per update (unbiased, unlike a max); the caller's

@@ -122,7 +122,8 @@ pub struct Qfair {
     pub gain: f64,
     /// Whether the flow is in competitive mode.
     pub competitive: bool,
-    /// Whether w < 6, so pacing rather than cwnd limits the flow.
+    /// Whether w plus its burst room is below 6 packets (Eq. 9's floor),
+    /// so pacing rather than cwnd limits the flow.
     pub pacing_floor: bool,
 }
 
