@@ -43,7 +43,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Register congestion controls with the kernel (bbr1, fairtt, adbbr).
+    /// Register congestion controls with the kernel (qfair, bbr3, bbr1, fairtt, adbbr, bbr_native; `list` shows them).
     Load {
         /// CCAs to load.
         #[arg(required = true, value_name = "CCA")]
@@ -349,5 +349,21 @@ mod tests {
         let mut missing = Vec::new();
         walk(&cmd, "rttfairctl", &mut missing);
         assert!(missing.is_empty(), "no help text: {missing:?}");
+    }
+
+    /// `load --help` names every CCA this build can load (the list is
+    /// prose in a doc comment, so a new CCA must not be left out of it).
+    #[test]
+    fn load_help_names_every_cca() {
+        let cmd = super::Cli::command();
+        let load = cmd.find_subcommand("load").expect("load command");
+        let about = load.get_about().expect("load has help").to_string();
+        for cca in rttfair_loader::Cca::ALL {
+            assert!(
+                about.contains(cca.name()),
+                "`load` help omits {}: {about}",
+                cca.name()
+            );
+        }
     }
 }
