@@ -492,7 +492,7 @@ mod tests {
             Some(15)
         );
         assert!(!d.running());
-        let e = d.signal(Signal::SIGKILL).err().expect("not sent");
+        let e = d.signal(Signal::SIGKILL).expect_err("not sent");
         assert!(format!("{e:#}").contains("has exited"), "{e:#}");
         drop(d);
 
