@@ -321,24 +321,35 @@ mod tests {
 
     use super::*;
 
-    /// An executable shell script in a temporary folder, as the "ctl".
-    fn script(dir: &Path, body: &str) -> std::path::PathBuf {
-        let p = dir.join("ctl");
-        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
-        p
+    /// An executable shell script standing in for `rttfairctl`, in a
+    /// temporary folder that is also the bpffs root it is given.
+    struct FakeCtl {
+        _dir: tempfile::TempDir,
+        ctl: std::path::PathBuf,
+        fs: BpfFs,
+    }
+
+    impl FakeCtl {
+        fn new(body: &str) -> FakeCtl {
+            let dir = tempfile::tempdir().unwrap();
+            let ctl = dir.path().join("ctl");
+            std::fs::write(&ctl, format!("#!/bin/sh\n{body}\n")).unwrap();
+            std::fs::set_permissions(&ctl, std::fs::Permissions::from_mode(0o755)).unwrap();
+            let fs = BpfFs::new(dir.path());
+            FakeCtl { _dir: dir, ctl, fs }
+        }
+
+        fn launch(&self, port: u16) -> Launch<'_> {
+            DaemonChild::launch(&self.ctl, &self.fs, port)
+        }
     }
 
     #[test]
     fn a_daemon_that_exits_is_reported_at_once_with_what_it_said() {
-        let dir = tempfile::tempdir().unwrap();
-        let ctl = script(
-            dir.path(),
-            "echo \"error: cannot listen on $7\" >&2; exit 3",
-        );
+        let fake = FakeCtl::new("echo \"error: cannot listen on $7\" >&2; exit 3");
         let port = free_loopback_port(&[]).unwrap();
         let t0 = Instant::now();
-        let e = DaemonChild::start(&ctl, &BpfFs::new(dir.path()), port, "")
+        let e = DaemonChild::start(&fake.ctl, &fake.fs, port, "")
             .err()
             .expect("refused");
         let msg = format!("{e:#}");
@@ -404,17 +415,16 @@ mod tests {
 
     #[test]
     fn extra_args_go_before_listen_and_no_config_is_passed_unless_given() {
-        let dir = tempfile::tempdir().unwrap();
-        let ctl = script(dir.path(), "echo \"$@\" >&2; exec sleep 30");
+        let fake = FakeCtl::new("echo \"$@\" >&2; exec sleep 30");
         let port = answering(200);
-        let fs = BpfFs::new(dir.path());
-        let d = DaemonChild::launch(&ctl, &fs, port)
+        let d = fake
+            .launch(port)
             .args(["--config", "/etc/mine.toml"])
             .start()
             .unwrap();
         let want = format!(
             "--bpffs {} daemon --config /etc/mine.toml --listen 127.0.0.1:{port}\n",
-            dir.path().display()
+            fake.fs.root().display()
         );
         assert!(
             within_10s(|| d.stderr().unwrap() == want),
@@ -425,18 +435,18 @@ mod tests {
 
     #[test]
     fn healthy_waits_for_200_where_serving_takes_any_answer() {
-        let dir = tempfile::tempdir().unwrap();
-        let ctl = script(dir.path(), "exec sleep 30");
-        let fs = BpfFs::new(dir.path());
+        let fake = FakeCtl::new("exec sleep 30");
         let port = answering(503);
-        let d = DaemonChild::launch(&ctl, &fs, port)
+        let d = fake
+            .launch(port)
             .ready(Ready::Serving)
             .start()
             .expect("503 is serving");
         drop(d);
         let limit = Duration::from_millis(500);
         let t0 = Instant::now();
-        let e = DaemonChild::launch(&ctl, &fs, port)
+        let e = fake
+            .launch(port)
             .ready(Ready::Healthy)
             .up_within(limit)
             .start()
@@ -450,19 +460,17 @@ mod tests {
             )),
             "{msg}"
         );
-        let ok = DaemonChild::launch(&ctl, &fs, answering(200))
-            .ready(Ready::Healthy)
-            .start();
+        let ok = fake.launch(answering(200)).ready(Ready::Healthy).start();
         assert!(ok.is_ok(), "{:#}", ok.err().unwrap());
     }
 
     #[test]
     fn no_answer_within_the_limit_is_an_error_at_the_limit() {
-        let dir = tempfile::tempdir().unwrap();
-        let ctl = script(dir.path(), "exec sleep 30");
+        let fake = FakeCtl::new("exec sleep 30");
         let port = free_loopback_port(&[]).unwrap();
         let t0 = Instant::now();
-        let e = DaemonChild::launch(&ctl, &BpfFs::new(dir.path()), port)
+        let e = fake
+            .launch(port)
             .up_within(Duration::from_millis(300))
             .start()
             .err()
@@ -479,11 +487,9 @@ mod tests {
 
     #[test]
     fn signal_wait_and_drop_end_the_child() {
-        let dir = tempfile::tempdir().unwrap();
-        let ctl = script(dir.path(), "exec sleep 30");
-        let fs = BpfFs::new(dir.path());
+        let fake = FakeCtl::new("exec sleep 30");
         let port = answering(200);
-        let mut d = DaemonChild::launch(&ctl, &fs, port).start().unwrap();
+        let mut d = fake.launch(port).start().unwrap();
         assert!(d.running());
         d.signal(Signal::SIGTERM).unwrap();
         let status = d.wait().unwrap();
@@ -496,7 +502,7 @@ mod tests {
         assert!(format!("{e:#}").contains("has exited"), "{e:#}");
         drop(d);
 
-        let d = DaemonChild::launch(&ctl, &fs, port).start().unwrap();
+        let d = fake.launch(port).start().unwrap();
         let pid = nix::unistd::Pid::from_raw(d.pid() as i32);
         drop(d);
         assert_eq!(
