@@ -82,7 +82,7 @@ fn prometheus_scrapes_per_flow_min_rtt_and_fairness() {
     )
     .unwrap();
     let mut daemon = Daemon::start(
-        t.ctl(),
+        &t.fs,
         &["--config", tmp.join("daemon.toml").to_str().unwrap()],
         dport,
         Up::Healthy,
@@ -282,7 +282,7 @@ fn native_flows_are_exported_beside_project_flows() {
     let cfg = std::env::temp_dir().join(format!("rttfair-native-{}.toml", std::process::id()));
     std::fs::write(&cfg, "native_flows = true\nper_flow = \"all\"\n").unwrap();
     let _daemon = Daemon::start(
-        t.ctl(),
+        &t.fs,
         &["--config", cfg.to_str().unwrap()],
         port,
         Up::Healthy,
@@ -478,7 +478,7 @@ fn fifty_scrapers_at_10k_flows_then_killed_mid_scrape_and_restarted() {
     .unwrap();
     let port = free_port();
     let args = ["--config", cfg.to_str().unwrap()];
-    let spawn = || Daemon::start(t.ctl(), &args, port, Up::Healthy);
+    let spawn = || Daemon::start(&t.fs, &args, port, Up::Healthy);
     let mut daemon = spawn();
     let pid = daemon.pid();
 

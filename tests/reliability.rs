@@ -22,7 +22,7 @@ fn churn_with_every_cca_leaks_nothing() {
     let all: Vec<&str> = Cca::ALL.iter().map(|c| c.name()).collect();
     assert_success(&t.run(&[&["load"][..], &all].concat()));
     let port = free_port();
-    let daemon = Daemon::start(t.ctl(), &[], port, Up::Serving);
+    let daemon = Daemon::start(&t.fs, &[], port, Up::Serving);
     let warn0 = kernel_warnings();
     let rss0 = rss_kib(daemon.pid());
     let ns = Netns::create("churn").unwrap();
@@ -86,7 +86,7 @@ fn a_full_export_map_keeps_control_and_counts_what_it_missed() {
     let t = KernelTest::new();
     assert_success(&t.run(&["load", "bbr1", "--flows-max", "4"]));
     let port = free_port();
-    let _daemon = Daemon::start(t.ctl(), &[], port, Up::Serving);
+    let _daemon = Daemon::start(&t.fs, &[], port, Up::Serving);
     let ns = Netns::create("full").unwrap();
     let ccas = ns.run(|| bbr1_pairs(10)).unwrap();
     // Every client socket runs bbr1 and moved its data.
@@ -164,7 +164,7 @@ fn daemon_sigkill_does_not_disturb_flows_and_restart_adopts() {
     // Per-flow series on: the restart is checked flow by flow.
     std::fs::write(&cfg, "load = [\"bbr1\"]\nper_flow = \"all\"\n").unwrap();
     let args = ["--config", cfg.to_str().unwrap()];
-    let spawn = || Daemon::start(t.ctl(), &args, port, Up::Serving);
+    let spawn = || Daemon::start(&t.fs, &args, port, Up::Serving);
     let mut d1 = spawn();
     let ns = Netns::create("adopt").unwrap();
     let l = ns
@@ -445,9 +445,7 @@ fn daemon_survives_bpffs_unmount() {
     let root = fs.0.join("rttfair");
     let root = root.to_str().unwrap();
     let port = free_port();
-    let mut ctl = t.ctl();
-    ctl.env("RTTFAIR_BPFFS", root);
-    let mut d = Daemon::start(ctl, &[], port, Up::Serving);
+    let mut d = Daemon::start(&rttfair_loader::BpfFs::new(root), &[], port, Up::Serving);
     let metric = |series: &str| http_get(port, "/metrics").and_then(|m| sample(&m.1, series));
     let ctl = |args: &[&str]| {
         t.ctl()

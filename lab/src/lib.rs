@@ -60,8 +60,9 @@
 //! - [`churn`]: many short connections, for reliability tests and soak.
 //! - [`procfs`]: a process's memory and CPU time, the kernel's warning
 //!   count: what soak, benches and reliability tests watch.
-//! - [`daemon_child`]: `rttfairctl daemon` as a child of a lab tool (demo,
-//!   soak): up on /healthz before the tool goes on, stopped on drop.
+//! - [`daemon_child`]: `rttfairctl daemon` as a child process (demo, soak
+//!   and daemon benches, kernel tests): up on /healthz before the caller
+//!   goes on, its stderr kept, stopped on drop.
 
 pub mod accounting;
 pub mod arrivals;

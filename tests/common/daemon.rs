@@ -1,109 +1,64 @@
-//! `rttfairctl daemon` under test: spawned with the caller's environment
-//! (a test's bpffs root), up before the test goes on, killed on drop.
+//! `rttfairctl daemon` under test: started on a test's bpffs root, up
+//! before the test goes on, stopped on drop (also when the test panics).
 //!
-//! One type for what the daemon and reliability tests each spelled out: the
-//! spawn, the wait for /healthz with a deadline, the kill at the end. Its
-//! stderr goes to an unlinked temporary file (tempfile), which a test can
-//! read at any time and which, unlike a pipe nobody reads, never blocks the
-//! daemon; a daemon that does not come up is reported with what it said.
+//! The spawn, the wait for /healthz and the stop are
+//! `rttfair_lab::daemon_child`'s, the one place that starts the daemon;
+//! this is its test face: it panics where that returns an error (with the
+//! end of the daemon's stderr), and names the `rttfairctl` this test
+//! build made.
 
-use std::fs::File;
-use std::os::unix::fs::FileExt;
-use std::process::{Child, Command, ExitStatus};
-use std::time::Duration;
+use std::path::Path;
+use std::process::ExitStatus;
 
-use nix::sys::signal::{kill, Signal};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
+use rttfair_lab::daemon_child::DaemonChild;
+use rttfair_loader::BpfFs;
 
-use super::{http_get, wait_until};
+/// What a daemon must answer on /healthz before `Daemon::start` returns:
+/// `Healthy` (200, its maps readable) or `Serving` (any answer).
+pub use rttfair_lab::daemon_child::Ready as Up;
 
-/// How long a daemon may take to come up on a busy two-core machine.
-const UP_WITHIN: Duration = Duration::from_secs(15);
-
-/// What a daemon must answer on /healthz before `Daemon::start` returns.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Up {
-    /// 200: serving, and the maps it exports are readable.
-    Healthy,
-    /// Any answer: serving, with or without readable maps (503 before any
-    /// CCA has created them).
-    Serving,
-}
-
-/// A running `rttfairctl daemon`, killed (SIGKILL) and reaped on drop, also
-/// when the test panics.
-pub struct Daemon {
-    child: Child,
-    stderr: File,
-    /// The loopback port it listens on.
-    pub port: u16,
-}
+/// A running `rttfairctl daemon` of this test build.
+pub struct Daemon(DaemonChild);
 
 impl Daemon {
-    /// Spawn `ctl daemon <args> --listen 127.0.0.1:<port>` (`ctl`: the
-    /// rttfairctl command with its environment, e.g. `KernelTest::ctl`) and
-    /// wait until /healthz answers as `up` says; panic, with the daemon's
-    /// stderr, if it does not within 15 s or exits first.
-    pub fn start(mut ctl: Command, args: &[&str], port: u16, up: Up) -> Daemon {
-        let stderr = tempfile::tempfile().expect("temporary file for the daemon's stderr");
-        let child = ctl
-            .arg("daemon")
+    /// Start `rttfairctl --bpffs <fs> daemon <args> --listen
+    /// 127.0.0.1:<port>` and wait until /healthz answers as `up` says;
+    /// panic, with the end of the daemon's stderr, if it does not within
+    /// 15 s or exits first.
+    pub fn start(fs: &BpfFs, args: &[&str], port: u16, up: Up) -> Daemon {
+        let ctl = Path::new(env!("CARGO_BIN_EXE_rttfairctl"));
+        match DaemonChild::launch(ctl, fs, port)
             .args(args)
-            .args(["--listen", &format!("127.0.0.1:{port}")])
-            .stderr(stderr.try_clone().expect("dup stderr file"))
-            .spawn()
-            .expect("spawn rttfairctl daemon");
-        let mut daemon = Daemon {
-            child,
-            stderr,
-            port,
-        };
-        let answered = wait_until(UP_WITHIN, || {
-            !daemon.running()
-                || http_get(port, "/healthz")
-                    .is_some_and(|(status, _)| up == Up::Serving || status == 200)
-        });
-        assert!(
-            answered && daemon.running(),
-            "daemon on port {port} did not come up ({up:?} within {UP_WITHIN:?}); its stderr:\n{}",
-            daemon.stderr()
-        );
-        daemon
+            .ready(up)
+            .start()
+        {
+            Ok(d) => Daemon(d),
+            Err(e) => panic!("daemon on port {port} did not come up ({up:?}): {e:#}"),
+        }
     }
 
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.0.pid()
     }
 
     /// Send `signal` (SIGTERM to stop it cleanly, SIGKILL to crash it).
-    pub fn signal(&self, signal: Signal) {
-        kill(Pid::from_raw(self.pid() as i32), signal).expect("signal the daemon");
+    pub fn signal(&mut self, signal: Signal) {
+        self.0.signal(signal).expect("signal the daemon");
     }
 
     /// Wait for it to exit.
     pub fn wait(&mut self) -> ExitStatus {
-        self.child.wait().expect("wait for the daemon")
+        self.0.wait().expect("wait for the daemon")
     }
 
     /// Still running (not exited)?
     pub fn running(&mut self) -> bool {
-        self.child.try_wait().expect("poll the daemon").is_none()
+        self.0.running()
     }
 
     /// All it has written to stderr so far (all of it, once it exited).
     pub fn stderr(&self) -> String {
-        let len = self.stderr.metadata().map_or(0, |m| m.len());
-        let mut buf = vec![0u8; len as usize];
-        self.stderr
-            .read_exact_at(&mut buf, 0)
-            .expect("read the daemon's stderr");
-        String::from_utf8_lossy(&buf).into_owned()
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.0.stderr().expect("read the daemon's stderr")
     }
 }

@@ -31,7 +31,7 @@ const MODES: &[(&str, &str)] = &[
 /// scrapers at 10k flows; idle CPU at one scrape per second.
 /// `daemon [FLOWS...]`: the flow counts to run (default 1000 and 10000).
 /// With `RUST_LOG` set, the daemon's log (its per-phase timings at debug
-/// level) goes to stderr.
+/// level) goes to stderr, after the figures of each mode.
 pub fn run(args: &[String]) -> Result<()> {
     let counts: Vec<usize> = if args.is_empty() {
         vec![1_000, 10_000]

@@ -2,10 +2,11 @@
 //! synthetic flows, and an `rttfairctl daemon` serving them.
 
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use rttfair_lab::daemon_child::{free_loopback_port, DaemonChild, Ready};
 use rttfair_loader::flows::write_synthetic;
 use rttfair_loader::lifecycle::{create_shared_maps, remove_unused, LoadOptions};
 use rttfair_loader::{BpfFs, Cca, Flow};
@@ -63,62 +64,39 @@ impl Drop for SyntheticMaps {
     }
 }
 
-/// A running `rttfairctl daemon`; killed and its config removed on drop.
-pub struct Daemon {
-    child: std::process::Child,
-    cfg: PathBuf,
-    port: u16,
-}
+/// A running `rttfairctl daemon` (a [`DaemonChild`]: stopped and its
+/// config removed on drop), with the scrapes the bench makes of it.
+pub struct Daemon(DaemonChild);
 
 impl Daemon {
-    /// Start it on `maps` with `extra` config lines, and wait until it
-    /// answers.
+    /// Start it on `maps` with `extra` config lines, and wait until its
+    /// maps are readable (/healthz 200).
     pub fn start(ctl: &Path, maps: &SyntheticMaps, extra: &str) -> Result<Daemon> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?
-            .local_addr()?
-            .port();
-        let cfg =
-            std::env::temp_dir().join(format!("rttfair-bench-{}-{port}.toml", std::process::id()));
+        let port = free_loopback_port(&[])?;
         // Only the synthetic flows: the host's own connections on kernel
         // CCAs would change the count from run to run.
-        std::fs::write(
-            &cfg,
-            format!("max_flows = {}\nnative_flows = false\n{extra}", maps.n + 1),
-        )?;
-        let child = std::process::Command::new(ctl)
-            .args(["daemon", "--config", cfg.to_str().unwrap()])
-            .args(["--listen", &format!("127.0.0.1:{port}")])
-            .env("RTTFAIR_BPFFS", maps.fs.root())
-            .stderr(if std::env::var_os("RUST_LOG").is_some() {
-                std::process::Stdio::inherit()
-            } else {
-                std::process::Stdio::null()
-            })
-            .spawn()?;
-        let d = Daemon { child, cfg, port };
-        for _ in 0..100 {
-            if d.scrape().is_ok() {
-                return Ok(d);
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        bail!("daemon did not start")
+        let config = format!("max_flows = {}\nnative_flows = false\n{extra}", maps.n + 1);
+        let d = DaemonChild::launch(ctl, &maps.fs, port)
+            .config(&config)
+            .ready(Ready::Healthy)
+            .start()?;
+        Ok(Daemon(d))
     }
 
     /// Its process id, for reading its memory and CPU time.
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.0.pid()
     }
 
     /// One OpenMetrics scrape: its time to the last byte, and the body.
     pub fn scrape(&self) -> Result<(Duration, Vec<u8>)> {
-        scrape(self.port, false)
+        scrape(self.0.port(), false)
     }
 
     /// One scrape as Prometheus makes it (gzip accepted): time and
     /// bytes on the wire.
     pub fn scrape_gzip(&self) -> Result<(Duration, usize)> {
-        scrape(self.port, true).map(|(t, b)| (t, b.len()))
+        scrape(self.0.port(), true).map(|(t, b)| (t, b.len()))
     }
 
     /// An unlabelled sample's value in a fresh scrape.
@@ -133,7 +111,7 @@ impl Daemon {
     /// `clients` threads scraping `each` times at once: errors, latencies
     /// in ms, and the daemon's peak RSS (KiB) seen meanwhile.
     pub fn concurrent(&self, clients: usize, each: usize) -> Result<(usize, Vec<f64>, u64)> {
-        let port = self.port;
+        let port = self.0.port();
         let pid = self.pid();
         let done = std::sync::atomic::AtomicBool::new(false);
         std::thread::scope(|s| {
@@ -168,10 +146,14 @@ impl Daemon {
 }
 
 impl Drop for Daemon {
+    /// With `RUST_LOG` set, its log (the per-phase timings at debug level)
+    /// goes to stderr, after the figures of its mode.
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_file(&self.cfg);
+        if std::env::var_os("RUST_LOG").is_some() {
+            if let Ok(log) = self.0.stderr() {
+                eprint!("{log}");
+            }
+        }
     }
 }
 
