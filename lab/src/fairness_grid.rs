@@ -14,6 +14,7 @@ use std::fmt::Write as _;
 
 use anyhow::{bail, Context, Result};
 
+use crate::results::Worst;
 use crate::run::{self, RunOptions, Summary};
 use crate::scenario::Scenario;
 
@@ -194,11 +195,12 @@ rtt_ms = {REFERENCE_RTT_MS}
     Ok(s)
 }
 
-/// One CCA at one point: the mean over repetitions and the worst Jain.
+/// One CCA at one point: the mean over repetitions and the worst of them
+/// (the sweep's meaning of worst, [`crate::summary::worst_of`]).
 #[derive(Debug, Clone)]
 pub struct Cell {
     pub mean: Summary,
-    pub worst_jain: f64,
+    pub worst: Worst,
 }
 
 /// The grid's results: `cells[point][cca]`, in the order of `points` and
@@ -223,11 +225,9 @@ pub fn run(args: &GridArgs, opts: &RunOptions, progress: impl Fn(&str)) -> Resul
         for cca in &args.ccas {
             let s = scenario(*p, cca, args.rate_mbit, args.reps)?;
             let r = run::run(&s, opts).with_context(|| format!("{cca} at {}", p.label()))?;
-            let worst_jain = r
-                .reps
-                .iter()
-                .map(|rep| rep.summary.jain)
-                .fold(f64::INFINITY, f64::min);
+            let reps: Vec<Summary> = r.reps.iter().map(|rep| rep.summary.clone()).collect();
+            let worst = run::worst_of(&reps)
+                .with_context(|| format!("{cca} at {}: no repetitions", p.label()))?;
             progress(&format!(
                 "{cca:<8} {}: {}",
                 p.label(),
@@ -235,7 +235,7 @@ pub fn run(args: &GridArgs, opts: &RunOptions, progress: impl Fn(&str)) -> Resul
             ));
             row.push(Cell {
                 mean: r.summary,
-                worst_jain,
+                worst,
             });
         }
         cells.push(row);
@@ -260,7 +260,7 @@ const METRICS: [Metric; 4] = [
         value: |c| c.mean.jain,
         cell: |c, reps| {
             if reps > 1 {
-                format!("{:.3} ({:.3})", c.mean.jain, c.worst_jain)
+                format!("{:.3} ({:.3})", c.mean.jain, c.worst.jain)
             } else {
                 format!("{:.3}", c.mean.jain)
             }
@@ -435,7 +435,13 @@ mod tests {
                 qdelay_mean_ms: 5.0,
                 ..Summary::default()
             },
-            worst_jain: jain - 0.01,
+            worst: Worst {
+                jain: jain - 0.01,
+                utilization: 0.98,
+                qdelay_mean_ms: 6.0,
+                retrans_ratio: retrans,
+                reps: 3,
+            },
         };
         let g = GridResult {
             args: GridArgs {

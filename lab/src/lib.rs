@@ -26,6 +26,8 @@
 //! - [`summary`]: metrics of a repetition from its series, and their mean.
 //! - [`files`]: every CSV/JSON of the results folder.
 //! - [`plot`]: PNG plots of a repetition and of a sweep.
+//! - [`sweep_plots`]: which plots a sweep folder has: its metrics as data
+//!   (title, colour scale, value, cell label), heatmaps or lines.
 //! - [`provenance`]: provenance.json, what a folder was produced with.
 //!
 //! Execution:
@@ -96,4 +98,5 @@ pub mod selfcheck;
 pub mod sock;
 pub mod summary;
 pub mod sweep;
+pub mod sweep_plots;
 pub mod topology;
