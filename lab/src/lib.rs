@@ -28,6 +28,8 @@
 //! - [`plot`]: PNG plots of a repetition and of a sweep.
 //! - [`sweep_plots`]: which plots a sweep folder has: its metrics as data
 //!   (title, colour scale, value, cell label), heatmaps or lines.
+//! - [`gridtable`]: grid results as Markdown tables, one per metric (mean,
+//!   Jain's worst repetition in brackets), for sweeps and fairness-grid.
 //! - [`provenance`]: provenance.json, what a folder was produced with.
 //!
 //! Execution:
@@ -76,6 +78,7 @@ pub mod delay_writer;
 pub mod fairness_grid;
 pub mod files;
 pub mod grid;
+pub mod gridtable;
 pub mod iperf;
 pub mod link;
 pub mod merge;
