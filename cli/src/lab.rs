@@ -63,14 +63,20 @@ pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
             let sel = rttfair_lab::sweep::Selection { shard, resume };
             let (points, dir) =
                 rttfair_lab::sweep::run_selected(&s, &sweep, &cca, sel, &options(fs, &common))?;
-            report_sweep(&points, &dir, json)
+            report_sweep(&sweep, &cca, &points, &dir, json)
         }
         LabCommand::Merge { dirs, out } => {
             let (merged, dir) = rttfair_lab::merge::merge(&dirs, &out)?;
             for w in &merged.warnings {
                 eprintln!("{w}");
             }
-            report_sweep(&merged.points, &dir, json)
+            let sweep = merged
+                .scenario
+                .sweep
+                .as_ref()
+                .ok_or_else(|| anyhow::anyhow!("{}: no [sweep] table", dir.display()))?;
+            let ccas = merged.provenance.cca_names();
+            report_sweep(sweep, &ccas, &merged.points, &dir, json)
         }
         LabCommand::Compare {
             scenario,
@@ -88,36 +94,27 @@ pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
 }
 
 /// A sweep's (or a merge's) points and folder: one JSON document with
-/// `json`, else one row per point and the folder.
-fn report_sweep(points: &[rttfair_lab::sweep::Point], dir: &Path, json: bool) -> Result<()> {
+/// `json` (each point with its mean summary and worst repetition), else
+/// a Markdown table per metric (per CCA for a 2-D grid: rows y, columns
+/// x; Jain as "mean (worst)") and the folder.
+fn report_sweep(
+    sweep: &rttfair_lab::scenario::Sweep,
+    ccas: &[String],
+    points: &[rttfair_lab::sweep::Point],
+    dir: &Path,
+    json: bool,
+) -> Result<()> {
     if json {
         let doc = serde_json::json!({ "points": points, "dir": dir });
         println!("{}", serde_json::to_string(&doc)?);
         return Ok(());
     }
-    print_sweep(points);
-    println!("results: {}", dir.display());
-    Ok(())
-}
-
-/// One row per sweep point (the same table for a sweep and a merge).
-fn print_sweep(points: &[rttfair_lab::sweep::Point]) {
-    println!(
-        "{:<8} {:>10} {:>8} {:>7} {:>7} {:>7} {:>8}",
-        "cca", "x", "y", "jain", "ratio", "util", "qdelay"
+    print!(
+        "{}",
+        rttfair_lab::gridtable::sweep_tables(sweep, ccas, points)
     );
-    for p in points {
-        println!(
-            "{:<8} {:>10} {:>8} {:>7.3} {:>7.2} {:>6.1}% {:>6.1}ms",
-            p.cca,
-            p.x,
-            p.y.map(|v| v.to_string()).unwrap_or_default(),
-            p.summary.jain,
-            p.summary.group_ratio,
-            p.summary.utilization * 100.0,
-            p.summary.qdelay_mean_ms
-        );
-    }
+    println!("\nresults: {}", dir.display());
+    Ok(())
 }
 
 fn prepare(arg: &str, a: &LabArgs) -> Result<Scenario> {

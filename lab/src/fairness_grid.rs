@@ -14,6 +14,8 @@ use std::fmt::Write as _;
 
 use anyhow::{bail, Context, Result};
 
+use crate::gridtable::{markdown, METRICS};
+use crate::results::Worst;
 use crate::run::{self, RunOptions, Summary};
 use crate::scenario::Scenario;
 
@@ -194,11 +196,12 @@ rtt_ms = {REFERENCE_RTT_MS}
     Ok(s)
 }
 
-/// One CCA at one point: the mean over repetitions and the worst Jain.
+/// One CCA at one point: the mean over repetitions and the worst of them
+/// (the sweep's meaning of worst, [`crate::summary::worst_of`]).
 #[derive(Debug, Clone)]
 pub struct Cell {
     pub mean: Summary,
-    pub worst_jain: f64,
+    pub worst: Worst,
 }
 
 /// The grid's results: `cells[point][cca]`, in the order of `points` and
@@ -223,11 +226,9 @@ pub fn run(args: &GridArgs, opts: &RunOptions, progress: impl Fn(&str)) -> Resul
         for cca in &args.ccas {
             let s = scenario(*p, cca, args.rate_mbit, args.reps)?;
             let r = run::run(&s, opts).with_context(|| format!("{cca} at {}", p.label()))?;
-            let worst_jain = r
-                .reps
-                .iter()
-                .map(|rep| rep.summary.jain)
-                .fold(f64::INFINITY, f64::min);
+            let reps: Vec<Summary> = r.reps.iter().map(|rep| rep.summary.clone()).collect();
+            let worst = run::worst_of(&reps)
+                .with_context(|| format!("{cca} at {}: no repetitions", p.label()))?;
             progress(&format!(
                 "{cca:<8} {}: {}",
                 p.label(),
@@ -235,7 +236,7 @@ pub fn run(args: &GridArgs, opts: &RunOptions, progress: impl Fn(&str)) -> Resul
             ));
             row.push(Cell {
                 mean: r.summary,
-                worst_jain,
+                worst,
             });
         }
         cells.push(row);
@@ -247,78 +248,40 @@ pub fn run(args: &GridArgs, opts: &RunOptions, progress: impl Fn(&str)) -> Resul
     })
 }
 
-/// One metric of the tables: its title, how to format a cell, its value.
-struct Metric {
-    title: &'static str,
-    value: fn(&Cell) -> f64,
-    cell: fn(&Cell, u32) -> String,
-}
-
-const METRICS: [Metric; 4] = [
-    Metric {
-        title: "Jain's index (mean; worst of the repetitions in brackets)",
-        value: |c| c.mean.jain,
-        cell: |c, reps| {
-            if reps > 1 {
-                format!("{:.3} ({:.3})", c.mean.jain, c.worst_jain)
-            } else {
-                format!("{:.3}", c.mean.jain)
-            }
-        },
-    },
-    Metric {
-        title: "utilization",
-        value: |c| c.mean.utilization,
-        cell: |c, _| format!("{:.1} %", c.mean.utilization * 100.0),
-    },
-    Metric {
-        title: "mean queueing delay",
-        value: |c| c.mean.qdelay_mean_ms,
-        cell: |c, _| format!("{:.1} ms", c.mean.qdelay_mean_ms),
-    },
-    Metric {
-        title: "retransmissions",
-        value: |c| c.mean.retrans_ratio,
-        cell: |c, _| format!("{:.2} %", c.mean.retrans_ratio * 100.0),
-    },
-];
-
-/// The tables as Markdown: per metric, one row per point, one column per
-/// CCA, then each other CCA's value over qfair's (when qfair ran).
+/// The tables as Markdown: per metric ([`METRICS`], the sweep tables'
+/// cells), one row per point, one column per CCA, then each other CCA's
+/// value over qfair's (when qfair ran).
 pub fn tables(g: &GridResult) -> String {
     let mut out = String::new();
     let qfair = g.args.ccas.iter().position(|c| c == "qfair");
     let others: Vec<usize> = (0..g.args.ccas.len())
         .filter(|i| Some(*i) != qfair)
         .collect();
+    let mut head = vec!["point".to_string()];
+    head.extend(g.args.ccas.iter().cloned());
+    if qfair.is_some() {
+        head.extend(
+            others
+                .iter()
+                .map(|&i| format!("{} / qfair", g.args.ccas[i])),
+        );
+    }
     for m in &METRICS {
-        let _ = writeln!(out, "\n{}:\n", m.title);
-        let mut head = String::from("| point |");
-        let mut rule = String::from("|---|");
-        for c in &g.args.ccas {
-            let _ = write!(head, " {c} |");
-            rule.push_str("---|");
-        }
-        if qfair.is_some() {
-            for &i in &others {
-                let _ = write!(head, " {} / qfair |", g.args.ccas[i]);
-                rule.push_str("---|");
-            }
-        }
-        let _ = writeln!(out, "{head}\n{rule}");
-        for (p, row) in g.points.iter().zip(&g.cells) {
-            let mut line = format!("| {} |", p.label());
-            for c in row {
-                let _ = write!(line, " {} |", (m.cell)(c, g.args.reps));
-            }
-            if let Some(q) = qfair {
-                let base = (m.value)(&row[q]);
-                for &i in &others {
-                    let _ = write!(line, " {} |", ratio((m.value)(&row[i]), base));
+        let rows: Vec<Vec<String>> = g
+            .points
+            .iter()
+            .zip(&g.cells)
+            .map(|(p, row)| {
+                let mut line = vec![p.label()];
+                line.extend(row.iter().map(|c| (m.cell)(&c.mean, Some(&c.worst))));
+                if let Some(q) = qfair {
+                    let base = (m.value)(&row[q].mean);
+                    line.extend(others.iter().map(|&i| ratio((m.value)(&row[i].mean), base)));
                 }
-            }
-            let _ = writeln!(out, "{line}");
-        }
+                line
+            })
+            .collect();
+        let _ = write!(out, "\n{}:\n\n{}", m.title, markdown(&head, &rows));
     }
     out
 }
@@ -435,7 +398,13 @@ mod tests {
                 qdelay_mean_ms: 5.0,
                 ..Summary::default()
             },
-            worst_jain: jain - 0.01,
+            worst: Worst {
+                jain: jain - 0.01,
+                utilization: 0.98,
+                qdelay_mean_ms: 6.0,
+                retrans_ratio: retrans,
+                reps: 3,
+            },
         };
         let g = GridResult {
             args: GridArgs {

@@ -7,9 +7,10 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use serde::Deserialize;
 
 use crate::plan::Plan;
-use crate::results::{RepResult, RunResult, SweepPoint};
+use crate::results::{RepResult, RunResult, Summary, SweepPoint};
 use crate::scenario::Sweep;
 
 /// A CSV file from a header and rows of already formatted fields.
@@ -113,8 +114,49 @@ pub fn write_run_summary(r: &RunResult) -> Result<()> {
     Ok(())
 }
 
-/// sweep.csv (one row per point: its coordinates, the headline metrics and
-/// each group's goodput) and sweep.json.
+/// A run's summary.json as read back: the mean and each repetition's
+/// summary (the rest of the file is not read).
+#[derive(Debug, Clone, Deserialize)]
+pub struct StoredRun {
+    pub reps: Vec<StoredRep>,
+    pub summary: Summary,
+}
+
+/// One repetition in a run's summary.json.
+#[derive(Debug, Clone, Deserialize)]
+pub struct StoredRep {
+    pub summary: Summary,
+}
+
+impl StoredRun {
+    /// Each repetition's summary, in order.
+    pub fn rep_summaries(&self) -> Vec<Summary> {
+        self.reps.iter().map(|r| r.summary.clone()).collect()
+    }
+}
+
+/// The summary.json of the run folder `run_dir` (written last by a run:
+/// present means complete), as [`write_run_summary`] wrote it.
+pub fn read_run_summary(run_dir: &Path) -> Result<StoredRun> {
+    let path = run_dir.join("summary.json");
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("read {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("parse {}", path.display()))
+}
+
+/// The columns sweep.csv appends after the group goodputs: the worst of
+/// each point's repetitions (see [`crate::results::Worst`]) and how many
+/// there were. Last, so readers of the older columns keep working.
+pub const SWEEP_WORST_COLUMNS: [&str; 5] = [
+    "jain_worst",
+    "utilization_worst",
+    "qdelay_mean_ms_worst",
+    "retrans_ratio_worst",
+    "reps",
+];
+
+/// sweep.csv (one row per point: its coordinates, the headline metrics,
+/// each group's goodput, then the worst of the repetitions) and sweep.json.
 pub fn write_sweep(dir: &Path, sweep: &Sweep, points: &[SweepPoint]) -> Result<()> {
     let groups: Vec<String> = points
         .first()
@@ -139,6 +181,7 @@ pub fn write_sweep(dir: &Path, sweep: &Sweep, points: &[SweepPoint]) -> Result<(
         "retrans_ratio",
     ]));
     head.extend(groups.iter().map(|g| format!("goodput_mbit_{g}")));
+    head.extend(header(&SWEEP_WORST_COLUMNS));
     let rows = points.iter().map(|p| {
         let s = &p.summary;
         let mut row = vec![
@@ -159,6 +202,18 @@ pub fn write_sweep(dir: &Path, sweep: &Sweep, points: &[SweepPoint]) -> Result<(
                 s.goodput_mbit_by_group.get(g).copied().unwrap_or(0.0)
             )
         }));
+        // Empty fields for a point without them (not in a folder this
+        // build writes: a sweep computes them, a merge fills them).
+        row.extend(match &p.worst {
+            Some(w) => vec![
+                format!("{:.4}", w.jain),
+                format!("{:.4}", w.utilization),
+                format!("{:.3}", w.qdelay_mean_ms),
+                format!("{:.5}", w.retrans_ratio),
+                w.reps.to_string(),
+            ],
+            None => vec![String::new(); SWEEP_WORST_COLUMNS.len()],
+        });
         row
     });
     write_csv(&dir.join("sweep.csv"), &head, rows)?;
@@ -230,15 +285,87 @@ mod tests {
             x: 1.0,
             y: None,
             summary,
+            worst: None,
         };
         write_sweep(&dir, &sweep, &[point]).unwrap();
         let mut r = csv::Reader::from_path(dir.join("sweep.csv")).unwrap();
         let head: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
-        assert_eq!(head.len(), 11, "{head:?}");
+        assert_eq!(head.len(), 16, "{head:?}");
         assert_eq!(head[10], format!("goodput_mbit_{group}"));
         let row = r.records().next().unwrap().unwrap();
-        assert_eq!(row.len(), 11);
+        assert_eq!(row.len(), 16);
         assert_eq!(&row[10], "5.500");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The header as older readers know it, then the worst columns; a row
+    /// gives each worst figure to the precision of its mean column.
+    #[test]
+    fn sweep_csv_appends_the_worst_of_the_repetitions() {
+        use crate::results::Worst;
+        let dir = std::env::temp_dir().join(format!("rttfair-files-worst-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut summary = Summary {
+            jain: 0.95,
+            utilization: 0.975,
+            qdelay_mean_ms: 4.5,
+            retrans_ratio: 0.001,
+            ..Summary::default()
+        };
+        summary.goodput_mbit_by_group = [("20ms".to_string(), 9.5), ("other".to_string(), 9.0)]
+            .into_iter()
+            .collect();
+        let sweep: Sweep = toml::from_str(
+            "x = { param = \"bottleneck.buffer.bdp\", values = [0.5] }\n\
+             y = { param = \"flows[1].rtt_ms\", values = [50] }",
+        )
+        .unwrap();
+        let point = SweepPoint {
+            cca: "qfair".into(),
+            x: 0.5,
+            y: Some(50.0),
+            summary,
+            worst: Some(Worst {
+                jain: 0.9123456,
+                utilization: 0.96,
+                qdelay_mean_ms: 7.25,
+                retrans_ratio: 0.00234,
+                reps: 3,
+            }),
+        };
+        write_sweep(&dir, &sweep, std::slice::from_ref(&point)).unwrap();
+        let text = std::fs::read_to_string(dir.join("sweep.csv")).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "cca,bottleneck.buffer.bdp,flows[1].rtt_ms,jain,stdr,group_ratio,utilization,\
+                 qdelay_mean_ms,rtt_p95_ms,retrans_ratio,goodput_mbit_20ms,goodput_mbit_other,\
+                 jain_worst,utilization_worst,qdelay_mean_ms_worst,retrans_ratio_worst,reps",
+                "qfair,0.5,50,0.9500,0.0000,0.0000,0.9750,4.500,0.000,0.00100,9.500,9.000,\
+                 0.9123,0.9600,7.250,0.00234,3",
+            ]
+        );
+        // sweep.json carries the same point, worst included.
+        let json = std::fs::read_to_string(dir.join("sweep.json")).unwrap();
+        let back: Vec<SweepPoint> = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, [point]);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A sweep.json of a build before the worst figures (commit 54cb120)
+    /// parses, its points without them.
+    #[test]
+    fn an_older_sweep_json_without_worst_parses() {
+        let summary = serde_json::to_value(Summary {
+            jain: 0.8,
+            ..Summary::default()
+        })
+        .unwrap();
+        let old = serde_json::json!([{ "cca": "bbr", "x": 1.0, "y": 10.0, "summary": summary }]);
+        let points: Vec<SweepPoint> = serde_json::from_value(old).unwrap();
+        assert_eq!(points.len(), 1);
+        assert_eq!(points[0].summary.jain, 0.8);
+        assert_eq!(points[0].worst, None);
     }
 }

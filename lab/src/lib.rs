@@ -26,6 +26,10 @@
 //! - [`summary`]: metrics of a repetition from its series, and their mean.
 //! - [`files`]: every CSV/JSON of the results folder.
 //! - [`plot`]: PNG plots of a repetition and of a sweep.
+//! - [`sweep_plots`]: which plots a sweep folder has: its metrics as data
+//!   (title, colour scale, value, cell label), heatmaps or lines.
+//! - [`gridtable`]: grid results as Markdown tables, one per metric (mean,
+//!   Jain's worst repetition in brackets), for sweeps and fairness-grid.
 //! - [`provenance`]: provenance.json, what a folder was produced with.
 //!
 //! Execution:
@@ -75,6 +79,7 @@ pub mod delay_writer;
 pub mod fairness_grid;
 pub mod files;
 pub mod grid;
+pub mod gridtable;
 pub mod iperf;
 pub mod link;
 pub mod merge;
@@ -97,4 +102,5 @@ pub mod selfcheck;
 pub mod sock;
 pub mod summary;
 pub mod sweep;
+pub mod sweep_plots;
 pub mod topology;

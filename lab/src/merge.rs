@@ -6,6 +6,11 @@
 //! Refused, with one line and before anything is written: folders of
 //! different scenarios or CCA lists, of different binaries (commit or BPF
 //! object hashes), a point missing from every folder or present in two.
+//!
+//! Folders written before sweep points carried the worst of their
+//! repetitions (commit 54cb120 and older) merge too: each point's worst
+//! is computed from its run folder's summary.json, which holds every
+//! repetition's summary (see [`fill_worst`]).
 
 use std::path::{Path, PathBuf};
 
@@ -282,8 +287,45 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<(Merged, PathBuf)> {
             bail!("{}: run folder missing", src.display());
         }
     }
+    let mut m = m;
+    fill_worst(&mut m)?;
     write(&m, &dir)?;
     Ok((m, dir))
+}
+
+/// The worst of the repetitions of every point that lacks it (a sweep.json
+/// of an older build), from the repetitions' summaries in its run folder's
+/// summary.json. Checked first, so a run folder that is not the point's
+/// run is refused rather than reported: it holds as many repetitions as
+/// the scenario asks, and their mean Jain is the point's.
+pub fn fill_worst(m: &mut Merged) -> Result<()> {
+    let reps = m.scenario.repetitions as usize;
+    for (pt, src) in m.points.iter_mut().zip(&m.sources) {
+        if pt.worst.is_some() {
+            continue;
+        }
+        let summaries = crate::files::read_run_summary(src)?.rep_summaries();
+        if summaries.len() != reps {
+            bail!(
+                "{}: summary.json holds {} repetitions, the scenario {reps}",
+                src.display(),
+                summaries.len()
+            );
+        }
+        let (mean, point) = (
+            crate::summary::mean_summary(&summaries).jain,
+            pt.summary.jain,
+        );
+        // Through JSON and back a float may move by an ulp or so.
+        if !((mean - point).abs() <= 1e-9 || (mean.is_nan() && point.is_nan())) {
+            bail!(
+                "{}: its repetitions' mean Jain is {mean:.6}, the point's in sweep.json {point:.6}",
+                src.display()
+            );
+        }
+        pt.worst = crate::summary::worst_of(&summaries);
+    }
+    Ok(())
 }
 
 /// Write the merged folder: runs copied, then the sweep's files.
@@ -335,6 +377,7 @@ mod tests {
     const GRID_2D: &str = r#"
 name = "m"
 duration_s = 10
+repetitions = 3
 [bottleneck]
 rate_mbit = 10
 buffer = { bdp = 1.0, rtt_ms = 20.0 }
@@ -363,21 +406,30 @@ y = { param = "flows[1].rtt_ms", values = [10, 40, 80] }
         d
     }
 
-    /// A distinct made-up summary for the k-th point of the grid.
-    fn summary(k: usize) -> Summary {
+    /// A distinct made-up summary for repetition `j` (0..3) of the k-th
+    /// point of the grid. The worst Jain is repetition 2's, the worst
+    /// utilization and retransmissions 1's, the worst delay 0's.
+    fn summary(k: usize, j: usize) -> Summary {
+        let k = k as f64;
         let mut s = Summary {
-            jain: 0.5 + k as f64 * 0.037,
-            stdr: -0.9 + k as f64 * 0.11,
-            group_ratio: 1.0 + k as f64 * 0.3,
-            utilization: 0.9 + k as f64 * 0.001,
-            qdelay_mean_ms: k as f64 * 1.7,
+            jain: 0.5 + k * 0.037 - [0.0, 0.01, 0.02][j],
+            stdr: -0.9 + k * 0.11,
+            group_ratio: 1.0 + k * 0.3,
+            utilization: 0.9 + k * 0.001 + [0.01, 0.0, 0.02][j],
+            qdelay_mean_ms: k * 1.7 + [1.0, 0.5, 0.0][j],
+            retrans_ratio: 0.001 * (1.0 + k) * [2.0, 3.0, 0.0][j],
             ..Summary::default()
         };
         s.goodput_mbit_by_group = BTreeMap::from([
-            ("long".to_string(), 4.0 - k as f64 * 0.1),
-            ("short".to_string(), 5.0 + k as f64 * 0.1),
+            ("long".to_string(), 4.0 - k * 0.1),
+            ("short".to_string(), 5.0 + k * 0.1 + j as f64 * 0.01),
         ]);
         s
+    }
+
+    /// The repetitions of the k-th point (GRID_2D's 3).
+    fn rep_summaries(k: usize) -> Vec<Summary> {
+        (0..3).map(|j| summary(k, j)).collect()
     }
 
     /// What a sweep of `text` (shard `shard`, or all of it) writes under
@@ -405,11 +457,25 @@ y = { param = "flows[1].rtt_ms", values = [10, 40, 80] }
             let rd = dir.join("runs").join(&run_dir);
             std::fs::create_dir_all(rd.join("rep0")).unwrap();
             std::fs::write(rd.join("rep0/goodput.csv"), format!("point {k}\n")).unwrap();
+            // The run's summary.json as run_plan writes it (the fields a
+            // sweep reads back): every repetition and their mean.
+            let reps = rep_summaries(*k);
+            let mean = crate::summary::mean_summary(&reps);
+            let run_reps: Vec<serde_json::Value> = reps
+                .iter()
+                .map(|r| serde_json::json!({ "flows": [], "summary": r }))
+                .collect();
+            std::fs::write(
+                rd.join("summary.json"),
+                serde_json::json!({ "reps": run_reps, "summary": mean }).to_string(),
+            )
+            .unwrap();
             points.push(SweepPoint {
                 cca: p.key.cca.clone(),
                 x: p.key.x,
                 y: p.key.y,
-                summary: summary(*k),
+                summary: mean,
+                worst: crate::summary::worst_of(&reps),
             });
             records.push(PointProvenance {
                 cca: p.key.cca.clone(),
@@ -584,6 +650,166 @@ y = { param = "flows[1].rtt_ms", values = [10, 40, 80] }
         let whole = write_sweep_folder(&root.join("whole"), GRID_2D, None, |_| {});
         refused(&root, &[whole, s[0].clone()], "duplicate point");
         refused(&root, &[], "nothing to merge");
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    /// What commit 54cb120's `lab sweep` left for the same points: the
+    /// folder this build writes, minus what that build did not write (the
+    /// worst figures in sweep.json and sweep.csv, the new plots).
+    fn write_old_sweep_folder(
+        out: &Path,
+        text: &str,
+        shard: Option<Shard>,
+        edit: impl Fn(&mut SweepProvenance),
+    ) -> PathBuf {
+        let dir = write_sweep_folder(out, text, shard, edit);
+        let path = dir.join("sweep.json");
+        let mut json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        for p in json.as_array_mut().unwrap() {
+            assert!(p.as_object_mut().unwrap().remove("worst").is_some());
+        }
+        std::fs::write(&path, serde_json::to_string_pretty(&json).unwrap()).unwrap();
+        let csv_path = dir.join("sweep.csv");
+        let old_csv: String = std::fs::read_to_string(&csv_path)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let cols: Vec<&str> = l.split(',').collect();
+                format!("{}\n", cols[..cols.len() - 5].join(","))
+            })
+            .collect();
+        assert!(old_csv.starts_with("cca,") && !old_csv.contains("worst"));
+        std::fs::write(&csv_path, old_csv).unwrap();
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let name = e.unwrap().file_name().to_string_lossy().into_owned();
+            let kept = ["jain-", "stdr-", "jain.png", "ratio.png"];
+            if name.ends_with(".png")
+                && (name.starts_with("jain-worst") || !kept.iter().any(|k| name.starts_with(k)))
+            {
+                std::fs::remove_file(dir.join(name)).unwrap();
+            }
+        }
+        dir
+    }
+
+    /// Width and height from a PNG's IHDR chunk.
+    fn png_size(path: &Path) -> (u32, u32) {
+        let b = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert!(b.starts_with(b"\x89PNG\r\n\x1a\n"), "{}", path.display());
+        let be = |i: usize| u32::from_be_bytes(b[i..i + 4].try_into().unwrap());
+        (be(16), be(20))
+    }
+
+    /// The integrator's case: shards written by commit 54cb120 (no worst
+    /// figures) merged by this build give each point the worst of its
+    /// repetitions, from the run folders, and the folder this build
+    /// writes for the whole sweep, every heatmap included.
+    #[test]
+    fn older_shards_merge_with_the_worst_of_their_repetitions() {
+        let root = tmp("old-format");
+        let shards: Vec<PathBuf> = (0..3)
+            .map(|i| {
+                let out = root.join(format!("shard-{i}"));
+                let dir = write_old_sweep_folder(&out, GRID_2D, shard(i, 3), |_| {});
+                assert!(Folder::load(&dir)
+                    .unwrap()
+                    .points
+                    .iter()
+                    .all(|p| p.worst.is_none()));
+                assert!(!dir.join("qdelay-fairtt.png").exists());
+                out
+            })
+            .collect();
+        let (m, dir) = merge(&shards, &root.join("merged")).unwrap();
+        assert_eq!(m.points.len(), 12);
+        for (k, p) in m.points.iter().enumerate() {
+            let w = p.worst.expect("filled from the run folder");
+            let reps = rep_summaries(k);
+            let min = |f: fn(&Summary) -> f64| reps.iter().map(f).fold(f64::INFINITY, f64::min);
+            let max = |f: fn(&Summary) -> f64| reps.iter().map(f).fold(0.0, f64::max);
+            assert_eq!(w.jain, min(|s| s.jain), "point {k}");
+            assert_eq!(w.utilization, min(|s| s.utilization), "point {k}");
+            assert_eq!(w.qdelay_mean_ms, max(|s| s.qdelay_mean_ms), "point {k}");
+            assert_eq!(w.retrans_ratio, max(|s| s.retrans_ratio), "point {k}");
+            assert_eq!(w.reps, 3);
+            assert!(w.jain < p.summary.jain && w.qdelay_mean_ms > p.summary.qdelay_mean_ms);
+        }
+        // Written: sweep.json with the worst figures, sweep.csv with their
+        // columns, every plot.
+        let back = Folder::load(&dir).unwrap();
+        assert_eq!(back.points, m.points);
+        let csv = std::fs::read_to_string(dir.join("sweep.csv")).unwrap();
+        let head = csv.lines().next().unwrap();
+        assert!(
+            head.ends_with(
+                "jain_worst,utilization_worst,qdelay_mean_ms_worst,retrans_ratio_worst,reps"
+            ),
+            "{head}"
+        );
+        let first = csv.lines().nth(1).unwrap();
+        let w0 = m.points[0].worst.unwrap();
+        assert!(
+            first.ends_with(&format!(
+                ",{:.4},{:.4},{:.3},{:.5},3",
+                w0.jain, w0.utilization, w0.qdelay_mean_ms, w0.retrans_ratio
+            )),
+            "{first}"
+        );
+        let sweep = m.scenario.sweep.clone().unwrap();
+        let files = crate::sweep_plots::files(&sweep, &ccas());
+        assert_eq!(files.len(), 6 * 2);
+        for f in &files {
+            let (w, h) = png_size(&dir.join(f));
+            assert!(w >= 140 + 70 * 2 && h == 120 + 40 * 3, "{f}: {w} x {h}");
+            assert!(std::fs::metadata(dir.join(f)).unwrap().len() > 1000, "{f}");
+        }
+        // Exactly what this build writes for the whole sweep on one machine.
+        let whole = write_sweep_folder(&root.join("whole"), GRID_2D, None, |_| {});
+        let (a, b) = (tree(&whole), tree(&dir));
+        assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
+        for (path, bytes) in &a {
+            if path.as_os_str() != provenance::FILE {
+                assert!(*bytes == b[path], "{} differs", path.display());
+            }
+        }
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    /// Older shards of different builds are still refused, as are run
+    /// folders that are not the points' runs.
+    #[test]
+    fn older_shards_are_checked_as_strictly() {
+        let root = tmp("old-refused");
+        let a = write_old_sweep_folder(&root.join("a"), GRID_2D, shard(0, 2), |_| {});
+        let b = write_old_sweep_folder(&root.join("b"), GRID_2D, shard(1, 2), |p| {
+            p.environment.rttfair_commit = "54cb120".into()
+        });
+        refused(&root, &[a.clone(), b], "mixed binaries");
+        // A run folder whose repetitions do not average to its point.
+        let c = write_old_sweep_folder(&root.join("c"), GRID_2D, shard(1, 2), |_| {});
+        let run = std::fs::read_dir(c.join("runs"))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let other: Vec<serde_json::Value> = (0..3)
+            .map(|_| serde_json::json!({ "summary": Summary::default() }))
+            .collect();
+        std::fs::write(
+            run.join("summary.json"),
+            serde_json::json!({ "reps": other, "summary": Summary::default() }).to_string(),
+        )
+        .unwrap();
+        refused(&root, &[a.clone(), c.clone()], "mean Jain");
+        // One with a repetition short.
+        std::fs::write(
+            run.join("summary.json"),
+            serde_json::json!({ "reps": other[..2], "summary": Summary::default() }).to_string(),
+        )
+        .unwrap();
+        refused(&root, &[a, c], "holds 2 repetitions, the scenario 3");
         let _ = std::fs::remove_dir_all(&root);
     }
 }

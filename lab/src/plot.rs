@@ -13,7 +13,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::plan::Plan;
-use crate::results::{RepResult, Summary, SweepPoint};
+use crate::results::{RepResult, SweepPoint};
 use crate::scenario::WIRE_PACKET;
 
 static FONT: Once = Once::new();
@@ -243,7 +243,8 @@ fn cell_label(labels: &[String], at: f64) -> String {
 /// given as (name, one label per column or row), colour from `lo` (blue)
 /// through the middle (white) to `hi` (red). Columns and rows are evenly
 /// spaced categories (see [`CellAxis`]); each value is printed at its
-/// cell's centre.
+/// cell's centre as `label` formats it (the metric's own precision and
+/// unit: a Jain's index needs three decimals, a delay in ms one).
 pub fn heatmap(
     path: &Path,
     title: &str,
@@ -251,12 +252,10 @@ pub fn heatmap(
     (y_label, ys): (&str, &[String]),
     values: &[Vec<f64>],
     (lo, hi): (f64, f64),
+    label: fn(f64) -> String,
 ) -> Result<()> {
     let text = ensure_font();
-    let root = canvas(
-        path,
-        (140 + 70 * xs.len() as u32, 120 + 40 * ys.len() as u32),
-    )?;
+    let root = canvas(path, heatmap_size(title, xs.len(), ys.len()))?;
     let mut chart = chart_on(&root, text, title, 18, (50, 80))
         .build_cartesian_2d(CellAxis(xs.len()), CellAxis(ys.len()))?;
     if text {
@@ -290,9 +289,9 @@ pub fn heatmap(
             )))?;
             if text && !v.is_nan() {
                 chart.draw_series(std::iter::once(Text::new(
-                    format!("{v:.2}"),
+                    label(*v),
                     (cell_centre(xi), cell_centre(yi)),
-                    value_style.clone(),
+                    value_style.clone().color(&text_on(c)),
                 )))?;
             }
         }
@@ -300,14 +299,38 @@ pub fn heatmap(
     save(&root, path)
 }
 
-/// A metric against a sweep's x values (evenly spaced, labelled), one line
-/// per CCA.
+/// Text colour readable on `fill`: white on dark cells (the saturated ends
+/// of the scale), black elsewhere; by perceived brightness (ITU-R BT.601
+/// weights).
+fn text_on(fill: RGBColor) -> RGBColor {
+    let RGBColor(r, g, b) = fill;
+    let luma = 0.299 * r as f64 + 0.587 * g as f64 + 0.114 * b as f64;
+    if luma < 110.0 {
+        WHITE
+    } else {
+        BLACK
+    }
+}
+
+/// A heatmap's pixels: 70 x 40 per cell plus the axes' room, and wide
+/// enough for the title (about 9 pixels a character at 18 points), so a
+/// small grid does not cut it.
+pub fn heatmap_size(title: &str, columns: usize, rows: usize) -> (u32, u32) {
+    let cells = 140 + 70 * columns as u32;
+    let caption = 40 + 9 * title.chars().count() as u32;
+    (cells.max(caption), 120 + 40 * rows as u32)
+}
+
+/// A metric of the points against a sweep's x values (evenly spaced,
+/// labelled), one line per CCA; NaN values (missing) are left out. The y
+/// axis runs from 0 (or the lowest value, if negative) to the highest
+/// value or 1, whichever is more, plus a margin.
 pub fn sweep_lines(
     path: &Path,
     title: &str,
     x_label: &str,
     points: &[SweepPoint],
-    metric: fn(&Summary) -> f64,
+    metric: &dyn Fn(&SweepPoint) -> f64,
 ) -> Result<()> {
     let text = ensure_font();
     let mut xs: Vec<f64> = points.iter().map(|p| p.x).collect();
@@ -317,14 +340,15 @@ pub fn sweep_lines(
     ccas.dedup();
     let vals: Vec<f64> = points
         .iter()
-        .map(|p| metric(&p.summary))
+        .map(metric)
         .filter(|v| v.is_finite())
         .collect();
     let ymax = vals.iter().cloned().fold(1.0, f64::max) * 1.1;
+    let ymin = vals.iter().cloned().fold(0.0, f64::min) * 1.1;
     let root = canvas(path, (900, 450))?;
     let n = xs.len().max(1);
     let mut chart = chart_on(&root, text, title, 18, (45, 60))
-        .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..ymax)?;
+        .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), ymin..ymax)?;
     let xs2 = xs.clone();
     if text {
         chart
@@ -351,7 +375,7 @@ pub fn sweep_lines(
             .filter_map(|p| {
                 xs.iter()
                     .position(|x| *x == p.x)
-                    .map(|i| (i as f64, metric(&p.summary)))
+                    .map(|i| (i as f64, metric(p)))
             })
             .filter(|(_, v)| v.is_finite())
             .collect();
@@ -371,7 +395,7 @@ pub fn sweep_lines(
 mod tests {
     use super::*;
     use crate::qstats::{QdiscStats, QueueSample};
-    use crate::results::FlowResult;
+    use crate::results::{FlowResult, Summary};
 
     /// Width and height from a PNG's IHDR chunk.
     fn png_size(path: &Path) -> (u32, u32) {
@@ -440,6 +464,7 @@ mod tests {
             ("RTT (ms)", &ys),
             &values,
             (0.5, 1.0),
+            |v| format!("{v:.3}"),
         )
         .unwrap();
         let points: Vec<SweepPoint> = ["qfair", "bbr"]
@@ -453,6 +478,7 @@ mod tests {
                         jain: x / 2.0,
                         ..Summary::default()
                     },
+                    worst: None,
                 })
             })
             .collect();
@@ -461,7 +487,7 @@ mod tests {
             "jain",
             "buffer (BDP)",
             &points,
-            |s| s.jain,
+            &|p| p.summary.jain,
         )
         .unwrap();
         assert_eq!(png_size(&dir.join("throughput.png")), (1000, 500));
@@ -469,6 +495,16 @@ mod tests {
         assert_eq!(
             png_size(&dir.join("heatmap.png")),
             (140 + 70 * 2, 120 + 40 * 3)
+        );
+        assert_eq!(heatmap_size("jain", 2, 3), (140 + 70 * 2, 120 + 40 * 3));
+        // Values stay readable at both saturated ends and in the middle.
+        assert_eq!(text_on(RGBColor(0, 0, 255)), WHITE);
+        assert_eq!(text_on(RGBColor(255, 0, 0)), WHITE);
+        assert_eq!(text_on(RGBColor(255, 255, 255)), BLACK);
+        assert_eq!(text_on(RGBColor(255, 128, 128)), BLACK);
+        assert_eq!(
+            heatmap_size(&"t".repeat(60), 2, 3),
+            (40 + 9 * 60, 120 + 40 * 3)
         );
         assert_eq!(png_size(&dir.join("lines.png")), (900, 450));
         std::fs::remove_dir_all(&dir).unwrap();

@@ -223,11 +223,37 @@ pub struct RunResult {
     pub provenance: RunProvenance,
 }
 
-/// One grid point of a sweep and its summary.
+/// The worst of a point's repetitions, per headline metric (issue 14:
+/// "report mean and worst"): the lowest Jain and utilization, the highest
+/// mean queueing delay and retransmission ratio. Each is the worst
+/// repetition of that metric, so two fields may come from different
+/// repetitions. Computed by [`crate::summary::worst_of`], the one place
+/// that decides what "worst" means.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Worst {
+    /// Lowest Jain's index of the repetitions.
+    pub jain: f64,
+    /// Lowest utilization (as [`Summary::utilization`]).
+    pub utilization: f64,
+    /// Highest mean queueing delay, ms.
+    pub qdelay_mean_ms: f64,
+    /// Highest retransmission ratio.
+    pub retrans_ratio: f64,
+    /// How many repetitions this is the worst of.
+    pub reps: u32,
+}
+
+/// One grid point of a sweep: its mean summary and the worst of its
+/// repetitions.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SweepPoint {
     pub cca: String,
     pub x: f64,
     pub y: Option<f64>,
+    /// Mean of the repetitions' summaries.
     pub summary: Summary,
+    /// `None` only while reading a sweep.json written before it existed
+    /// (`lab merge` fills it from the point's run folder).
+    #[serde(default)]
+    pub worst: Option<Worst>,
 }

@@ -4,11 +4,9 @@
 
 use std::path::Path;
 
-use serde::Deserialize;
-
 use crate::plan::Plan;
 use crate::provenance::{self, CcaObject, RunProvenance};
-use crate::results::Summary;
+use crate::results::{Summary, Worst};
 
 /// What a kept result must have been made with: this build.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,14 +27,9 @@ impl Build {
 #[derive(Debug, Clone)]
 pub struct Finished {
     pub summary: Summary,
+    /// The worst of its repetitions, from their summaries.
+    pub worst: Worst,
     pub provenance: RunProvenance,
-}
-
-/// The part of a run's summary.json resume reads.
-#[derive(Deserialize)]
-struct StoredRun {
-    reps: Vec<serde::de::IgnoredAny>,
-    summary: Summary,
 }
 
 /// The earlier run in `run_dir` if it is complete and comparable: its
@@ -52,10 +45,14 @@ pub fn finished(run_dir: &Path, plan: &Plan, build: &Build) -> Option<Finished> 
     {
         return None;
     }
-    let text = std::fs::read_to_string(run_dir.join("summary.json")).ok()?;
-    let stored: StoredRun = serde_json::from_str(&text).ok()?;
-    (stored.reps.len() == plan.repetitions as usize).then_some(Finished {
+    let stored = crate::files::read_run_summary(run_dir).ok()?;
+    if stored.reps.len() != plan.repetitions as usize {
+        return None;
+    }
+    let worst = crate::summary::worst_of(&stored.rep_summaries())?;
+    Some(Finished {
         summary: stored.summary,
+        worst,
         provenance: prov,
     })
 }
@@ -125,7 +122,17 @@ rtt_ms = 40
                 jain: 0.75,
                 ..Summary::default()
             };
-            let reps: Vec<serde_json::Value> = (0..n).map(|_| serde_json::json!({})).collect();
+            // Repetition k's Jain is 0.75 - 0.25 k (the rest of a
+            // repetition's record is not read).
+            let reps: Vec<serde_json::Value> = (0..n)
+                .map(|k| {
+                    let rep = Summary {
+                        jain: 0.75 - 0.25 * k as f64,
+                        ..Summary::default()
+                    };
+                    serde_json::json!({ "flows": [], "summary": rep })
+                })
+                .collect();
             std::fs::write(
                 dir.join("summary.json"),
                 serde_json::json!({ "reps": reps, "summary": summary }).to_string(),
@@ -141,6 +148,7 @@ rtt_ms = 40
         let dir = folder("complete", &run_provenance(&p), Some(2));
         let f = finished(&dir, &p, &build()).expect("kept");
         assert_eq!(f.summary.jain, 0.75);
+        assert_eq!((f.worst.jain, f.worst.reps), (0.5, 2));
         assert_eq!(f.provenance, run_provenance(&p));
         let _ = std::fs::remove_dir_all(&dir);
     }

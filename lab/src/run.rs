@@ -26,7 +26,7 @@ use crate::topology::{Dumbbell, FlowPath, Options, RECEIVER, RECEIVER_IF};
 
 pub use crate::plan::label_of;
 pub use crate::results::{RepResult, RunResult, Summary};
-pub use crate::summary::{mean_summary, one_line, summarize};
+pub use crate::summary::{mean_summary, one_line, summarize, worst_of};
 
 /// How to run.
 #[derive(Debug, Clone)]

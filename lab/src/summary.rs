@@ -1,5 +1,5 @@
 //! The metrics of a repetition, computed from its raw series, and their
-//! mean over repetitions.
+//! mean and worst over repetitions.
 
 use std::collections::BTreeMap;
 
@@ -8,7 +8,7 @@ use rttfair_loader::fairness as metrics;
 use crate::accounting::WindowAccounting;
 use crate::plan::Plan;
 use crate::qstats::QueueSample;
-use crate::results::{FlowResult, Summary};
+use crate::results::{FlowResult, Summary, Worst};
 
 /// All metrics of one repetition, from its raw series and the window's
 /// accounting (which gave each flow's `mean_goodput`).
@@ -198,6 +198,24 @@ pub fn mean_summary(all: &[Summary]) -> Summary {
     }
 }
 
+/// The worst of the repetitions' summaries, metric by metric (see
+/// [`Worst`]); `None` without repetitions. A NaN metric (no samples) is
+/// skipped, so it never hides a real value; all NaN gives NaN.
+pub fn worst_of(all: &[Summary]) -> Option<Worst> {
+    if all.is_empty() {
+        return None;
+    }
+    let lowest = |f: fn(&Summary) -> f64| all.iter().map(f).fold(f64::NAN, f64::min);
+    let highest = |f: fn(&Summary) -> f64| all.iter().map(f).fold(f64::NAN, f64::max);
+    Some(Worst {
+        jain: lowest(|s| s.jain),
+        utilization: lowest(|s| s.utilization),
+        qdelay_mean_ms: highest(|s| s.qdelay_mean_ms),
+        retrans_ratio: highest(|s| s.retrans_ratio),
+        reps: all.len() as u32,
+    })
+}
+
 /// A summary in one line.
 pub fn one_line(s: &Summary) -> String {
     format!(
@@ -210,4 +228,61 @@ pub fn one_line(s: &Summary) -> String {
         s.rtt_p95_ms,
         s.qdelay_mean_ms
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rep(jain: f64, utilization: f64, qdelay_mean_ms: f64, retrans_ratio: f64) -> Summary {
+        Summary {
+            jain,
+            utilization,
+            qdelay_mean_ms,
+            retrans_ratio,
+            ..Summary::default()
+        }
+    }
+
+    #[test]
+    fn worst_is_the_lowest_jain_and_utilization_and_the_highest_delay_and_retransmissions() {
+        // Each metric's worst is in a different repetition.
+        let reps = [
+            rep(0.91, 0.99, 4.0, 0.002),
+            rep(0.97, 0.95, 9.5, 0.001),
+            rep(0.88, 0.98, 6.0, 0.010),
+        ];
+        assert_eq!(
+            worst_of(&reps),
+            Some(Worst {
+                jain: 0.88,
+                utilization: 0.95,
+                qdelay_mean_ms: 9.5,
+                retrans_ratio: 0.010,
+                reps: 3,
+            })
+        );
+    }
+
+    #[test]
+    fn one_repetition_is_its_own_worst_and_none_is_none() {
+        let one = rep(0.93, 0.97, 3.25, 0.004);
+        assert_eq!(
+            worst_of(std::slice::from_ref(&one)),
+            Some(Worst {
+                jain: one.jain,
+                utilization: one.utilization,
+                qdelay_mean_ms: one.qdelay_mean_ms,
+                retrans_ratio: one.retrans_ratio,
+                reps: 1,
+            })
+        );
+        assert_eq!(worst_of(&[]), None);
+    }
+
+    #[test]
+    fn a_metric_without_samples_does_not_hide_the_others() {
+        let w = worst_of(&[rep(0.9, 0.9, f64::NAN, 0.0), rep(0.8, 0.95, 2.0, 0.0)]).unwrap();
+        assert_eq!((w.jain, w.qdelay_mean_ms), (0.8, 2.0));
+    }
 }

@@ -9,7 +9,7 @@ use anyhow::Result;
 
 use crate::grid;
 use crate::provenance::{CcaObject, Environment, PointProvenance, SweepProvenance};
-use crate::results::{Summary, SweepPoint};
+use crate::results::SweepPoint;
 use crate::run::{self, RunOptions};
 use crate::scenario::Scenario;
 
@@ -92,7 +92,7 @@ pub fn run_selected(
             .resume
             .then(|| crate::resume::finished(&inner.out_dir.join(&run_dir), &p.plan, &build))
             .flatten();
-        let (summary, prov) = match earlier {
+        let (summary, worst, prov) = match earlier {
             Some(done) => {
                 // Always said (on stderr, beside the progress bar; stdout may
                 // be --json): a resumed sweep shows what it kept.
@@ -100,7 +100,7 @@ pub fn run_selected(
                     "{} x={} y={:?}: complete in {}, not rerun",
                     p.key.cca, p.key.x, p.key.y, run_dir
                 );
-                (done.summary, done.provenance)
+                (done.summary, done.worst, done.provenance)
             }
             None => {
                 let r = run::run_plan(&p.plan, &inner)?;
@@ -113,7 +113,10 @@ pub fn run_selected(
                         run::one_line(&r.summary)
                     );
                 }
-                (r.summary, r.provenance)
+                let reps: Vec<_> = r.reps.iter().map(|rep| rep.summary.clone()).collect();
+                let worst = crate::summary::worst_of(&reps)
+                    .ok_or_else(|| anyhow::anyhow!("{run_dir}: a run without repetitions"))?;
+                (r.summary, worst, r.provenance)
             }
         };
         records.push(PointProvenance {
@@ -129,6 +132,7 @@ pub fn run_selected(
             x: p.key.x,
             y: p.key.y,
             summary,
+            worst: Some(worst),
         });
     }
     let provenance = SweepProvenance {
@@ -155,79 +159,6 @@ pub fn write_outputs(
     provenance: &SweepProvenance,
 ) -> Result<()> {
     crate::files::write_sweep(dir, sweep, points)?;
-    plot_sweep(dir, base, sweep, ccas, points)?;
+    crate::sweep_plots::plot(dir, base, sweep, ccas, points)?;
     crate::provenance::write(dir, provenance)
-}
-
-/// Heatmaps of Jain and STDR per CCA for a 2-D grid; lines of Jain and
-/// the group ratio against x for a 1-D one.
-fn plot_sweep(
-    dir: &Path,
-    base: &Scenario,
-    sweep: &Sweep,
-    ccas: &[String],
-    points: &[SweepPoint],
-) -> Result<()> {
-    let Some(ya) = &sweep.y else {
-        crate::plot::sweep_lines(
-            &dir.join("jain.png"),
-            &format!("{}: Jain's index", base.name),
-            &sweep.x.param,
-            points,
-            |s| s.jain,
-        )?;
-        return crate::plot::sweep_lines(
-            &dir.join("ratio.png"),
-            &format!("{}: first/second group goodput", base.name),
-            &sweep.x.param,
-            points,
-            |s| s.group_ratio,
-        );
-    };
-    let xs: Vec<String> = sweep.x.values.iter().map(|v| format!("{v}")).collect();
-    let ys: Vec<String> = ya.values.iter().map(|v| format!("{v}")).collect();
-    type Metric = fn(&Summary) -> f64;
-    let metrics: [(&str, f64, f64, Metric); 2] = [
-        ("jain", 0.5, 1.0, |s| s.jain),
-        ("stdr", -1.0, 1.0, |s| s.stdr),
-    ];
-    for cca in ccas {
-        for (metric, lo, hi, get) in metrics {
-            crate::plot::heatmap(
-                &dir.join(format!("{metric}-{cca}.png")),
-                &format!("{} {cca}: {metric}", base.name),
-                (&sweep.x.param, &xs),
-                (&ya.param, &ys),
-                &grid_values(sweep, points, cca, get),
-                (lo, hi),
-            )?;
-        }
-    }
-    Ok(())
-}
-
-/// `values[y][x]` of one metric for one CCA (NaN where a point is missing).
-fn grid_values(
-    sweep: &Sweep,
-    points: &[SweepPoint],
-    cca: &str,
-    get: fn(&Summary) -> f64,
-) -> Vec<Vec<f64>> {
-    let ys = sweep.y.as_ref().map(|a| a.values.as_slice()).unwrap_or(&[]);
-    ys.iter()
-        .map(|y| {
-            sweep
-                .x
-                .values
-                .iter()
-                .map(|x| {
-                    points
-                        .iter()
-                        .find(|p| p.cca == cca && p.x == *x && p.y == Some(*y))
-                        .map(|p| get(&p.summary))
-                        .unwrap_or(f64::NAN)
-                })
-                .collect()
-        })
-        .collect()
 }
