@@ -104,7 +104,10 @@
  * means a queue someone else holds: a loss-based flow (cubic) or a longer
  * path. Then qfair turns competitive: alpha may grow at 20 pkt/s up to
  * max(alpha_d, x^ 100 ms); the next successful drain ends it and clamps
- * alpha to alpha_d.
+ * alpha to alpha_d. With qfair.competitive = 2 (never) no drain starts it,
+ * and a flow already competitive when the operator sets 2 leaves it the
+ * same way at its next per-round update (at the latest at the next drain's
+ * end), where the tunables are read anyway.
  *
  * A longer path is judged from the drain minima alone, not from that
  * verdict: three drains in a row whose minimum lies more than
@@ -431,6 +434,28 @@ static __always_inline void qfair_enter_cruise(struct sock *sk, struct rf_bbr *b
 }
 
 /*
+ * Leave competitive mode: alpha back within alpha_d at once (what it grew
+ * above alpha_d was for a queue someone else held). The one exit, taken on a
+ * drain that emptied the queue and on qfair.competitive = 2.
+ */
+static __always_inline void qfair_leave_competitive(struct qfair_flow *qf)
+{
+	qf->competitive = 0;
+	qf->alpha_x1024 = rf_min(qf->alpha_x1024, qf->alpha_d_x1024);
+}
+
+/* Competitive mode after a drain's verdict (QF_VERDICT_*), or after a
+ * per-round update (QF_VERDICT_NONE: only the setting can end it there). */
+static __always_inline void qfair_update_competitive(struct qfair_flow *qf,
+						     const struct qfair_tunables *p, __u32 verdict)
+{
+	if (qf_competitive_next(qf->competitive, p->competitive == QFAIR_COMPETITIVE_ON, verdict))
+		qf->competitive = 1;
+	else if (qf->competitive)
+		qfair_leave_competitive(qf);
+}
+
+/*
  * Eq. 8b's integral term o for this round. A round with a loss drops o to 0
  * and o stays 0 until the flow has gone QFAIR_INT_QUIET_US of wall clock
  * without a loss cut: in the loss regime (a shallow buffer, Eq. 7 cutting
@@ -517,8 +542,11 @@ static __noinline void qfair_update_round(struct sock *sk, struct rf_bbr *bbr,
 	qf->q_us = d_us > rtprop ? d_us - rtprop : 0;
 	qf->backlog_x1024 = (__u32)rf_min(qf_pkts_x1024(qf->xhat, qf->q_us), 0xffffffffULL);
 
-	/* Eq. 6-7: the backlog target. */
+	/* Eq. 6-7: the backlog target. Competitive mode ends here, before it
+	 * widens alpha's range, if the operator has since set
+	 * qfair.competitive = 2. */
 	qf->alpha_d_x1024 = qf_alpha_d_x1024(qf->xhat, p.alpha0_x1024, p.k_alpha_x1024);
+	qfair_update_competitive(qf, &p, QF_VERDICT_NONE);
 	alpha_hi = qf->alpha_d_x1024;
 	ai = QFAIR_AI_X1024;
 	if (qf->competitive) {
@@ -623,22 +651,21 @@ static __always_inline void qfair_end_drain(struct sock *sk, struct rf_bbr *bbr,
 	if (qf->pacing_before_drain)
 		sk->sk_pacing_rate = qf->pacing_before_drain;
 	hot->next_drain_ms = qfair_next_drain_ms(now, &p, p.drain_period_ms);
-	if (m == ~0U)
-		return; /* no RTT sample in the drain: no verdict */
+	if (m == ~0U) {
+		/* no RTT sample in the drain: no verdict */
+		qfair_update_competitive(qf, &p, QF_VERDICT_NONE);
+		return;
+	}
 
 	/* A new, longer R^ is this drain's minimum: the queue did empty. */
 	if (qfair_raise_min_rtt_on_longer_path(bbr, qf, m) ||
 	    qf_drain_emptied_queue(m, bbr->min_rtt_us, qf->drain_q_before_us)) {
 		qf->drains_ok++;
-		if (qf->competitive) {
-			qf->competitive = 0;
-			qf->alpha_x1024 = rf_min(qf->alpha_x1024, qf->alpha_d_x1024);
-		}
+		qfair_update_competitive(qf, &p, QF_VERDICT_EMPTIED);
 		return;
 	}
 	qf->drains_failed++;
-	if (p.competitive == QFAIR_COMPETITIVE_ON)
-		qf->competitive = 1;
+	qfair_update_competitive(qf, &p, QF_VERDICT_FOUND_QUEUE);
 }
 
 /* Fold the finished bucket's minimum into the round's sum (Eq. 4). */

@@ -438,6 +438,31 @@ RF_INLINE bool qf_drain_saw_longer_path(__u32 drain_min_us, __u32 rtprop_us)
 	return (__u64)drain_min_us > (__u64)rtprop_us + margin;
 }
 
+/*
+ * Whether a flow is in competitive mode after an event, from whether it was
+ * (was), whether the operator allows the mode (allowed: qfair.competitive = 1;
+ * 2 is "never") and the event: a drain's end with its verdict, or a
+ * per-round update or a drain without an RTT sample (QF_VERDICT_NONE).
+ *
+ *   not allowed                 -> no, whatever it was: "never" holds for a
+ *                                  flow already competitive too, from the
+ *                                  first event after the setting changed
+ *   drain emptied the queue     -> no (the successful drain's exit)
+ *   drain found a queue         -> yes (someone else's: cubic, a longer path)
+ *   no verdict                  -> as it was
+ */
+#define QF_VERDICT_NONE 0
+#define QF_VERDICT_EMPTIED 1
+#define QF_VERDICT_FOUND_QUEUE 2
+RF_INLINE bool qf_competitive_next(bool was, bool allowed, __u32 verdict)
+{
+	if (!allowed || verdict == QF_VERDICT_EMPTIED)
+		return false;
+	if (verdict == QF_VERDICT_FOUND_QUEUE)
+		return true;
+	return was;
+}
+
 /* Two drain minima agree when each is within 10% of the other's scale. */
 RF_INLINE bool qf_minima_agree(__u32 a_us, __u32 b_us)
 {

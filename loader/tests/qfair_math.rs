@@ -37,6 +37,7 @@ extern "C" {
     fn host_qf_pacing_rate(w: u32, d_us: u32, mss: u32) -> u64;
     fn host_qf_rate_ewma(x: u64, s: u64) -> u64;
     fn host_qf_drain_emptied_queue(m: u32, r: u32, q: u32) -> i32;
+    fn host_qf_competitive_next(was: i32, allowed: i32, verdict: u32) -> i32;
     fn host_qf_offset_step_x65536(o: i32, target: u32, backlog: u32, dt_us: u64, o_max: u32)
         -> i32;
 }
@@ -409,4 +410,41 @@ proptest! {
         prop_assert!(next.abs() <= m as f64 / 1024.0);
         prop_assert!((next - want).abs() <= 1.0 / 65536.0, "next {} want {}", next, want);
     }
+}
+
+/// Competitive mode's rule (qf_competitive_next): with qfair.competitive = 1
+/// (allowed) it is the rule qfair always had, entered on a drain that found
+/// a queue, left on one that emptied it, kept otherwise (so the control law
+/// at the default is unchanged); with 2 ("never") a flow is out of it after
+/// any event, a per-round update included, whether it was in it or not.
+#[test]
+fn competitive_mode_ends_at_the_next_event_once_never() {
+    const NONE: u32 = 0;
+    const EMPTIED: u32 = 1;
+    const FOUND_QUEUE: u32 = 2;
+    let next = |was: bool, allowed: bool, v: u32| unsafe {
+        host_qf_competitive_next(was as i32, allowed as i32, v) != 0
+    };
+    for was in [false, true] {
+        // allowed: the drain's verdict decides, no verdict keeps the mode
+        assert!(!next(was, true, EMPTIED), "was {was}: emptied ends it");
+        assert!(next(was, true, FOUND_QUEUE), "was {was}: a queue starts it");
+        assert_eq!(next(was, true, NONE), was, "no verdict keeps it");
+        // never: out after any event, whatever the verdict
+        for v in [NONE, EMPTIED, FOUND_QUEUE] {
+            assert!(!next(was, false, v), "was {was}, verdict {v}: never");
+        }
+    }
+    // A flow in competitive mode (cubic's queue, drains failing) whose
+    // operator sets 2 between two drains: out at the next round's update.
+    let mut c = next(false, true, FOUND_QUEUE);
+    c = next(c, true, NONE);
+    assert!(c, "still competitive while allowed");
+    c = next(c, false, NONE);
+    assert!(!c, "out at the first round after the setting");
+    c = next(c, false, FOUND_QUEUE);
+    assert!(
+        !c,
+        "and a drain that finds the queue again does not restart it"
+    );
 }
