@@ -104,7 +104,10 @@
  * means a queue someone else holds: a loss-based flow (cubic) or a longer
  * path. Then qfair turns competitive: alpha may grow at 20 pkt/s up to
  * max(alpha_d, x^ 100 ms); the next successful drain ends it and clamps
- * alpha to alpha_d.
+ * alpha to alpha_d. With qfair.competitive = 2 (never) no drain starts it,
+ * and a flow already competitive when the operator sets 2 leaves it the
+ * same way at its next per-round update (at the latest at the next drain's
+ * end), where the tunables are read anyway.
  *
  * A longer path is judged from the drain minima alone, not from that
  * verdict: three drains in a row whose minimum lies more than
@@ -121,9 +124,10 @@
  *
  * State: w, the current 8 ms bucket, the next drain time, flags and the
  * burst room's share live in the core's cca_hot (icsk_ca_priv), which is all
- * of qfair's state an ACK touches; the rest (x^, alpha, round snapshots,
- * drain bookkeeping) in the qfair_sk sk_storage, looked up once per bucket,
- * per round, per export and on every ACK of a drain.
+ * of qfair's state an ACK touches; the rest (x^, alpha, the start of the
+ * per-round measurement interval, drain bookkeeping) in the qfair_sk
+ * sk_storage, looked up once per bucket, per round, per export and on every
+ * ACK of a drain.
  * No map is shared between flows: a flow behaves the same as the only
  * rttfair socket on its host.
  *
@@ -180,7 +184,7 @@ struct qfair_hot {
 	__u32 next_drain_ms;   /* tcp ms clock of the next drain, 0 = none */
 	__u16 bkt_idx;         /* tcp_mstamp >> 13 of the current bucket */
 	__u8 flags;            /* QF_* below */
-	__u8 room_x64;         /* share of the three-burst room, x64 (Eq. 1's b) */
+	__u8 burst_room_share_x64; /* share of the three-burst room, x64 (Eq. 1's b) */
 };
 
 _Static_assert(sizeof(struct qfair_hot) <= sizeof(((struct rf_bbr *)0)->cca_hot),
@@ -193,11 +197,11 @@ _Static_assert(sizeof(struct qfair_hot) <= sizeof(((struct rf_bbr *)0)->cca_hot)
 /* Everything else, per flow. */
 struct qfair_flow {
 	__u64 xhat;                /* Eq. 3, core rate unit */
-	__u64 round_mstamp;        /* tcp_mstamp at the round snapshot */
-	__u64 bkt_sum_us;          /* sum of bucket minima since the snapshot */
+	__u64 round_mstamp;        /* tcp_mstamp at the measurement interval's start */
+	__u64 bkt_sum_us;          /* sum of bucket minima since that start */
 	__u64 pacing_before_drain; /* sk_pacing_rate to restore after a drain */
-	__u32 round_delivered;     /* tp->delivered at the snapshot */
-	__u32 round_lost;          /* tp->lost at the snapshot */
+	__u32 round_delivered;     /* tp->delivered at that start */
+	__u32 round_lost;          /* tp->lost at that start */
 	__u32 bkt_cnt;
 	__u32 last_bkt_min_us;     /* the last completed bucket's minimum */
 	__u32 alpha_x1024;         /* Eq. 7 */
@@ -293,12 +297,13 @@ static __always_inline bool qfair_cruising(const struct rf_bbr *bbr)
  * flow reached 0.71x native bbr (docs/results.md).
  *
  * Only where the path is short against a burst: all three bursts while x^ R^
- * holds at most one, none once it holds two (qf_burst_room_x64, set once per
- * round in room_x64). A window-limited flow's room is standing queue; given
- * by rate alone (as until issue 14's 100 Mbit/s runs), it handed the flow
- * above the 2-segment threshold 3 ms of queue that held the other flow below
- * it (20 vs 2 ms at 100 Mbit/s: Jain 0.679). g's target includes the room
- * (Eq. 8), so where it is given it is not "corrected" away.
+ * holds at most one, none once it holds two (qf_burst_room_share_x64, set
+ * once per round in burst_room_share_x64). A window-limited flow's room is
+ * standing queue; given by rate alone (as until issue 14's 100 Mbit/s runs),
+ * it handed the flow above the 2-segment threshold 3 ms of queue that held
+ * the other flow below it (20 vs 2 ms at 100 Mbit/s: Jain 0.679). g's
+ * target includes the room (Eq. 8), so where it is given it is not
+ * "corrected" away.
  *
  * The burst size is Linux BBR's estimate of the kernel's (bbr_tso_segs_goal:
  * 1 ms of data by sk_pacing_shift, at most 64 KB; the kernel's own
@@ -310,8 +315,8 @@ static __always_inline bool qfair_cruising(const struct rf_bbr *bbr)
  * the 2 ms flow paced at 720 Mbit/s with 130 packets of room and the 20 ms
  * flow starved (96% of its packets retransmitted). BtlBw is bounded by
  * what the path delivers, so at 20 Mbit/s the room stays 0. The share of
- * the room is judged at x^ instead (qfair_room_segs), so that it depends on
- * the path, not on the max filter's lead over x^.
+ * the room is judged at x^ instead (qfair_burst_segs_at_xhat), so that it
+ * depends on the path, not on the max filter's lead over x^.
  */
 static __always_inline __u32 qfair_burst_segs(struct sock *sk, const struct rf_bbr *bbr)
 {
@@ -322,18 +327,20 @@ static __always_inline __u32 qfair_burst_segs(struct sock *sk, const struct rf_b
 	return (__u32)(bytes / (tcp_sk(sk)->mss_cache ?: 1));
 }
 
-/* Per ACK: b in packets (three bursts times this round's share of the room). */
-static __always_inline __u32 qfair_burst_budget(struct sock *sk, const struct rf_bbr *bbr)
+/* Per ACK: Eq. 1's b, the burst room in cwnd in packets (three bursts times
+ * this round's share of the room). */
+static __always_inline __u32 qfair_burst_room_pkts(struct sock *sk, const struct rf_bbr *bbr)
 {
-	__u32 room_x64 = qfair_hot_of((struct rf_bbr *)bbr)->room_x64;
+	__u32 share_x64 = qfair_hot_of((struct rf_bbr *)bbr)->burst_room_share_x64;
 
-	return room_x64 ? qf_burst_room(qfair_burst_segs(sk, bbr), room_x64) : 0;
+	return share_x64 ? qf_burst_room(qfair_burst_segs(sk, bbr), share_x64) : 0;
 }
 
 /*
  * Segments in one of the kernel's bursts at the smoothed rate x^ (1 ms of
  * it by sk_pacing_shift, at most 64 KB): what the pipe x^ R^ is compared
- * with to decide the room's share.
+ * with to decide the room's share. Not the size the room is counted in:
+ * that is qfair_burst_segs'.
  *
  * Why x^ and not qfair_burst_segs' max-filtered BtlBw: with the same rate on
  * both sides, pipe / burst = R^ / (burst time), so the share depends on the
@@ -344,7 +351,7 @@ static __always_inline __u32 qfair_burst_budget(struct sock *sk, const struct rf
  * rate rose, and the room with it: 20 vs 2 ms went from 48/47 to 13-17/72
  * Mbit/s at t = 40 s and stayed there (Jain 0.902).
  */
-static __always_inline __u32 qfair_room_segs(struct sock *sk, __u64 xhat)
+static __always_inline __u32 qfair_burst_segs_at_xhat(struct sock *sk, __u64 xhat)
 {
 	__u64 segs = qf_pkts_x1024(xhat, USEC_PER_SEC >> sk->sk_pacing_shift) / QF_UNIT;
 	__u64 cap = (GSO_LEGACY_MAX_SIZE - 1 - MAX_TCP_HEADER_EST) / (tcp_sk(sk)->mss_cache ?: 1);
@@ -353,11 +360,13 @@ static __always_inline __u32 qfair_room_segs(struct sock *sk, __u64 xhat)
 }
 
 /* Per round: the room's share (x64) for the flow's pipe x^ R^ against a burst at x^. */
-static __always_inline void qfair_set_room(struct sock *sk, const struct rf_bbr *bbr,
-					   struct qfair_hot *hot, __u64 xhat)
+static __always_inline void qfair_set_burst_room_share(struct sock *sk, const struct rf_bbr *bbr,
+						       struct qfair_hot *hot, __u64 xhat)
 {
-	hot->room_x64 = (__u8)qf_burst_room_x64(qf_pkts_x1024(xhat, bbr->min_rtt_us),
-						 qfair_room_segs(sk, xhat));
+	__u64 pipe_x1024 = qf_pkts_x1024(xhat, bbr->min_rtt_us);
+
+	hot->burst_room_share_x64 =
+		(__u8)qf_burst_room_share_x64(pipe_x1024, qfair_burst_segs_at_xhat(sk, xhat));
 }
 
 /* The tcp ms clock of the next drain. Wall clock: the next TAI multiple of
@@ -375,8 +384,13 @@ static __always_inline __u32 qfair_next_drain_ms(__u32 now_ms, const struct qfai
 	return (now_ms + (__u32)to_next_ms) ?: 1;
 }
 
-/* Start a new rate-measurement interval (Eq. 3) and bucket sum (Eq. 4). */
-static __always_inline void qfair_snapshot(struct tcp_sock *tp, struct qfair_flow *qf)
+/*
+ * Start the interval the next per-round update measures: Eq. 3's sending
+ * rate counts tp->delivered + tp->lost from here, Eq. 4's D averages the
+ * bucket minima closed from here.
+ */
+static __always_inline void qfair_start_measurement_interval(struct tcp_sock *tp,
+							      struct qfair_flow *qf)
 {
 	qf->round_mstamp = tp->tcp_mstamp;
 	qf->round_delivered = tp->delivered;
@@ -395,7 +409,7 @@ static __always_inline void qfair_startup_round(struct tcp_sock *tp, struct rf_b
 	if (lost >= QFAIR_FULL_LOSS_CNT &&
 	    (__u64)lost * 100 > (__u64)(lost + delivered) * QFAIR_FULL_LOSS_PCT)
 		bbr->full_bw_reached = 1;
-	qfair_snapshot(tp, qf);
+	qfair_start_measurement_interval(tp, qf);
 }
 
 /* Leaving Drain for ProbeBW: the law takes over from BBR's gains. */
@@ -410,13 +424,35 @@ static __always_inline void qfair_enter_cruise(struct sock *sk, struct rf_bbr *b
 	qf->alpha_x1024 = qf->alpha_d_x1024;
 	qf->gain_x256 = QF_GAIN_UNIT;
 	hot->w = qf_target_cwnd(qf->xhat, bbr->min_rtt_us, QF_GAIN_UNIT, qf->alpha_x1024);
-	qfair_set_room(sk, bbr, hot, qf->xhat);
+	qfair_set_burst_room_share(sk, bbr, hot, qf->xhat);
 	qf->push_dir = QF_PUSH_NONE;
 	qf->push_rounds = 0;
 	qf->offset_x65536 = 0;
 	hot->flags |= QF_CRUISE;
 	hot->next_drain_ms = qfair_next_drain_ms(tcp_now_ms(tp), p, QFAIR_FIRST_DRAIN_MS);
-	qfair_snapshot(tp, qf);
+	qfair_start_measurement_interval(tp, qf);
+}
+
+/*
+ * Leave competitive mode: alpha back within alpha_d at once (what it grew
+ * above alpha_d was for a queue someone else held). The one exit, taken on a
+ * drain that emptied the queue and on qfair.competitive = 2.
+ */
+static __always_inline void qfair_leave_competitive(struct qfair_flow *qf)
+{
+	qf->competitive = 0;
+	qf->alpha_x1024 = rf_min(qf->alpha_x1024, qf->alpha_d_x1024);
+}
+
+/* Competitive mode after a drain's verdict (QF_VERDICT_*), or after a
+ * per-round update (QF_VERDICT_NONE: only the setting can end it there). */
+static __always_inline void qfair_update_competitive(struct qfair_flow *qf,
+						     const struct qfair_tunables *p, __u32 verdict)
+{
+	if (qf_competitive_next(qf->competitive, p->competitive == QFAIR_COMPETITIVE_ON, verdict))
+		qf->competitive = 1;
+	else if (qf->competitive)
+		qfair_leave_competitive(qf);
 }
 
 /*
@@ -458,7 +494,7 @@ static __noinline void qfair_update_round(struct sock *sk, struct rf_bbr *bbr,
 	struct qfair_hot *hot = qfair_hot_of(bbr);
 	struct qfair_tunables p;
 	__u64 dt_us, sample, alpha_hi, pace, pipe;
-	__u32 delivered, lost, rtprop = bbr->min_rtt_us, d_us, ai, budget, target, dir;
+	__u32 delivered, lost, rtprop = bbr->min_rtt_us, d_us, ai, room_pkts, target, dir;
 
 	if (!(hot->flags & QF_CRUISE)) {
 		if (bbr->mode == RTTFAIR_MODE_STARTUP) {
@@ -474,7 +510,7 @@ static __noinline void qfair_update_round(struct sock *sk, struct rf_bbr *bbr,
 		return; /* a drain: measured when it ends */
 	if (hot->flags & QF_SKIP_ROUND) {
 		hot->flags &= ~QF_SKIP_ROUND;
-		qfair_snapshot(tp, qf);
+		qfair_start_measurement_interval(tp, qf);
 		return;
 	}
 	dt_us = tp->tcp_mstamp - qf->round_mstamp;
@@ -483,7 +519,7 @@ static __noinline void qfair_update_round(struct sock *sk, struct rf_bbr *bbr,
 	delivered = tp->delivered - qf->round_delivered;
 	lost = tp->lost - qf->round_lost;
 	if (app_limited || rtprop == ~0U || !rtprop) {
-		qfair_snapshot(tp, qf);
+		qfair_start_measurement_interval(tp, qf);
 		return;
 	}
 	p = qfair_params();
@@ -506,8 +542,11 @@ static __noinline void qfair_update_round(struct sock *sk, struct rf_bbr *bbr,
 	qf->q_us = d_us > rtprop ? d_us - rtprop : 0;
 	qf->backlog_x1024 = (__u32)rf_min(qf_pkts_x1024(qf->xhat, qf->q_us), 0xffffffffULL);
 
-	/* Eq. 6-7: the backlog target. */
+	/* Eq. 6-7: the backlog target. Competitive mode ends here, before it
+	 * widens alpha's range, if the operator has since set
+	 * qfair.competitive = 2. */
 	qf->alpha_d_x1024 = qf_alpha_d_x1024(qf->xhat, p.alpha0_x1024, p.k_alpha_x1024);
+	qfair_update_competitive(qf, &p, QF_VERDICT_NONE);
 	alpha_hi = qf->alpha_d_x1024;
 	ai = QFAIR_AI_X1024;
 	if (qf->competitive) {
@@ -531,9 +570,9 @@ static __noinline void qfair_update_round(struct sock *sk, struct rf_bbr *bbr,
 	 * microsecond flow below what its window allows (w = 24-34 packets
 	 * beside 135 of burst room). */
 	pipe = qf_pkts_x1024(qf->xhat, rtprop);
-	qfair_set_room(sk, bbr, hot, qf->xhat);
-	budget = qfair_burst_budget(sk, bbr);
-	target = qf->alpha_x1024 + budget * (__u32)QF_UNIT;
+	qfair_set_burst_room_share(sk, bbr, hot, qf->xhat);
+	room_pkts = qfair_burst_room_pkts(sk, bbr);
+	target = qf->alpha_x1024 + room_pkts * (__u32)QF_UNIT; /* alpha* = alpha + b */
 	dir = qf_push_dir(target, qf->backlog_x1024);
 	qf->push_rounds = (__u8)qf_push_rounds(qf->push_dir, qf->push_rounds, dir);
 	if (dir != QF_PUSH_NONE)
@@ -545,7 +584,7 @@ static __noinline void qfair_update_round(struct sock *sk, struct rf_bbr *bbr,
 					 tp->tcp_mstamp - qf->last_cut_mstamp);
 	hot->w = qf_target_cwnd(qf->xhat, rtprop, qf->gain_x256,
 				qfair_alpha_plus_offset(qf));
-	pace = qf_pacing_rate(hot->w + budget, d_us, tp->mss_cache);
+	pace = qf_pacing_rate(hot->w + room_pkts, d_us, tp->mss_cache);
 	if (pace)
 		sk->sk_pacing_rate = rf_min(pace, (__u64)sk->sk_max_pacing_rate);
 
@@ -553,7 +592,7 @@ static __noinline void qfair_update_round(struct sock *sk, struct rf_bbr *bbr,
 	if (p.drain_clock == QFAIR_CLOCK_LOCAL &&
 	    hot->bkt_min_us <= rtprop + rf_max((__u32)QFAIR_NEAR_MIN_US, rtprop / 16))
 		hot->next_drain_ms = qfair_next_drain_ms(tcp_now_ms(tp), &p, p.drain_period_ms);
-	qfair_snapshot(tp, qf);
+	qfair_start_measurement_interval(tp, qf);
 }
 
 /* Entering a drain: half the rate; cca_probe_rtt_cwnd (below) halves the window. */
@@ -568,17 +607,19 @@ static __always_inline void qfair_begin_drain(struct sock *sk, struct qfair_hot 
 }
 
 /*
- * Did the path get longer? Decided from drain minima alone (Eq. 10): three
- * drains in a row whose minimum sits above R^ by more than max(2 ms, R^/8)
- * and whose minima agree within 10% move R^ up to the lowest of them. A
+ * Eq. 10, at a drain's end with its minimum m: R^ raised to a longer path's
+ * minimum. Returns whether this drain raised it. Decided from drain minima
+ * alone: three drains in a row whose minimum sits above R^ by more than
+ * max(2 ms, R^/8) and whose minima agree within 10% move R^ up to the lowest
+ * of them (the streak is kept in qf->long_streak, long_min_us). A
  * drain removes the flow's own backlog, so the test is on what is left; it
  * does not depend on the drain's verdict, whose margin (half the queue
  * estimate) a stale R^ inflates: with the verdict in the loop, a failed
  * drain made the flow competitive, its own queue then passed the next drain
  * and the streak never reached three (issue 14, path RTT change).
  */
-static __always_inline bool qfair_path_got_longer(struct rf_bbr *bbr, struct qfair_flow *qf,
-						  __u32 m)
+static __always_inline bool qfair_raise_min_rtt_on_longer_path(struct rf_bbr *bbr,
+								struct qfair_flow *qf, __u32 m)
 {
 	if (!qf_drain_saw_longer_path(m, bbr->min_rtt_us)) {
 		qf->long_streak = 0;
@@ -610,22 +651,21 @@ static __always_inline void qfair_end_drain(struct sock *sk, struct rf_bbr *bbr,
 	if (qf->pacing_before_drain)
 		sk->sk_pacing_rate = qf->pacing_before_drain;
 	hot->next_drain_ms = qfair_next_drain_ms(now, &p, p.drain_period_ms);
-	if (m == ~0U)
-		return; /* no RTT sample in the drain: no verdict */
+	if (m == ~0U) {
+		/* no RTT sample in the drain: no verdict */
+		qfair_update_competitive(qf, &p, QF_VERDICT_NONE);
+		return;
+	}
 
 	/* A new, longer R^ is this drain's minimum: the queue did empty. */
-	if (qfair_path_got_longer(bbr, qf, m) ||
+	if (qfair_raise_min_rtt_on_longer_path(bbr, qf, m) ||
 	    qf_drain_emptied_queue(m, bbr->min_rtt_us, qf->drain_q_before_us)) {
 		qf->drains_ok++;
-		if (qf->competitive) {
-			qf->competitive = 0;
-			qf->alpha_x1024 = rf_min(qf->alpha_x1024, qf->alpha_d_x1024);
-		}
+		qfair_update_competitive(qf, &p, QF_VERDICT_EMPTIED);
 		return;
 	}
 	qf->drains_failed++;
-	if (p.competitive == QFAIR_COMPETITIVE_ON)
-		qf->competitive = 1;
+	qfair_update_competitive(qf, &p, QF_VERDICT_FOUND_QUEUE);
 }
 
 /* Fold the finished bucket's minimum into the round's sum (Eq. 4). */
@@ -653,7 +693,7 @@ static __always_inline void cca_init(struct sock *sk, struct rf_bbr *bbr)
 	if (qf) {
 		__builtin_memset(qf, 0, sizeof(*qf));
 		qf->gain_x256 = QF_GAIN_UNIT;
-		qfair_snapshot(tcp_sk(sk), qf);
+		qfair_start_measurement_interval(tcp_sk(sk), qf);
 	}
 }
 
@@ -727,7 +767,7 @@ static __always_inline __u32 cca_cwnd_budget(struct sock *sk, struct rf_bbr *bbr
 {
 	if (!qfair_cruising(bbr))
 		return bbr_quantization_budget(sk, bbr, target);
-	return rf_max(target, (__u32)BBR_CWND_MIN_TARGET) + qfair_burst_budget(sk, bbr);
+	return rf_max(target, (__u32)BBR_CWND_MIN_TARGET) + qfair_burst_room_pkts(sk, bbr);
 }
 
 /* Eq. 9: in cruise the per-round update sets the pacing rate, a drain halves
@@ -794,7 +834,7 @@ static __always_inline void cca_export(struct sock *sk, struct rf_bbr *bbr,
 	f->qfair_competitive = qf->competitive;
 	/* the pacer's own test, on the window it paces (w and its room) */
 	f->qfair_pacing_floor = (hot->flags & QF_CRUISE) &&
-				qf_at_pacing_floor(hot->w + qfair_burst_budget(sk, bbr));
+				qf_at_pacing_floor(hot->w + qfair_burst_room_pkts(sk, bbr));
 }
 
 RTTFAIR_DEFINE_STRUCT_OPS(qfair_ops, "qfair");

@@ -617,3 +617,91 @@ fn bbr1_detects_a_token_bucket_policer_and_paces_at_its_rate() {
     }
     t.unload_when_idle(rttfair_loader::Cca::Bbr1, net);
 }
+
+/// qfair.competitive = 2 ("never") holds for a flow already in competitive
+/// mode, not only for drains to come. A qfair flow has the 20 ms path to
+/// itself for 2 s, then a cubic flow shares it through a 500 KB drop-tail
+/// buffer (200 ms at 20 Mbit/s): cubic keeps that buffer well filled (a loss
+/// cuts its window by 30 %, to far more than the BDP), so a qfair drain finds
+/// a queue it does not own and, with the default 1, the flow turns
+/// competitive. Then the operator sets 2. Only a drain (TAI multiples of
+/// 10 s) could clear the mode before; now the flow's next per-round update
+/// does: the flag must drop within 3 s of the set, well before the next
+/// drain (>= 9 s after the one that set it), and stay down to the end, over
+/// at least one more drain that finds cubic's queue again.
+#[test]
+fn qfair_leaves_competitive_mode_once_the_operator_sets_never() {
+    use rttfair_lab::topology::sender_addr;
+    use rttfair_loader::flows::FlowReader;
+    use std::time::Instant;
+
+    let t = KernelTest::new();
+    assert_success(&t.run(&["load", "qfair"]));
+    let net = dumbbell::dumbbell(&[20, 20], 500_000);
+    let secs = 40;
+    // The checks read the export themselves, as it happens (below).
+    let mut flows = Transfers::sampling(&t.fs, 0);
+    flows.flow(&net, 0, "qfair", Duration::from_secs(secs));
+    std::thread::sleep(Duration::from_secs(2));
+    flows.flow(&net, 1, "cubic", Duration::from_secs(secs - 2));
+
+    // Watch the qfair flow's export every 100 ms: (competitive, drains) as
+    // seen before the set, and with the time since the set after it. No
+    // assertion until the flows are done, so that a failure still cleans up.
+    let reader = FlowReader::open(&t.fs).unwrap();
+    let qfair_state = || {
+        reader.flows().unwrap().into_iter().find_map(|f| {
+            let q = f.qfair()?;
+            (f.local.ip() == std::net::IpAddr::from(sender_addr(0)) && q.target_cwnd > 0)
+                .then_some((q.competitive, q.drains_ok + q.drains_failed))
+        })
+    };
+    let start = Instant::now();
+    let mut set: Option<(Instant, u32, std::process::Output)> = None;
+    let mut after: Vec<(f64, bool, u32)> = Vec::new();
+    // Set 2 at the first competitive sample, within 24 s of cubic's start
+    // (cubic fills the buffer within ~2 s, so the drain at the TAI multiple
+    // of 10 s after that finds its queue: by ~12 s), so that the next drain
+    // (at most 10 s later) ends before the qfair flow does, 38 s after.
+    while start.elapsed() < Duration::from_secs(secs - 1) {
+        if let Some((competitive, drains)) = qfair_state() {
+            match &set {
+                None if competitive && start.elapsed() < Duration::from_secs(24) => {
+                    let out = t.run(&["set", "qfair.competitive", "2"]);
+                    set = Some((Instant::now(), drains, out));
+                }
+                None => {}
+                Some((at, _, _)) => after.push((at.elapsed().as_secs_f64(), competitive, drains)),
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let done = flows.finish();
+    assert_eq!(done.received, done.sent, "bytes lost");
+
+    let (_, drains_at_set, out) =
+        set.expect("qfair never turned competitive against cubic's queue in 24 s");
+    assert_success(&out);
+    let left = after
+        .iter()
+        .find(|(_, c, _)| !c)
+        .map(|(s, _, _)| *s)
+        .expect("still competitive at every sample after qfair.competitive = 2");
+    println!("competitive mode left {left:.2} s after the set");
+    assert!(
+        left <= 3.0,
+        "competitive mode left only {left:.2} s after the set"
+    );
+    for (s, c, _) in &after {
+        assert!(
+            !(*s > left && *c),
+            "competitive again {s:.2} s after the set"
+        );
+    }
+    let drains_after = after.last().map_or(0, |a| a.2) - drains_at_set;
+    assert!(
+        drains_after >= 1,
+        "no drain ended after the set to test 'never' against"
+    );
+    t.unload_when_idle(rttfair_loader::Cca::Qfair, net);
+}

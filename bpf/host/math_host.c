@@ -29,17 +29,18 @@ __u32 host_qf_alpha_step_x1024(__u32 a, __u64 dt, __u32 lost, __u32 ai, __u32 hi
 __u64 host_qf_alpha_after_halvings(__u64 a, __u64 t) { return qf_alpha_after_halvings(a, t); }
 int host_qf_drain_saw_longer_path(__u32 m, __u32 r) { return qf_drain_saw_longer_path(m, r); }
 int host_qf_minima_agree(__u32 a, __u32 b) { return qf_minima_agree(a, b); }
-__u32 host_qf_gain_x256(__u32 d, __u32 tau, __u32 a, __u32 b, __u32 cap, __u64 pipe, __u32 v) { return qf_gain_x256(d, tau, a, b, cap, pipe, v); }
-__u32 host_qf_push_dir(__u32 a, __u32 b) { return qf_push_dir(a, b); }
+__u32 host_qf_gain_x256(__u32 d, __u32 tau, __u32 t, __u32 b, __u32 cap, __u64 pipe, __u32 v) { return qf_gain_x256(d, tau, t, b, cap, pipe, v); }
+__u32 host_qf_push_dir(__u32 t, __u32 b) { return qf_push_dir(t, b); }
 __u32 host_qf_push_rounds(__u32 pd, __u32 pr, __u32 d) { return qf_push_rounds(pd, pr, d); }
 __u32 host_qf_velocity_shift(__u32 r) { return qf_velocity_shift(r); }
-__u32 host_qf_burst_room_x64(__u64 pipe, __u32 segs) { return qf_burst_room_x64(pipe, segs); }
-__u32 host_qf_burst_room(__u32 segs, __u32 r) { return qf_burst_room(segs, r); }
+__u32 host_qf_burst_room_share_x64(__u64 pipe, __u32 segs) { return qf_burst_room_share_x64(pipe, segs); }
+__u32 host_qf_burst_room(__u32 segs, __u32 s) { return qf_burst_room(segs, s); }
 __u32 host_qf_target_cwnd(__u64 bw, __u32 r, __u32 g, __u32 a) { return qf_target_cwnd(bw, r, g, a); }
 __s32 host_qf_offset_step_x65536(__s32 o, __u32 t, __u32 b, __u64 dt, __u32 m) { return qf_offset_step_x65536(o, t, b, dt, m); }
 __u64 host_qf_pacing_rate(__u32 w, __u32 d, __u32 mss) { return qf_pacing_rate(w, d, mss); }
 __u64 host_qf_rate_ewma(__u64 x, __u64 s) { return qf_rate_ewma(x, s); }
 int host_qf_drain_emptied_queue(__u32 m, __u32 r, __u32 q) { return qf_drain_emptied_queue(m, r, q); }
+int host_qf_competitive_next(int was, int allowed, __u32 v) { return qf_competitive_next(was, allowed, v); }
 #include "bbr3_math.h"
 __u32 host_bbr3_interpolate(__u32 x, __u32 x0, __u32 y0, __u32 x1, __u32 y1) { return bbr3_interpolate(x, x0, y0, x1, y1); }
 __u32 host_bbr3_lost_at_send(__u32 p, __u32 d0, __u32 l0, __u32 d1, __u32 l1) { return bbr3_lost_at_send(p, d0, l0, d1, l1); }

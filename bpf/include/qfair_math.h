@@ -144,18 +144,18 @@ RF_INLINE __u32 qf_alpha_step_x1024(__u32 alpha_x1024, __u64 dt_us, __u32 lost,
 
 /*
  * Which way Eq. 8 pushes: 1 up (a^ < alpha*), 2 down (a^ > 2 alpha*), 0 inside
- * the band alpha* <= a^ <= 2 alpha*, where g = 1 (see qf_gain_x256). alpha*
- * is the window's backlog target alpha + b (the caller passes it as
- * alpha_x1024).
+ * the band alpha* <= a^ <= 2 alpha*, where g = 1 (see qf_gain_x256).
+ * target_x1024 is alpha*, the window's backlog target alpha + b (not alpha
+ * alone: Eq. 8 steers to what the window holds, burst room included).
  */
 #define QF_PUSH_NONE 0
 #define QF_PUSH_UP 1
 #define QF_PUSH_DOWN 2
-RF_INLINE __u32 qf_push_dir(__u32 alpha_x1024, __u32 backlog_x1024)
+RF_INLINE __u32 qf_push_dir(__u32 target_x1024, __u32 backlog_x1024)
 {
-	if (backlog_x1024 < alpha_x1024)
+	if (backlog_x1024 < target_x1024)
 		return QF_PUSH_UP;
-	if ((__u64)backlog_x1024 > 2ULL * alpha_x1024)
+	if ((__u64)backlog_x1024 > 2ULL * target_x1024)
 		return QF_PUSH_DOWN;
 	return QF_PUSH_NONE;
 }
@@ -214,7 +214,7 @@ RF_INLINE __u32 qf_velocity_shift(__u32 push_rounds)
  * depends on the RTT (a long flow at a high rate needs a few more rounds to
  * reach its full step); the fixed point a^ = alpha* does not.
  *
- * Only outside the band alpha <= a^ <= 2 alpha. Inside it g = 1 and the
+ * Only outside the band alpha* <= a^ <= 2 alpha*. Inside it g = 1 and the
  * fixed point of w = x^ R^ + alpha alone decides the rates. Why: g acts on
  * the window through (g - 1) x^ R^ packets, so any steady offset between
  * a^ and alpha (the cwnd's TSO budget, delayed ACKs, a bias of the standing
@@ -226,30 +226,31 @@ RF_INLINE __u32 qf_velocity_shift(__u32 push_rounds)
  * flow's excess is alpha plus the same few packets, which is fair; g is
  * kept for what it is good at: large transients (start, joins).
  *
- * pipe_x1024 = x^ R^ (0: no bound), vel_shift = v. Fixed point: the factor
- * min(D/tau, ...) in 16 bits; the x256 result truncates, so a flow whose
- * D/tau is below 1/256 (D < 4 ms at tau = 1 s) only moves on large errors.
+ * target_x1024 = alpha* (alpha + b, as for qf_push_dir), pipe_x1024 = x^ R^
+ * (0: no bound), vel_shift = v. Fixed point: the factor min(D/tau, ...) in
+ * 16 bits; the x256 result truncates, so a flow whose D/tau is below 1/256
+ * (D < 4 ms at tau = 1 s) only moves on large errors.
  */
 #define QF_GAIN_FRAC_SHIFT 16
-RF_INLINE __u32 qf_gain_x256(__u32 d_us, __u32 tau_us, __u32 alpha_x1024,
+RF_INLINE __u32 qf_gain_x256(__u32 d_us, __u32 tau_us, __u32 target_x1024,
 			     __u32 backlog_x1024, __u32 cap_x256, __u64 pipe_x1024,
 			     __u32 vel_shift)
 {
 	__u64 mag, ratio_x256, f_time, f_pkts;
-	__u32 dir = qf_push_dir(alpha_x1024, backlog_x1024);
+	__u32 dir = qf_push_dir(target_x1024, backlog_x1024);
 
-	if (!alpha_x1024 || !tau_us || dir == QF_PUSH_NONE)
+	if (!target_x1024 || !tau_us || dir == QF_PUSH_NONE)
 		return QF_GAIN_UNIT;
-	mag = dir == QF_PUSH_UP ? alpha_x1024 - backlog_x1024 : backlog_x1024 - alpha_x1024;
-	ratio_x256 = mag * QF_GAIN_UNIT / alpha_x1024;  /* |alpha - a^| / alpha */
+	mag = dir == QF_PUSH_UP ? target_x1024 - backlog_x1024 : backlog_x1024 - target_x1024;
+	ratio_x256 = mag * QF_GAIN_UNIT / target_x1024;  /* |alpha* - a^| / alpha* */
 	if (ratio_x256 > (1ULL << 20))
 		ratio_x256 = 1ULL << 20;
-	/* the factor per unit of e, x65536: D / tau, at most 2^v alpha / (2 x^ R^) */
+	/* the factor per unit of e, x65536: D / tau, at most 2^v alpha* / (2 x^ R^) */
 	f_time = ((__u64)d_us << QF_GAIN_FRAC_SHIFT) / tau_us;
 	if (vel_shift > QF_VEL_MAX_SHIFT)
 		vel_shift = QF_VEL_MAX_SHIFT;
 	if (pipe_x1024) {
-		f_pkts = (((__u64)alpha_x1024 << vel_shift) << (QF_GAIN_FRAC_SHIFT - 1)) / pipe_x1024;
+		f_pkts = (((__u64)target_x1024 << vel_shift) << (QF_GAIN_FRAC_SHIFT - 1)) / pipe_x1024;
 		if (f_pkts < f_time)
 			f_time = f_pkts;
 	}
@@ -284,7 +285,7 @@ RF_INLINE __u32 qf_gain_x256(__u32 d_us, __u32 tau_us, __u32 alpha_x1024,
  * or more has the fixed point x q = alpha, whatever its rate.
  */
 #define QF_ROOM_UNIT 64
-RF_INLINE __u32 qf_burst_room_x64(__u64 pipe_x1024, __u32 segs)
+RF_INLINE __u32 qf_burst_room_share_x64(__u64 pipe_x1024, __u32 segs)
 {
 	__u64 two = 2ULL * segs * QF_UNIT;
 
@@ -297,15 +298,15 @@ RF_INLINE __u32 qf_burst_room_x64(__u64 pipe_x1024, __u32 segs)
 	return (__u32)((two - pipe_x1024) * QF_ROOM_UNIT / ((__u64)segs * QF_UNIT));
 }
 
-/* Eq. 1's b in packets: three bursts of segs, times room_x64 / 64; none where
- * the stack's bursts are the minimum of 2 segments (why: qfair_burst_segs in
- * qfair.bpf.c). */
+/* Eq. 1's b in packets: three bursts of segs, times share_x64 / 64 (from
+ * qf_burst_room_share_x64); none where the stack's bursts are the minimum of
+ * 2 segments (why: qfair_burst_segs in qfair.bpf.c). */
 #define QF_BURSTS 3
-RF_INLINE __u32 qf_burst_room(__u32 segs, __u32 room_x64)
+RF_INLINE __u32 qf_burst_room(__u32 segs, __u32 share_x64)
 {
 	if (segs <= 2)
 		return 0;
-	return (QF_BURSTS * segs * room_x64) / QF_ROOM_UNIT;
+	return (QF_BURSTS * segs * share_x64) / QF_ROOM_UNIT;
 }
 
 /*
@@ -435,6 +436,31 @@ RF_INLINE bool qf_drain_saw_longer_path(__u32 drain_min_us, __u32 rtprop_us)
 	__u32 margin = rtprop_us / 8 > QF_LONGER_PATH_MIN_US ? rtprop_us / 8 : QF_LONGER_PATH_MIN_US;
 
 	return (__u64)drain_min_us > (__u64)rtprop_us + margin;
+}
+
+/*
+ * Whether a flow is in competitive mode after an event, from whether it was
+ * (was), whether the operator allows the mode (allowed: qfair.competitive = 1;
+ * 2 is "never") and the event: a drain's end with its verdict, or a
+ * per-round update or a drain without an RTT sample (QF_VERDICT_NONE).
+ *
+ *   not allowed                 -> no, whatever it was: "never" holds for a
+ *                                  flow already competitive too, from the
+ *                                  first event after the setting changed
+ *   drain emptied the queue     -> no (the successful drain's exit)
+ *   drain found a queue         -> yes (someone else's: cubic, a longer path)
+ *   no verdict                  -> as it was
+ */
+#define QF_VERDICT_NONE 0
+#define QF_VERDICT_EMPTIED 1
+#define QF_VERDICT_FOUND_QUEUE 2
+RF_INLINE bool qf_competitive_next(bool was, bool allowed, __u32 verdict)
+{
+	if (!allowed || verdict == QF_VERDICT_EMPTIED)
+		return false;
+	if (verdict == QF_VERDICT_FOUND_QUEUE)
+		return true;
+	return was;
 }
 
 /* Two drain minima agree when each is within 10% of the other's scale. */

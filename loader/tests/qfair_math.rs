@@ -22,21 +22,22 @@ extern "C" {
     fn host_qf_gain_x256(
         d_us: u32,
         tau_us: u32,
-        alpha: u32,
+        target: u32,
         backlog: u32,
         cap: u32,
         pipe_x1024: u64,
         vel_shift: u32,
     ) -> u32;
-    fn host_qf_push_dir(alpha: u32, backlog: u32) -> u32;
+    fn host_qf_push_dir(target: u32, backlog: u32) -> u32;
     fn host_qf_push_rounds(prev_dir: u32, prev_rounds: u32, dir: u32) -> u32;
     fn host_qf_velocity_shift(push_rounds: u32) -> u32;
-    fn host_qf_burst_room_x64(pipe_x1024: u64, segs: u32) -> u32;
-    fn host_qf_burst_room(segs: u32, room_x64: u32) -> u32;
+    fn host_qf_burst_room_share_x64(pipe_x1024: u64, segs: u32) -> u32;
+    fn host_qf_burst_room(segs: u32, share_x64: u32) -> u32;
     fn host_qf_target_cwnd(bw: u64, rtprop_us: u32, g_x256: u32, alpha_x1024: u32) -> u32;
     fn host_qf_pacing_rate(w: u32, d_us: u32, mss: u32) -> u64;
     fn host_qf_rate_ewma(x: u64, s: u64) -> u64;
     fn host_qf_drain_emptied_queue(m: u32, r: u32, q: u32) -> i32;
+    fn host_qf_competitive_next(was: i32, allowed: i32, verdict: u32) -> i32;
     fn host_qf_offset_step_x65536(o: i32, target: u32, backlog: u32, dt_us: u64, o_max: u32)
         -> i32;
 }
@@ -283,10 +284,10 @@ fn gain_is_bounded_for_long_fast_flows_and_unchanged_for_short_ones() {
 #[test]
 fn push_direction_and_velocity_memory() {
     unsafe {
-        assert_eq!(host_qf_push_dir(4096, 4095), 1, "below alpha: up");
+        assert_eq!(host_qf_push_dir(4096, 4095), 1, "below alpha*: up");
         assert_eq!(host_qf_push_dir(4096, 4096), 0);
         assert_eq!(host_qf_push_dir(4096, 8192), 0, "inside the band");
-        assert_eq!(host_qf_push_dir(4096, 8193), 2, "above 2 alpha: down");
+        assert_eq!(host_qf_push_dir(4096, 8193), 2, "above 2 alpha*: down");
         // Same way: one more; the other way: 1; inside the band: one fewer.
         assert_eq!(host_qf_push_rounds(1, 3, 1), 4);
         assert_eq!(host_qf_push_rounds(1, 3, 2), 1);
@@ -304,7 +305,10 @@ fn push_direction_and_velocity_memory() {
 #[test]
 fn burst_room_only_where_the_path_is_short_against_a_burst() {
     let room = |pipe: f64, segs: u32| unsafe {
-        host_qf_burst_room(segs, host_qf_burst_room_x64((pipe * 1024.0) as u64, segs))
+        host_qf_burst_room(
+            segs,
+            host_qf_burst_room_share_x64((pipe * 1024.0) as u64, segs),
+        )
     };
     // veth: 6 packets of pipe beside 45-segment bursts: all three bursts.
     assert_eq!(room(6.0, 45), 135);
@@ -325,7 +329,7 @@ proptest! {
     #[test]
     fn burst_room_falls_with_the_pipe(p1 in 0u64..(1u64 << 24), p2 in 0u64..(1u64 << 24), segs in 0u32..300) {
         let (lo, hi) = (p1.min(p2), p1.max(p2));
-        let r = |p| unsafe { host_qf_burst_room(segs, host_qf_burst_room_x64(p, segs)) };
+        let r = |p| unsafe { host_qf_burst_room(segs, host_qf_burst_room_share_x64(p, segs)) };
         prop_assert!(r(hi) <= r(lo));
         prop_assert!(r(lo) <= 3 * segs);
         if hi >= 2 * segs as u64 * 1024 { prop_assert_eq!(r(hi), 0); }
@@ -340,7 +344,7 @@ proptest! {
         let bytes_per_s = mbit * 1e6 / 8.0;
         let segs = ((bytes_per_s as u64 >> 10).min(65215) / 1448) as u32;
         let pipe = qf_pipe_x1024(bytes_per_s / 1448.0, r_us);
-        let r = unsafe { host_qf_burst_room(segs, host_qf_burst_room_x64(pipe, segs)) };
+        let r = unsafe { host_qf_burst_room(segs, host_qf_burst_room_share_x64(pipe, segs)) };
         prop_assert_eq!(r, 0, "segs {} pipe {}", segs, pipe as f64 / 1024.0);
     }
 }
@@ -406,4 +410,41 @@ proptest! {
         prop_assert!(next.abs() <= m as f64 / 1024.0);
         prop_assert!((next - want).abs() <= 1.0 / 65536.0, "next {} want {}", next, want);
     }
+}
+
+/// Competitive mode's rule (qf_competitive_next): with qfair.competitive = 1
+/// (allowed) it is the rule qfair always had, entered on a drain that found
+/// a queue, left on one that emptied it, kept otherwise (so the control law
+/// at the default is unchanged); with 2 ("never") a flow is out of it after
+/// any event, a per-round update included, whether it was in it or not.
+#[test]
+fn competitive_mode_ends_at_the_next_event_once_never() {
+    const NONE: u32 = 0;
+    const EMPTIED: u32 = 1;
+    const FOUND_QUEUE: u32 = 2;
+    let next = |was: bool, allowed: bool, v: u32| unsafe {
+        host_qf_competitive_next(was as i32, allowed as i32, v) != 0
+    };
+    for was in [false, true] {
+        // allowed: the drain's verdict decides, no verdict keeps the mode
+        assert!(!next(was, true, EMPTIED), "was {was}: emptied ends it");
+        assert!(next(was, true, FOUND_QUEUE), "was {was}: a queue starts it");
+        assert_eq!(next(was, true, NONE), was, "no verdict keeps it");
+        // never: out after any event, whatever the verdict
+        for v in [NONE, EMPTIED, FOUND_QUEUE] {
+            assert!(!next(was, false, v), "was {was}, verdict {v}: never");
+        }
+    }
+    // A flow in competitive mode (cubic's queue, drains failing) whose
+    // operator sets 2 between two drains: out at the next round's update.
+    let mut c = next(false, true, FOUND_QUEUE);
+    c = next(c, true, NONE);
+    assert!(c, "still competitive while allowed");
+    c = next(c, false, NONE);
+    assert!(!c, "out at the first round after the setting");
+    c = next(c, false, FOUND_QUEUE);
+    assert!(
+        !c,
+        "and a drain that finds the queue again does not restart it"
+    );
 }
