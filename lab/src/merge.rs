@@ -1109,10 +1109,18 @@ y = { param = "flows[1].rtt_ms", values = [10, 40, 80] }
         );
         let sweep = m.scenario.sweep.clone().unwrap();
         let files = crate::sweep_plots::files(&sweep, &ccas());
-        assert_eq!(files.len(), 6 * 2);
+        assert_eq!(files.len(), 6 * 3);
         for f in &files {
             let (w, h) = png_size(&dir.join(f));
-            assert!(w >= 140 + 70 * 2 && h == 120 + 40 * 3, "{f}: {w} x {h}");
+            if ccas().iter().any(|c| f.ends_with(&format!("-{c}.png"))) {
+                assert!(w >= 140 + 70 * 2 && h == 120 + 40 * 3, "{f}: {w} x {h}");
+            } else {
+                // Both CCAs' panels side by side, under a title.
+                assert!(
+                    w >= 2 * (140 + 70 * 2) && h == 40 + 120 + 40 * 3,
+                    "{f}: {w} x {h}"
+                );
+            }
             assert!(std::fs::metadata(dir.join(f)).unwrap().len() > 1000, "{f}");
         }
         // Exactly what this build writes for the whole sweep on one machine.

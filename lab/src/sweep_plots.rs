@@ -1,7 +1,8 @@
 //! The plots of a sweep folder, one per metric of [`METRICS`]: for a 2-D
-//! grid a heatmap per CCA (`<metric>-<cca>.png`), for a 1-D one a line
-//! plot with every CCA (`<metric>.png`, plus `ratio.png`, the group
-//! goodput ratio). Issue 14 asks for the two-flow grid "as heatmaps of
+//! grid a heatmap per CCA (`<metric>-<cca>.png`) and every CCA's heatmap
+//! side by side in one image (`<metric>.png`, one panel per CCA), for a
+//! 1-D one a line plot with every CCA (`<metric>.png`, plus `ratio.png`,
+//! the group goodput ratio). Either way `<metric>.png` holds every CCA. Issue 14 asks for the two-flow grid "as heatmaps of
 //! Jain, utilization, queueing delay and retransmissions", mean and worst.
 //!
 //! The metrics are data (name, title, colour scale, value, cell label), so
@@ -122,6 +123,19 @@ pub fn plot(
     let ys: Vec<String> = ya.values.iter().map(|v| format!("{v}")).collect();
     for m in &METRICS {
         let range = colour_range(m.scale, points, m.value);
+        let panels: Vec<(String, Vec<Vec<f64>>)> = ccas
+            .iter()
+            .map(|cca| (cca.clone(), grid_values(sweep, points, cca, m.value)))
+            .collect();
+        crate::plot::heatmap_panels(
+            &dir.join(format!("{}.png", m.name)),
+            &format!("{}: {}", base.name, m.title),
+            (&sweep.x.param, &xs),
+            (&ya.param, &ys),
+            &panels,
+            range,
+            m.label,
+        )?;
         for cca in ccas {
             crate::plot::heatmap(
                 &dir.join(format!("{}-{cca}.png", m.name)),
@@ -146,7 +160,10 @@ pub fn files(sweep: &Sweep, ccas: &[String]) -> Vec<String> {
     }
     METRICS
         .iter()
-        .flat_map(|m| ccas.iter().map(move |c| format!("{}-{c}.png", m.name)))
+        .flat_map(|m| {
+            std::iter::once(format!("{}.png", m.name))
+                .chain(ccas.iter().map(move |c| format!("{}-{c}.png", m.name)))
+        })
         .collect()
 }
 
