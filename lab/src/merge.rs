@@ -1032,11 +1032,24 @@ y = { param = "flows[1].rtt_ms", values = [10, 40, 80] }
             .collect();
         assert!(old_csv.starts_with("cca,") && !old_csv.contains("worst"));
         std::fs::write(&csv_path, old_csv).unwrap();
+        // A 2-D sweep's every-CCA panels (`<metric>.png`) are new too.
+        let two_d = Scenario::from_toml(text)
+            .unwrap()
+            .sweep
+            .unwrap()
+            .y
+            .is_some();
         for e in std::fs::read_dir(&dir).unwrap() {
             let name = e.unwrap().file_name().to_string_lossy().into_owned();
             let kept = ["jain-", "stdr-", "jain.png", "ratio.png"];
+            let panel = two_d
+                && crate::sweep_plots::METRICS
+                    .iter()
+                    .any(|m| name == format!("{}.png", m.name));
             if name.ends_with(".png")
-                && (name.starts_with("jain-worst") || !kept.iter().any(|k| name.starts_with(k)))
+                && (panel
+                    || name.starts_with("jain-worst")
+                    || !kept.iter().any(|k| name.starts_with(k)))
             {
                 std::fs::remove_file(dir.join(name)).unwrap();
             }
@@ -1069,6 +1082,7 @@ y = { param = "flows[1].rtt_ms", values = [10, 40, 80] }
                     .iter()
                     .all(|p| p.worst.is_none()));
                 assert!(!dir.join("qdelay-fairtt.png").exists());
+                assert!(!dir.join("jain.png").exists());
                 out
             })
             .collect();
