@@ -125,7 +125,12 @@ pub fn plot(
         let range = colour_range(m.scale, points, m.value);
         let panels: Vec<(String, Vec<Vec<f64>>)> = ccas
             .iter()
-            .map(|cca| (cca.clone(), grid_values(sweep, points, cca, m.value)))
+            .map(|cca| {
+                (
+                    panel_caption(cca, points),
+                    grid_values(sweep, points, cca, m.value),
+                )
+            })
             .collect();
         crate::plot::heatmap_panels(
             &dir.join(format!("{}.png", m.name)),
@@ -149,6 +154,22 @@ pub fn plot(
         }
     }
     Ok(())
+}
+
+/// A panel's caption: the CCA and, when all its points agree, how many
+/// repetitions each has (a merge may put a 1-repetition CCA beside a
+/// 3-repetition one, whose "worst" panels mean different things).
+fn panel_caption(cca: &str, points: &[SweepPoint]) -> String {
+    let mut reps = points
+        .iter()
+        .filter(|p| p.cca == cca)
+        .map(|p| p.worst.map(|w| w.reps));
+    match reps.next() {
+        Some(Some(n)) if reps.all(|r| r == Some(n)) => {
+            format!("{cca} ({n} repetition{})", if n == 1 { "" } else { "s" })
+        }
+        _ => cca.to_string(),
+    }
 }
 
 /// The file names [`plot`] writes for a sweep of `ccas`.
@@ -274,5 +295,29 @@ mod tests {
         // Without the worst figures the cell is missing, not zero.
         p.worst = None;
         assert_eq!((metric("jain-worst").value)(&p), None);
+    }
+
+    #[test]
+    fn panels_name_the_ccas_repetitions_when_known() {
+        let mut a = point("qfair", 1.0, 0.0);
+        let w = Worst {
+            jain: 0.9,
+            utilization: 0.9,
+            qdelay_mean_ms: 1.0,
+            retrans_ratio: 0.0,
+            reps: 3,
+        };
+        a.worst = Some(w);
+        let mut b = a.clone();
+        b.cca = "bbr".into();
+        b.worst = Some(Worst { reps: 1, ..w });
+        let pts = [a.clone(), b, a.clone()];
+        assert_eq!(panel_caption("qfair", &pts), "qfair (3 repetitions)");
+        assert_eq!(panel_caption("bbr", &pts), "bbr (1 repetition)");
+        // Unknown or mixed: the name alone.
+        let mut c = a.clone();
+        c.worst = None;
+        assert_eq!(panel_caption("qfair", &[a, c]), "qfair");
+        assert_eq!(panel_caption("cubic", &pts), "cubic");
     }
 }
