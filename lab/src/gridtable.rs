@@ -396,4 +396,33 @@ mod tests {
         .concat();
         assert_eq!(t, expect);
     }
+
+    /// A 1-D sweep compared: a row per x, no per-x lowest table (each x
+    /// is one point), the lowest over x at least each value.
+    #[test]
+    fn compare_of_a_one_d_sweep_has_a_row_per_x() {
+        let sweep: Sweep =
+            toml::from_str("x = { param = \"bottleneck.buffer.bdp\", values = [1, 5] }").unwrap();
+        let points = [
+            point("qfair", 1.0, None, 0.99, 0.98),
+            point("qfair", 5.0, None, 0.97, 0.95),
+        ];
+        let t = compare_tables(&sweep, &["qfair".into()], &points);
+        let head = "| bottleneck.buffer.bdp | qfair |\n|---|---|\n";
+        assert!(
+            t.starts_with(&format!(
+                "\nJain's index (mean; worst of the repetitions in brackets):\n\n{head}\
+             | 1 | 0.990 (0.980) |\n| 5 | 0.970 (0.950) |\n\nutilization:"
+            )),
+            "{t}"
+        );
+        assert!(!t.contains("per bottleneck.buffer.bdp"), "{t}");
+        assert!(
+            t.ends_with(&format!(
+                "the row's value (mean; worst repetition in brackets):\n\n{head}\
+             | >= 1 | 0.970 (0.950) |\n| >= 5 | 0.970 (0.950) |\n"
+            )),
+            "{t}"
+        );
+    }
 }
