@@ -500,3 +500,153 @@ rtt_ms = 20
     assert!(written.contains("segment_gso = true"), "{written}");
     assert!(prov.scenario.contains("segment_gso = true"));
 }
+
+/// `lab merge` of two CCAs' sweeps of one grid made by different builds
+/// with different repetition counts (issue 14's case), host only: the
+/// folders are written by the sweep's own writer from made-up points.
+/// One note line per CCA on stderr, stdout one JSON value naming each
+/// CCA's source (or the side-by-side tables), compare.md written; one
+/// CCA's folders from two builds refused in one line.
+#[test]
+fn lab_merge_puts_sweeps_of_other_ccas_side_by_side() {
+    use rttfair_lab::grid;
+    use rttfair_lab::provenance::{CcaObject, Environment, PointProvenance, SelfCheck};
+    use rttfair_lab::results::{Summary, SweepPoint, Worst};
+    use rttfair_lab::selfcheck::RateCheck;
+    use std::path::{Path, PathBuf};
+
+    const GRID: &str = r#"
+name = "mc"
+duration_s = 10
+repetitions = 3
+[bottleneck]
+rate_mbit = 10
+buffer = { bdp = 1.0, rtt_ms = 20.0 }
+[[flows]]
+cca = "cubic"
+rtt_ms = 20
+[[flows]]
+cca = "cubic"
+rtt_ms = 20
+[sweep]
+x = { param = "bottleneck.buffer.bdp", values = [0.5, 2] }
+y = { param = "flows[1].rtt_ms", values = [10, 40] }
+"#;
+    let root = std::env::temp_dir().join(format!("rttfair-merge-cli-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    // A whole sweep folder of `cca`, `reps` repetitions, by rttfair `commit`.
+    let write = |out: &Path, cca: &str, reps: u32, commit: &str| -> PathBuf {
+        let mut base = Scenario::from_toml(GRID).unwrap();
+        base.repetitions = reps;
+        let sweep = base.sweep.clone().unwrap();
+        let ccas = vec![cca.to_string()];
+        let dir = rttfair_lab::sweep::dir_of(out, &base);
+        let (mut points, mut records) = (Vec::new(), Vec::new());
+        for (k, p) in grid::expand(&base, &sweep, &ccas)
+            .unwrap()
+            .into_iter()
+            .enumerate()
+        {
+            let run_dir = p.plan.dir_name();
+            std::fs::create_dir_all(dir.join("runs").join(&run_dir)).unwrap();
+            let jain = 0.6 + 0.1 * k as f64;
+            points.push(SweepPoint {
+                cca: cca.into(),
+                x: p.key.x,
+                y: p.key.y,
+                summary: Summary {
+                    jain,
+                    utilization: 0.98,
+                    ..Summary::default()
+                },
+                worst: Some(Worst {
+                    jain: jain - 0.05,
+                    utilization: 0.97,
+                    qdelay_mean_ms: 1.0,
+                    retrans_ratio: 0.0,
+                    reps,
+                }),
+            });
+            records.push(PointProvenance {
+                cca: cca.into(),
+                x: p.key.x,
+                y: p.key.y,
+                run_dir,
+                tunables: Default::default(),
+                self_check: SelfCheck {
+                    rtt: vec![],
+                    rate: RateCheck {
+                        configured_bit: 1e7,
+                        measured_bit: 1e7,
+                        busy_s: 3.0,
+                        ok: true,
+                    },
+                },
+            });
+        }
+        let mut environment = Environment::current();
+        environment.rttfair_commit = commit.into();
+        let prov = SweepProvenance {
+            environment,
+            ccas: ccas.iter().map(|c| CcaObject::of(c)).collect(),
+            scenario: provenance::scenario_text(&base).unwrap(),
+            shard: None,
+            merged_from: vec![],
+            sources: vec![],
+            points: records,
+        };
+        rttfair_lab::sweep::write_outputs(&dir, &base, &sweep, &ccas, &points, &prov).unwrap();
+        dir
+    };
+    let q = write(&root.join("q"), "qfair", 3, "aaaa1111bbbb2222");
+    let b = write(&root.join("b"), "bbr", 1, "cccc3333dddd4444");
+    let merge = |json: bool, dirs: &[&Path], out: &str| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_rttfairctl"));
+        if json {
+            cmd.arg("--json");
+        }
+        cmd.args(["lab", "merge"])
+            .args(dirs)
+            .arg("--out")
+            .arg(root.join(out))
+            .output()
+            .expect("spawn rttfairctl")
+    };
+    let o = merge(true, &[&q, &b], "m");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON value");
+    let sources: Vec<(&str, u64)> = doc["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap(),
+                s["repetitions"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(sources, [("qfair", 3), ("bbr", 1)]);
+    assert_eq!(doc["points"].as_array().unwrap().len(), 8);
+    let notes: Vec<&str> = stderr.lines().collect();
+    assert_eq!(notes.len(), 2, "{stderr}");
+    assert!(notes[0].starts_with("note: qfair from rttfair aaaa1111bbbb"));
+    assert!(notes[0].contains(", 3 repetitions per point, 1 folder"));
+    assert!(notes[1].starts_with("note: bbr from rttfair cccc3333dddd"));
+    assert!(notes[1].contains("object (kernel CCA), 1 repetition per point, 1 folder"));
+    let compare = std::fs::read_to_string(root.join("m/mc-sweep/compare.md")).unwrap();
+    let head = "| flows[1].rtt_ms | bottleneck.buffer.bdp | qfair | bbr |";
+    assert!(compare.contains(head), "{compare}");
+    // Without --json: the same tables on stdout.
+    let o = merge(false, &[&q, &b], "m2");
+    assert!(o.status.success());
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.starts_with(&compare), "{stdout}");
+    // qfair's points from two builds: refused, nothing written.
+    let q2 = write(&root.join("q2"), "qfair", 3, "eeee5555ffff6666");
+    let o = merge(false, &[&q, &b, &q2], "m3");
+    assert_one_line_error(&o, "mixed binaries: qfair in");
+    assert!(!root.join("m3").exists());
+    let _ = std::fs::remove_dir_all(&root);
+}

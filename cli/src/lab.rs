@@ -67,16 +67,38 @@ pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
         }
         LabCommand::Merge { dirs, out } => {
             let (merged, dir) = rttfair_lab::merge::merge(&dirs, &out)?;
-            for w in &merged.warnings {
+            // Notes on stderr: stdout stays the tables, or one JSON value.
+            for w in merged.warnings.iter().chain(&merged.source_lines()) {
                 eprintln!("{w}");
+            }
+            if json {
+                let doc = serde_json::json!({
+                    "points": merged.points,
+                    "dir": dir,
+                    "sources": merged.provenance.sources,
+                });
+                println!("{}", serde_json::to_string(&doc)?);
+                return Ok(());
             }
             let sweep = merged
                 .scenario
                 .sweep
                 .as_ref()
                 .ok_or_else(|| anyhow::anyhow!("{}: no [sweep] table", dir.display()))?;
-            let ccas = merged.provenance.cca_names();
-            report_sweep(sweep, &ccas, &merged.points, &dir, json)
+            print!(
+                "{}",
+                rttfair_lab::gridtable::compare_tables(
+                    sweep,
+                    &merged.provenance.cca_names(),
+                    &merged.points
+                )
+            );
+            println!(
+                "\nresults: {} (side by side: {})",
+                dir.display(),
+                rttfair_lab::sweep::COMPARE_FILE
+            );
+            Ok(())
         }
         LabCommand::Compare {
             scenario,

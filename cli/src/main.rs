@@ -242,11 +242,27 @@ pub enum LabCommand {
         #[command(flatten)]
         common: LabArgs,
     },
-    /// Join the folders of a sharded sweep into the folder one machine
-    /// would have written; refuses mixed scenarios or binaries and
-    /// missing or duplicate points.
+    /// Join sweep folders of one grid: the shards of a sweep, or sweeps
+    /// of the same grid for different CCAs, side by side.
+    ///
+    /// Shards of one sweep give the folder one machine would have written.
+    /// Sweeps of other CCAs may come from other builds and repetition
+    /// counts (`lab sweep --reps`): each CCA's build (commit, BPF object
+    /// SHA-256) and repetitions are printed as one note line and kept in
+    /// provenance.json (`sources`). Refused, in one line and before
+    /// anything is written: folders whose scenarios differ other than in
+    /// the repetition count ("mixed scenarios"); one CCA's folders made by
+    /// different builds ("mixed binaries") or with different repetition
+    /// counts ("mixed repetitions"); a CCA with a grid point in no folder
+    /// ("missing points") or in two ("duplicate point"). The CCAs keep the
+    /// order in which they first appear in the folders given, so the
+    /// first folder's CCAs are the first columns. Prints (and writes to
+    /// compare.md) per metric a table with a row per grid point and a
+    /// column per CCA, and each CCA's lowest Jain's index per x value and
+    /// over the points with x at least each value.
     Merge {
-        /// Shard folders: each a sweep folder or the --out holding one.
+        /// Sweep folders (shards, or whole sweeps of other CCAs): each a
+        /// sweep folder or the --out holding one.
         #[arg(required = true, value_name = "DIR")]
         dirs: Vec<std::path::PathBuf>,
         /// Where the merged `<scenario>-sweep` folder is created.

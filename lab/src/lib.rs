@@ -29,14 +29,17 @@
 //! - [`sweep_plots`]: which plots a sweep folder has: its metrics as data
 //!   (title, colour scale, value, cell label), heatmaps or lines.
 //! - [`gridtable`]: grid results as Markdown tables, one per metric (mean,
-//!   Jain's worst repetition in brackets), for sweeps and fairness-grid.
+//!   Jain's worst repetition in brackets), for sweeps, fairness-grid and
+//!   a sweep folder's compare.md (CCAs side by side).
 //! - [`provenance`]: provenance.json, what a folder was produced with.
 //!
 //! Execution:
 //! - [`run`]: runs a plan: network, self-check, flows, sampling, summary.
 //! - [`sweep`]: runs every point of a grid and writes the sweep's files.
 //! - [`resume`]: which points of an interrupted sweep are done.
-//! - [`merge`]: shard folders joined into the folder one machine writes.
+//! - [`merge`]: shard folders joined into the folder one machine writes,
+//!   and sweeps of one grid for different CCAs (other builds, other
+//!   repetition counts) joined side by side, each CCA's source kept.
 //! - [`fairness_grid`]: issue 14's two-flow grid, every CCA back to back at
 //!   each point, printed side by side (`cargo xtask bench fairness-grid`).
 //!

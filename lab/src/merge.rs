@@ -1,11 +1,24 @@
-//! `rttfairctl lab merge DIR... --out DIR`: the folders of a sharded sweep
-//! joined into exactly the folder one machine would have written. The
-//! sweep's own writer ([`crate::sweep::write_outputs`]) writes it from the
-//! points in grid order; each point's run folder is copied as it is.
+//! `rttfairctl lab merge DIR... --out DIR`: sweep folders of one grid
+//! joined into one folder, written by the sweep's own writer
+//! ([`crate::sweep::write_outputs`]) from the points in grid order; each
+//! point's run folder is copied as it is. The folders may be shards of
+//! one sweep (the result is exactly the folder one machine would have
+//! written) or sweeps of the same grid for different CCAs, run at other
+//! times by other builds (the result puts them side by side).
 //!
-//! Refused, with one line and before anything is written: folders of
-//! different scenarios or CCA lists, of different binaries (commit or BPF
-//! object hashes), a point missing from every folder or present in two.
+//! The rules, checked before anything is written; a refusal is one line:
+//! - every folder records the same scenario, its repetition count aside
+//!   (`lab sweep --reps N` changes only that): else "mixed scenarios";
+//! - per CCA, every folder that swept it was made by one build (commit
+//!   and that CCA's BPF object hash) with one repetition count: else
+//!   "mixed binaries" or "mixed repetitions". Different CCAs may come
+//!   from different builds and repetition counts: each CCA's source
+//!   (build, object, repetitions, folders) is recorded in the merged
+//!   provenance.json (`sources`) and printed as one note line;
+//! - every CCA any folder swept has every point of the grid, once: else
+//!   "missing points" or "duplicate point";
+//! - the CCAs keep the order in which they first appear in the folders
+//!   given (see [`combine`]).
 //!
 //! Folders written before sweep points carried the worst of their
 //! repetitions (commit 54cb120 and older) merge too: each point's worst
@@ -17,7 +30,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Context, Result};
 
 use crate::grid::{self, PointKey};
-use crate::provenance::{self, SweepProvenance};
+use crate::provenance::{self, CcaObject, CcaSource, SweepProvenance};
 use crate::results::SweepPoint;
 use crate::scenario::Scenario;
 
@@ -79,6 +92,8 @@ fn sweep_dir(dir: &Path) -> Result<PathBuf> {
 /// The merged sweep, ready to write.
 #[derive(Debug, Clone)]
 pub struct Merged {
+    /// The first folder's scenario (its repetition count is its first
+    /// CCA's; each CCA's own is in `provenance.sources`).
     pub scenario: Scenario,
     pub points: Vec<SweepPoint>,
     pub provenance: SweepProvenance,
@@ -89,6 +104,49 @@ pub struct Merged {
     pub warnings: Vec<String>,
 }
 
+impl Merged {
+    /// The repetitions each point of `cca` has (its sweep's count).
+    pub fn repetitions_of(&self, cca: &str) -> Option<u32> {
+        self.provenance
+            .sources
+            .iter()
+            .find(|s| s.name == cca)
+            .map(|s| s.repetitions)
+    }
+
+    /// One line per CCA, in the merged order: the build its points come
+    /// from (commit, object hash) and their repetitions, so a reader of
+    /// the printed tables knows each column's source.
+    pub fn source_lines(&self) -> Vec<String> {
+        self.provenance.sources.iter().map(source_line).collect()
+    }
+}
+
+/// "note: qfair from rttfair 54cb12040f9e, object 7dca4b9b8159, 3
+/// repetitions per point, 4 folders" (hashes cut to 12 hex digits, as
+/// git abbreviates; provenance.json keeps them whole).
+fn source_line(s: &CcaSource) -> String {
+    let short = |h: &str| h.chars().take(12).collect::<String>();
+    let e = &s.environment;
+    format!(
+        "note: {} from rttfair {}{}, object {}, {} repetition{} per point, {} folder{}",
+        s.name,
+        short(&e.rttfair_commit),
+        if e.rttfair_dirty == "yes" {
+            " (dirty)"
+        } else {
+            ""
+        },
+        s.object_sha256
+            .as_deref()
+            .map_or("(kernel CCA)".to_string(), short),
+        s.repetitions,
+        if s.repetitions == 1 { "" } else { "s" },
+        s.folders.len(),
+        if s.folders.len() == 1 { "" } else { "s" },
+    )
+}
+
 fn key_text(k: &PointKey) -> String {
     match k.y {
         Some(y) => format!("{} x={} y={}", k.cca, k.x, y),
@@ -96,80 +154,100 @@ fn key_text(k: &PointKey) -> String {
     }
 }
 
-/// Check that `folders` are shards of one sweep made by one build and
-/// together hold every point once; the points in grid order.
+/// A scenario's text with the repetition count left out (set to 1): what
+/// must be equal for two sweeps to be the same grid. Parsed and written
+/// again, so builds that write the same scenario in other words (field
+/// order, defaults) still compare equal.
+fn grid_text(s: &Scenario) -> Result<String> {
+    let mut s = s.clone();
+    s.repetitions = 1;
+    provenance::scenario_text(&s)
+}
+
+/// Check that `folders` are sweeps of one grid that together hold, for
+/// every CCA any of them swept, every point once, each CCA's points made
+/// by one build with one repetition count; the points in grid order.
+///
+/// The CCAs keep the order in which they first appear in `folders` (each
+/// folder's own order within it): the caller decides the columns (e.g.
+/// qfair's folder first), and shards of one sweep keep the sweep's order.
 pub fn combine(folders: &[Folder]) -> Result<Merged> {
     let Some(first) = folders.first() else {
         bail!("nothing to merge: name at least one sweep folder");
     };
-    let p0 = &first.provenance;
     let name = |f: &Folder| f.dir.display().to_string();
-    let mut warnings = Vec::new();
-    for f in &folders[1..] {
-        let p = &f.provenance;
-        if p.scenario != p0.scenario {
+    let scenarios: Vec<Scenario> = folders
+        .iter()
+        .map(|f| {
+            Scenario::from_toml(&f.provenance.scenario)
+                .map_err(|e| anyhow!("{}: recorded scenario: {e}", name(f)))
+        })
+        .collect::<Result<_>>()?;
+    let grid0 = grid_text(&scenarios[0])?;
+    for (f, s) in folders.iter().zip(&scenarios).skip(1) {
+        if grid_text(s)? != grid0 {
             bail!(
-                "mixed scenarios: {} and {} record different scenario text",
+                "mixed scenarios: {} and {} record different scenarios (repetitions aside)",
                 name(first),
                 name(f)
             );
         }
-        if p.cca_names() != p0.cca_names() {
-            bail!(
-                "mixed scenarios: {} swept {} and {} swept {}",
-                name(first),
-                p0.cca_names().join(","),
-                name(f),
-                p.cca_names().join(",")
-            );
-        }
-        if p.environment.rttfair_commit != p0.environment.rttfair_commit {
-            bail!(
-                "mixed binaries: {} was made by rttfair {} and {} by {}",
-                name(first),
-                p0.environment.rttfair_commit,
-                name(f),
-                p.environment.rttfair_commit
-            );
-        }
-        if let Some((a, b)) = p0.ccas.iter().zip(&p.ccas).find(|(a, b)| a != b) {
-            bail!(
-                "mixed binaries: {}'s {} object has SHA-256 {} and {}'s {}",
-                name(first),
-                a.name,
-                a.object_sha256.as_deref().unwrap_or("(kernel)"),
-                name(f),
-                b.object_sha256.as_deref().unwrap_or("(kernel)")
-            );
-        }
-        for (what, a, b) in [
-            (
-                "kernel",
-                &p0.environment.kernel_release,
-                &p.environment.kernel_release,
-            ),
-            (
-                "iperf3",
-                &p0.environment.iperf3_version,
-                &p.environment.iperf3_version,
-            ),
-        ] {
-            if a != b {
-                warnings.push(format!(
+    }
+
+    // Each CCA's source, checked alike in every folder that swept it;
+    // `seen_in[k]` is the first folder of `sources[k]`.
+    let mut sources: Vec<CcaSource> = Vec::new();
+    let mut seen_in: Vec<usize> = Vec::new();
+    let mut warnings: Vec<String> = Vec::new();
+    let e0 = &first.provenance.environment;
+    for (i, (f, s)) in folders.iter().zip(&scenarios).enumerate() {
+        for cca in f.provenance.cca_names() {
+            let src = f
+                .provenance
+                .source_of(&cca, s.repetitions, &name(f))
+                .expect("a CCA the folder lists");
+            for (what, a, b) in [
+                (
+                    "kernel",
+                    &e0.kernel_release,
+                    &src.environment.kernel_release,
+                ),
+                (
+                    "iperf3",
+                    &e0.iperf3_version,
+                    &src.environment.iperf3_version,
+                ),
+            ] {
+                let note = format!(
                     "note: {} ran on {what} {a} and {} on {what} {b}",
                     name(first),
                     name(f)
-                ));
+                );
+                if a != b && !warnings.contains(&note) {
+                    warnings.push(note);
+                }
+            }
+            match sources.iter().position(|k| k.name == cca) {
+                None => {
+                    sources.push(src);
+                    seen_in.push(i);
+                }
+                Some(k) => {
+                    let known = &mut sources[k];
+                    let (a, b) = (name(&folders[seen_in[k]]), name(f));
+                    same_source(known, &src, &a, &b)?;
+                    known.folders.extend(src.folders);
+                }
             }
         }
     }
-    let scenario = Scenario::from_toml(&p0.scenario)
-        .map_err(|e| anyhow!("{}: recorded scenario: {e}", name(first)))?;
+
+    let scenario = scenarios[0].clone();
     let sweep = scenario
         .sweep
         .clone()
         .ok_or_else(|| anyhow!("{}: recorded scenario has no [sweep] table", name(first)))?;
-    let ccas = p0.cca_names();
+    let ccas: Vec<String> = sources.iter().map(|s| s.name.clone()).collect();
     let grid = grid::expand(&scenario, &sweep, &ccas)
         .map_err(|e| anyhow!("{}: recorded scenario: {e}", name(first)))?;
 
@@ -190,11 +268,26 @@ pub fn combine(folders: &[Folder]) -> Result<Merged> {
                 x: pt.x,
                 y: pt.y,
             };
-            if !grid.iter().any(|g| g.key == key) {
+            if !f.provenance.ccas.iter().any(|c| c.name == pt.cca)
+                || !grid.iter().any(|g| g.key == key)
+            {
                 bail!(
                     "{}: point {} is not in the sweep's grid",
                     name(f),
                     key_text(&key)
+                );
+            }
+            let reps = sources
+                .iter()
+                .find(|s| s.name == pt.cca)
+                .expect("every listed CCA has a source")
+                .repetitions;
+            if let Some(w) = pt.worst.filter(|w| w.reps != reps) {
+                bail!(
+                    "{}: point {} has {} repetitions, its sweep {reps}",
+                    name(f),
+                    key_text(&key),
+                    w.reps
                 );
             }
             if let Some((j, _)) = found
@@ -231,7 +324,7 @@ pub fn combine(folders: &[Folder]) -> Result<Merged> {
 
     let mut points = Vec::new();
     let mut records = Vec::new();
-    let mut sources = Vec::new();
+    let mut runs: Vec<PathBuf> = Vec::new();
     for g in &grid {
         let (i, pt) = found
             .iter()
@@ -250,23 +343,73 @@ pub fn combine(folders: &[Folder]) -> Result<Merged> {
                     key_text(&g.key)
                 )
             })?;
+        if let Some(other) = records
+            .iter()
+            .position(|r: &provenance::PointProvenance| r.run_dir == record.run_dir)
+        {
+            bail!(
+                "{}: point {}'s run folder {} has the name of {}'s",
+                name(f),
+                key_text(&g.key),
+                record.run_dir,
+                runs[other].display()
+            );
+        }
         points.push((*pt).clone());
         records.push(record.clone());
-        sources.push(f.dir.join("runs").join(&record.run_dir));
+        runs.push(f.dir.join("runs").join(&record.run_dir));
     }
     let provenance = SweepProvenance {
+        environment: sources[0].environment.clone(),
+        ccas: sources
+            .iter()
+            .map(|s| CcaObject {
+                name: s.name.clone(),
+                object_sha256: s.object_sha256.clone(),
+            })
+            .collect(),
+        scenario: first.provenance.scenario.clone(),
         shard: None,
         merged_from: folders.iter().map(name).collect(),
+        sources,
         points: records,
-        ..p0.clone()
     };
     Ok(Merged {
         scenario,
         points,
         provenance,
-        sources,
+        sources: runs,
         warnings,
     })
+}
+
+/// Refuse a CCA whose points in folder `b` (source `new`) were made by
+/// another build, or with another repetition count, than in folder `a`
+/// (source `known`): one CCA's grid is one sweep.
+fn same_source(known: &CcaSource, new: &CcaSource, a: &str, b: &str) -> Result<()> {
+    let cca = &known.name;
+    let (ca, cb) = (
+        &known.environment.rttfair_commit,
+        &new.environment.rttfair_commit,
+    );
+    if ca != cb {
+        bail!("mixed binaries: {cca} in {a} was made by rttfair {ca} and in {b} by {cb}");
+    }
+    if known.object_sha256 != new.object_sha256 {
+        bail!(
+            "mixed binaries: {cca}'s object in {a} has SHA-256 {} and in {b} {}",
+            known.object_sha256.as_deref().unwrap_or("(kernel)"),
+            new.object_sha256.as_deref().unwrap_or("(kernel)")
+        );
+    }
+    if known.repetitions != new.repetitions {
+        bail!(
+            "mixed repetitions: {cca} in {a} ran {} per point and in {b} {}",
+            known.repetitions,
+            new.repetitions
+        );
+    }
+    Ok(())
 }
 
 /// Merge the sweep folders `dirs` into `out/<name>-sweep` (which must not
@@ -297,10 +440,14 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<(Merged, PathBuf)> {
 /// of an older build), from the repetitions' summaries in its run folder's
 /// summary.json. Checked first, so a run folder that is not the point's
 /// run is refused rather than reported: it holds as many repetitions as
-/// the scenario asks, and their mean Jain is the point's.
+/// its CCA's sweep asks, and their mean Jain is the point's.
 pub fn fill_worst(m: &mut Merged) -> Result<()> {
-    let reps = m.scenario.repetitions as usize;
-    for (pt, src) in m.points.iter_mut().zip(&m.sources) {
+    let reps_of: Vec<usize> = m
+        .points
+        .iter()
+        .map(|p| m.repetitions_of(&p.cca).unwrap_or(m.scenario.repetitions) as usize)
+        .collect();
+    for ((pt, src), &reps) in m.points.iter_mut().zip(&m.sources).zip(&reps_of) {
         if pt.worst.is_some() {
             continue;
         }
@@ -441,9 +588,21 @@ y = { param = "flows[1].rtt_ms", values = [10, 40, 80] }
         shard: Option<Shard>,
         edit: impl Fn(&mut SweepProvenance),
     ) -> PathBuf {
+        write_sweep_folder_of(out, text, &ccas(), shard, edit)
+    }
+
+    /// As [`write_sweep_folder`], a sweep of `ccas` with the scenario's
+    /// repetitions (1 to 3) per point.
+    fn write_sweep_folder_of(
+        out: &Path,
+        text: &str,
+        ccas: &[String],
+        shard: Option<Shard>,
+        edit: impl Fn(&mut SweepProvenance),
+    ) -> PathBuf {
         let base = Scenario::from_toml(text).unwrap();
         let sweep = base.sweep.clone().unwrap();
-        let all = grid::expand(&base, &sweep, &ccas()).unwrap();
+        let all = grid::expand(&base, &sweep, ccas).unwrap();
         let mine: Vec<(usize, grid::PointPlan)> = all
             .into_iter()
             .enumerate()
@@ -459,7 +618,10 @@ y = { param = "flows[1].rtt_ms", values = [10, 40, 80] }
             std::fs::write(rd.join("rep0/goodput.csv"), format!("point {k}\n")).unwrap();
             // The run's summary.json as run_plan writes it (the fields a
             // sweep reads back): every repetition and their mean.
-            let reps = rep_summaries(*k);
+            let reps: Vec<Summary> = rep_summaries(*k)
+                .into_iter()
+                .take(base.repetitions as usize)
+                .collect();
             let mean = crate::summary::mean_summary(&reps);
             let run_reps: Vec<serde_json::Value> = reps
                 .iter()
@@ -496,14 +658,15 @@ y = { param = "flows[1].rtt_ms", values = [10, 40, 80] }
         }
         let mut prov = SweepProvenance {
             environment: Environment::current(),
-            ccas: ccas().iter().map(|c| CcaObject::of(c)).collect(),
+            ccas: ccas.iter().map(|c| CcaObject::of(c)).collect(),
             scenario: provenance::scenario_text(&base).unwrap(),
             shard,
             merged_from: vec![],
+            sources: vec![],
             points: records,
         };
         edit(&mut prov);
-        crate::sweep::write_outputs(&dir, &base, &sweep, &ccas(), &points, &prov).unwrap();
+        crate::sweep::write_outputs(&dir, &base, &sweep, ccas, &points, &prov).unwrap();
         dir
     }
 
@@ -578,9 +741,14 @@ y = { param = "flows[1].rtt_ms", values = [10, 40, 80] }
             assert_eq!(pm.shard, None);
             assert_eq!(pm.merged_from.len(), 3);
             assert_eq!(pm.points, pw.points);
+            assert_eq!(pm.sources.len(), 2);
+            assert!(pm.sources.iter().all(|s| s.folders.len() == 3
+                && s.repetitions == 3
+                && s.environment == pw.environment));
             assert_eq!(
                 SweepProvenance {
                     merged_from: vec![],
+                    sources: vec![],
                     ..pm
                 },
                 pw
@@ -606,8 +774,191 @@ y = { param = "flows[1].rtt_ms", values = [10, 40, 80] }
         let a = write_sweep_folder(&root.join("a"), GRID_2D, shard(0, 2), |_| {});
         let b = write_sweep_folder(&root.join("b"), &other, shard(1, 2), |_| {});
         refused(&root, &[a.clone(), b], "mixed scenarios");
-        let c = write_sweep_folder(&root.join("c"), GRID_2D, shard(1, 2), |p| p.ccas.reverse());
-        refused(&root, &[a, c], "mixed scenarios");
+        // Another CCA's sweep of another scenario: refused alike, and the
+        // repetition count is not what makes the difference.
+        let other_reps1 = other.replace("repetitions = 3", "repetitions = 1");
+        let c = write_sweep_folder_of(
+            &root.join("c"),
+            &other_reps1,
+            &names(&["bbr"]),
+            None,
+            |_| {},
+        );
+        let whole = write_sweep_folder(&root.join("whole"), GRID_2D, None, |_| {});
+        refused(&root, &[whole, c], "mixed scenarios");
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// GRID_2D as `lab sweep --reps 1` records it.
+    fn one_rep() -> String {
+        GRID_2D.replace("repetitions = 3", "repetitions = 1")
+    }
+
+    /// Issue 14's case: qfair swept in two shards with 3 repetitions by
+    /// this build, bbr swept whole with 1 repetition by another build.
+    /// They merge: both CCAs' points, each with its own repetitions, the
+    /// sources recorded per CCA and printed as one note each, every plot
+    /// and the side-by-side tables written.
+    #[test]
+    fn sweeps_of_other_ccas_merge_side_by_side() {
+        let root = tmp("side-by-side");
+        let q: Vec<PathBuf> = (0..2)
+            .map(|i| {
+                let out = root.join(format!("qfair-{i}"));
+                write_sweep_folder_of(&out, GRID_2D, &names(&["qfair"]), shard(i, 2), |_| {});
+                out
+            })
+            .collect();
+        let old = "54cb12040f9e7f392867d3258b461d774affad42";
+        let b = write_sweep_folder_of(&root.join("bbr"), &one_rep(), &names(&["bbr"]), None, |p| {
+            p.environment.rttfair_commit = old.into();
+            p.environment.rttfair_dirty = "no".into();
+        });
+        let (m, dir) = merge(&[q[0].clone(), q[1].clone(), b.clone()], &root.join("m")).unwrap();
+        assert!(m.warnings.is_empty(), "{:?}", m.warnings);
+        assert_eq!(m.provenance.cca_names(), names(&["qfair", "bbr"]));
+        // Every point of both, from its own folder, with its repetitions.
+        assert_eq!(m.points.len(), 12);
+        let bbr = Folder::load(&b).unwrap();
+        for p in &m.points {
+            let reps = if p.cca == "qfair" { 3 } else { 1 };
+            assert_eq!(p.worst.unwrap().reps, reps, "{p:?}");
+            if p.cca == "bbr" {
+                assert!(bbr.points.contains(p));
+            }
+        }
+        // Per-CCA provenance: build, object, repetitions, folders.
+        let back: SweepProvenance = provenance::read(&dir).unwrap();
+        assert_eq!(back, m.provenance);
+        let [sq, sb] = &back.sources[..] else {
+            panic!("{:?}", back.sources)
+        };
+        assert_eq!(sq.environment, Environment::current());
+        assert_eq!(sq.object_sha256, CcaObject::of("qfair").object_sha256);
+        assert!(sq.object_sha256.is_some());
+        assert_eq!((sq.repetitions, sq.folders.len()), (3, 2));
+        assert_eq!(sb.environment.rttfair_commit, old);
+        assert_eq!((sb.object_sha256.as_deref(), sb.repetitions), (None, 1));
+        assert_eq!(
+            sb.folders,
+            [Folder::load(&b).unwrap().dir.display().to_string()]
+        );
+        assert_eq!(back.environment, sq.environment);
+        let lines = m.source_lines();
+        assert_eq!(lines.len(), 2);
+        let sha = sq.object_sha256.as_deref().unwrap();
+        let commit = &sq.environment.rttfair_commit;
+        assert!(
+            lines[0].starts_with(&format!(
+                "note: qfair from rttfair {}",
+                &commit[..commit.len().min(12)]
+            )) && lines[0].ends_with(&format!(
+                ", object {}, 3 repetitions per point, 2 folders",
+                &sha[..12]
+            )),
+            "{}",
+            lines[0]
+        );
+        assert_eq!(
+            lines[1],
+            "note: bbr from rttfair 54cb12040f9e, object (kernel CCA), 1 repetition per point, 1 folder"
+        );
+        // The folder: both CCAs' heatmaps and the side-by-side tables.
+        for f in crate::sweep_plots::files(
+            m.scenario.sweep.as_ref().unwrap(),
+            &names(&["qfair", "bbr"]),
+        ) {
+            assert!(dir.join(&f).exists(), "{f}");
+        }
+        let compare = std::fs::read_to_string(dir.join(crate::sweep::COMPARE_FILE)).unwrap();
+        assert!(
+            compare.contains("| flows[1].rtt_ms | bottleneck.buffer.bdp | qfair | bbr |"),
+            "{compare}"
+        );
+        assert_eq!(std::fs::read_dir(dir.join("runs")).unwrap().count(), 12);
+
+        // The folders given decide the order.
+        let folders: Vec<Folder> = [&b, &q[0], &q[1]]
+            .iter()
+            .map(|d| Folder::load(d).unwrap())
+            .collect();
+        assert_eq!(
+            combine(&folders).unwrap().provenance.cca_names(),
+            names(&["bbr", "qfair"])
+        );
+
+        // A merged folder merges again, its CCAs' sources kept.
+        let c = write_sweep_folder_of(
+            &root.join("cubic"),
+            &one_rep(),
+            &names(&["cubic"]),
+            None,
+            |_| {},
+        );
+        let (m2, _) = merge(&[root.join("m"), c], &root.join("m2")).unwrap();
+        assert_eq!(m2.provenance.cca_names(), names(&["qfair", "bbr", "cubic"]));
+        assert_eq!(m2.provenance.sources[..2], back.sources[..]);
+        assert_eq!(m2.points.len(), 18);
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    /// One CCA's points stay one sweep: its folders from two builds, or
+    /// with two repetition counts, are refused even beside another CCA;
+    /// so is another CCA with a point missing.
+    #[test]
+    fn one_ccas_folders_must_agree_and_be_complete() {
+        let root = tmp("per-cca");
+        let qfair = names(&["qfair"]);
+        let q0 = write_sweep_folder_of(&root.join("q0"), GRID_2D, &qfair, shard(0, 2), |_| {});
+        let bbr =
+            write_sweep_folder_of(&root.join("bbr"), &one_rep(), &names(&["bbr"]), None, |p| {
+                p.environment.rttfair_commit = "0123456789abcdef".into()
+            });
+        let q1_commit =
+            write_sweep_folder_of(&root.join("q1c"), GRID_2D, &qfair, shard(1, 2), |p| {
+                p.environment.rttfair_commit = "0123456789abcdef".into()
+            });
+        refused(
+            &root,
+            &[q0.clone(), bbr.clone(), q1_commit],
+            "mixed binaries: qfair in",
+        );
+        let q1_object =
+            write_sweep_folder_of(&root.join("q1o"), GRID_2D, &qfair, shard(1, 2), |p| {
+                p.ccas[0].object_sha256 = Some("00".repeat(32))
+            });
+        refused(
+            &root,
+            &[q0.clone(), bbr.clone(), q1_object],
+            "mixed binaries: qfair's object",
+        );
+        let q1_reps =
+            write_sweep_folder_of(&root.join("q1r"), &one_rep(), &qfair, shard(1, 2), |_| {});
+        refused(
+            &root,
+            &[q0.clone(), bbr.clone(), q1_reps],
+            "mixed repetitions: qfair in",
+        );
+        // qfair whole, bbr only half its grid.
+        let q1 = write_sweep_folder_of(&root.join("q1"), GRID_2D, &qfair, shard(1, 2), |_| {});
+        let half = write_sweep_folder_of(
+            &root.join("half"),
+            &one_rep(),
+            &names(&["bbr"]),
+            shard(0, 2),
+            |_| {},
+        );
+        refused(
+            &root,
+            &[q0.clone(), q1.clone(), half],
+            "missing points: 3 of the grid's 12 are in no folder, e.g. bbr x=2 y=10",
+        );
+        // The same CCA swept twice, whole.
+        refused(&root, &[q0, q1, bbr.clone(), bbr], "duplicate point bbr");
         let _ = std::fs::remove_dir_all(&root);
     }
 
@@ -681,11 +1032,24 @@ y = { param = "flows[1].rtt_ms", values = [10, 40, 80] }
             .collect();
         assert!(old_csv.starts_with("cca,") && !old_csv.contains("worst"));
         std::fs::write(&csv_path, old_csv).unwrap();
+        // A 2-D sweep's every-CCA panels (`<metric>.png`) are new too.
+        let two_d = Scenario::from_toml(text)
+            .unwrap()
+            .sweep
+            .unwrap()
+            .y
+            .is_some();
         for e in std::fs::read_dir(&dir).unwrap() {
             let name = e.unwrap().file_name().to_string_lossy().into_owned();
             let kept = ["jain-", "stdr-", "jain.png", "ratio.png"];
+            let panel = two_d
+                && crate::sweep_plots::METRICS
+                    .iter()
+                    .any(|m| name == format!("{}.png", m.name));
             if name.ends_with(".png")
-                && (name.starts_with("jain-worst") || !kept.iter().any(|k| name.starts_with(k)))
+                && (panel
+                    || name.starts_with("jain-worst")
+                    || !kept.iter().any(|k| name.starts_with(k)))
             {
                 std::fs::remove_file(dir.join(name)).unwrap();
             }
@@ -718,6 +1082,7 @@ y = { param = "flows[1].rtt_ms", values = [10, 40, 80] }
                     .iter()
                     .all(|p| p.worst.is_none()));
                 assert!(!dir.join("qdelay-fairtt.png").exists());
+                assert!(!dir.join("jain.png").exists());
                 out
             })
             .collect();
@@ -758,10 +1123,18 @@ y = { param = "flows[1].rtt_ms", values = [10, 40, 80] }
         );
         let sweep = m.scenario.sweep.clone().unwrap();
         let files = crate::sweep_plots::files(&sweep, &ccas());
-        assert_eq!(files.len(), 6 * 2);
+        assert_eq!(files.len(), 6 * 3);
         for f in &files {
             let (w, h) = png_size(&dir.join(f));
-            assert!(w >= 140 + 70 * 2 && h == 120 + 40 * 3, "{f}: {w} x {h}");
+            if ccas().iter().any(|c| f.ends_with(&format!("-{c}.png"))) {
+                assert!(w >= 140 + 70 * 2 && h == 120 + 40 * 3, "{f}: {w} x {h}");
+            } else {
+                // Both CCAs' panels side by side, under a title.
+                assert!(
+                    w >= 2 * (140 + 70 * 2) && h == 40 + 120 + 40 * 3,
+                    "{f}: {w} x {h}"
+                );
+            }
             assert!(std::fs::metadata(dir.join(f)).unwrap().len() > 1000, "{f}");
         }
         // Exactly what this build writes for the whole sweep on one machine.

@@ -256,7 +256,82 @@ pub fn heatmap(
 ) -> Result<()> {
     let text = ensure_font();
     let root = canvas(path, heatmap_size(title, xs.len(), ys.len()))?;
-    let mut chart = chart_on(&root, text, title, 18, (50, 80))
+    draw_heatmap(
+        &root,
+        text,
+        title,
+        (x_label, xs),
+        (y_label, ys),
+        values,
+        (lo, hi),
+        label,
+    )?;
+    save(&root, path)
+}
+
+/// Several heatmaps of one metric side by side in one image, one panel
+/// per `(caption, values[y][x])`, every panel on the one colour scale
+/// `(lo, hi)` so panels compare by colour; `title` above them all. The
+/// panels fill rows of ceil(sqrt(n)) (2 side by side, 7 as 3 + 3 + 1).
+pub fn heatmap_panels(
+    path: &Path,
+    title: &str,
+    (x_label, xs): (&str, &[String]),
+    (y_label, ys): (&str, &[String]),
+    panels: &[(String, Vec<Vec<f64>>)],
+    (lo, hi): (f64, f64),
+    label: fn(f64) -> String,
+) -> Result<()> {
+    let text = ensure_font();
+    let (cols, rows) = panel_layout(panels.len());
+    let (w, h) = panels.iter().fold((0, 0), |(w, h), (caption, _)| {
+        let (pw, ph) = heatmap_size(caption, xs.len(), ys.len());
+        (w.max(pw), h.max(ph))
+    });
+    let width = (w * cols).max(40 + 9 * title.chars().count() as u32);
+    let root = canvas(path, (width, h * rows + 40))?;
+    let body = if text {
+        root.titled(title, ("sans-serif", 20))?
+    } else {
+        root.margin(40, 0, 0, 0)
+    };
+    let areas = body.split_evenly((rows as usize, cols as usize));
+    for ((caption, values), area) in panels.iter().zip(&areas) {
+        draw_heatmap(
+            area,
+            text,
+            caption,
+            (x_label, xs),
+            (y_label, ys),
+            values,
+            (lo, hi),
+            label,
+        )?;
+    }
+    save(&root, path)
+}
+
+/// Columns and rows of `n` panels: ceil(sqrt(n)) columns, as many rows as
+/// they need (at least one of each).
+pub fn panel_layout(n: usize) -> (u32, u32) {
+    let n = n.max(1) as u32;
+    let cols = (1..=n).find(|c| c * c >= n).unwrap_or(1);
+    (cols, n.div_ceil(cols))
+}
+
+/// One heatmap drawn on `area` (see [`heatmap`]).
+#[allow(clippy::too_many_arguments)]
+fn draw_heatmap(
+    area: &Canvas,
+    text: bool,
+    title: &str,
+    (x_label, xs): (&str, &[String]),
+    (y_label, ys): (&str, &[String]),
+    values: &[Vec<f64>],
+    (lo, hi): (f64, f64),
+    label: fn(f64) -> String,
+) -> Result<()> {
+    let mut chart = chart_on(area, text, title, 18, (50, 80))
         .build_cartesian_2d(CellAxis(xs.len()), CellAxis(ys.len()))?;
     if text {
         chart
@@ -296,7 +371,7 @@ pub fn heatmap(
             }
         }
     }
-    save(&root, path)
+    Ok(())
 }
 
 /// Text colour readable on `fill`: white on dark cells (the saturated ends
@@ -537,5 +612,23 @@ mod tests {
         }
         assert_eq!(cell_label(&labels, -0.5), "");
         assert_eq!(cell_label(&labels, n as f64 + 0.5), "");
+    }
+
+    #[test]
+    fn panels_fill_rows_of_ceil_sqrt_n() {
+        let layouts: Vec<(u32, u32)> = (0..=7).map(panel_layout).collect();
+        assert_eq!(
+            layouts,
+            [
+                (1, 1),
+                (1, 1),
+                (2, 1),
+                (2, 2),
+                (2, 2),
+                (3, 2),
+                (3, 2),
+                (3, 3)
+            ]
+        );
     }
 }

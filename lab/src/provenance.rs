@@ -160,14 +160,51 @@ pub struct SweepProvenance {
     /// The folders a merged sweep was made of (empty otherwise).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub merged_from: Vec<String>,
+    /// A merged sweep's source per CCA, in `ccas` order: each CCA's points
+    /// may come from another build and repetition count than the
+    /// others', so every figure keeps its own (empty for a sweep that
+    /// ran: there `environment`, `ccas` and `scenario` say it all).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<CcaSource>,
     /// Every point in the folder, in the grid's order.
     pub points: Vec<PointProvenance>,
+}
+
+/// Where one CCA's points of a sweep folder came from: the build that ran
+/// them, the CCA's object and how many repetitions each point has.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CcaSource {
+    pub name: String,
+    pub environment: Environment,
+    /// As [`CcaObject::object_sha256`].
+    pub object_sha256: Option<String>,
+    pub repetitions: u32,
+    /// The folders its points were read from.
+    pub folders: Vec<String>,
 }
 
 impl SweepProvenance {
     /// The CCA names in grid order.
     pub fn cca_names(&self) -> Vec<String> {
         self.ccas.iter().map(|c| c.name.clone()).collect()
+    }
+
+    /// The source of `cca`'s points in this folder: its entry in `sources`
+    /// (a merged folder), else this folder's build, `cca`'s object and
+    /// `repetitions` (the scenario's, which the caller parsed); `None` if
+    /// the folder did not sweep `cca`. `folder` names the folder.
+    pub fn source_of(&self, cca: &str, repetitions: u32, folder: &str) -> Option<CcaSource> {
+        if let Some(s) = self.sources.iter().find(|s| s.name == cca) {
+            return Some(s.clone());
+        }
+        let object = self.ccas.iter().find(|c| c.name == cca)?;
+        Some(CcaSource {
+            name: cca.to_string(),
+            environment: self.environment.clone(),
+            object_sha256: object.object_sha256.clone(),
+            repetitions,
+            folders: vec![folder.to_string()],
+        })
     }
 }
 

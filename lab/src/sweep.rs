@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use crate::grid;
 use crate::provenance::{CcaObject, Environment, PointProvenance, SweepProvenance};
@@ -141,15 +141,20 @@ pub fn run_selected(
         scenario: crate::provenance::scenario_text(base)?,
         shard: sel.shard,
         merged_from: Vec::new(),
+        sources: Vec::new(),
         points: records,
     };
     write_outputs(&dir, base, sweep, ccas, &points, &provenance)?;
     Ok((points, dir))
 }
 
+/// The file beside sweep.csv with the CCAs side by side
+/// ([`crate::gridtable::compare_tables`]).
+pub const COMPARE_FILE: &str = "compare.md";
+
 /// Every file of a sweep folder from its points (in grid order): sweep.csv,
-/// sweep.json, the plots and provenance.json. The one writer of a sweep
-/// folder, for a run and for a merge alike.
+/// sweep.json, the plots, compare.md and provenance.json. The one writer
+/// of a sweep folder, for a run and for a merge alike.
 pub fn write_outputs(
     dir: &Path,
     base: &Scenario,
@@ -160,5 +165,8 @@ pub fn write_outputs(
 ) -> Result<()> {
     crate::files::write_sweep(dir, sweep, points)?;
     crate::sweep_plots::plot(dir, base, sweep, ccas, points)?;
+    let path = dir.join(COMPARE_FILE);
+    std::fs::write(&path, crate::gridtable::compare_tables(sweep, ccas, points))
+        .with_context(|| format!("write {}", path.display()))?;
     crate::provenance::write(dir, provenance)
 }

@@ -1,7 +1,8 @@
 //! The plots of a sweep folder, one per metric of [`METRICS`]: for a 2-D
-//! grid a heatmap per CCA (`<metric>-<cca>.png`), for a 1-D one a line
-//! plot with every CCA (`<metric>.png`, plus `ratio.png`, the group
-//! goodput ratio). Issue 14 asks for the two-flow grid "as heatmaps of
+//! grid a heatmap per CCA (`<metric>-<cca>.png`) and every CCA's heatmap
+//! side by side in one image (`<metric>.png`, one panel per CCA), for a
+//! 1-D one a line plot with every CCA (`<metric>.png`, plus `ratio.png`,
+//! the group goodput ratio). Either way `<metric>.png` holds every CCA. Issue 14 asks for the two-flow grid "as heatmaps of
 //! Jain, utilization, queueing delay and retransmissions", mean and worst.
 //!
 //! The metrics are data (name, title, colour scale, value, cell label), so
@@ -122,6 +123,24 @@ pub fn plot(
     let ys: Vec<String> = ya.values.iter().map(|v| format!("{v}")).collect();
     for m in &METRICS {
         let range = colour_range(m.scale, points, m.value);
+        let panels: Vec<(String, Vec<Vec<f64>>)> = ccas
+            .iter()
+            .map(|cca| {
+                (
+                    panel_caption(cca, points),
+                    grid_values(sweep, points, cca, m.value),
+                )
+            })
+            .collect();
+        crate::plot::heatmap_panels(
+            &dir.join(format!("{}.png", m.name)),
+            &format!("{}: {}", base.name, m.title),
+            (&sweep.x.param, &xs),
+            (&ya.param, &ys),
+            &panels,
+            range,
+            m.label,
+        )?;
         for cca in ccas {
             crate::plot::heatmap(
                 &dir.join(format!("{}-{cca}.png", m.name)),
@@ -137,6 +156,22 @@ pub fn plot(
     Ok(())
 }
 
+/// A panel's caption: the CCA and, when all its points agree, how many
+/// repetitions each has (a merge may put a 1-repetition CCA beside a
+/// 3-repetition one, whose "worst" panels mean different things).
+fn panel_caption(cca: &str, points: &[SweepPoint]) -> String {
+    let mut reps = points
+        .iter()
+        .filter(|p| p.cca == cca)
+        .map(|p| p.worst.map(|w| w.reps));
+    match reps.next() {
+        Some(Some(n)) if reps.all(|r| r == Some(n)) => {
+            format!("{cca} ({n} repetition{})", if n == 1 { "" } else { "s" })
+        }
+        _ => cca.to_string(),
+    }
+}
+
 /// The file names [`plot`] writes for a sweep of `ccas`.
 pub fn files(sweep: &Sweep, ccas: &[String]) -> Vec<String> {
     if sweep.y.is_none() {
@@ -146,7 +181,10 @@ pub fn files(sweep: &Sweep, ccas: &[String]) -> Vec<String> {
     }
     METRICS
         .iter()
-        .flat_map(|m| ccas.iter().map(move |c| format!("{}-{c}.png", m.name)))
+        .flat_map(|m| {
+            std::iter::once(format!("{}.png", m.name))
+                .chain(ccas.iter().map(move |c| format!("{}-{c}.png", m.name)))
+        })
         .collect()
 }
 
@@ -257,5 +295,29 @@ mod tests {
         // Without the worst figures the cell is missing, not zero.
         p.worst = None;
         assert_eq!((metric("jain-worst").value)(&p), None);
+    }
+
+    #[test]
+    fn panels_name_the_ccas_repetitions_when_known() {
+        let mut a = point("qfair", 1.0, 0.0);
+        let w = Worst {
+            jain: 0.9,
+            utilization: 0.9,
+            qdelay_mean_ms: 1.0,
+            retrans_ratio: 0.0,
+            reps: 3,
+        };
+        a.worst = Some(w);
+        let mut b = a.clone();
+        b.cca = "bbr".into();
+        b.worst = Some(Worst { reps: 1, ..w });
+        let pts = [a.clone(), b, a.clone()];
+        assert_eq!(panel_caption("qfair", &pts), "qfair (3 repetitions)");
+        assert_eq!(panel_caption("bbr", &pts), "bbr (1 repetition)");
+        // Unknown or mixed: the name alone.
+        let mut c = a.clone();
+        c.worst = None;
+        assert_eq!(panel_caption("qfair", &[a, c]), "qfair");
+        assert_eq!(panel_caption("cubic", &pts), "cubic");
     }
 }
