@@ -66,10 +66,10 @@
  *   o       o + e_i dt / tau_i, e_i = alpha* - a^ within +-(alpha*)/4
  *           (anti-windup), dt the round's wall-clock length (at most 1 s),
  *           tau_i = 2 s, |o| <= o_cap alpha (o_cap = 1/2, "the windup
- *           cap": a 20 vs 200 ms pair at 100 Mbit/s leaves the 200 ms
- *           flow's o on it); 0 in a round with a loss and for
- *           1 s after alpha's last cut, 0 when competitive: the steady
- *           offset between a^ and what the window holds (TSO deferral,
+ *           cap"; a 200 ms flow beside a 20 ms one at 100 Mbit/s holds o
+ *           on it while it converges, ~50 s); 0 in a round with a loss
+ *           and for 1 s after alpha's last cut, 0 when competitive: the
+ *           steady offset between a^ and what the window holds (TSO deferral,
  *           delayed ACKs), which g, proportional with a step in packets
  *           that differs by RTT, leaves larger on the short flow, is
  *           integrated away at the same packets per second for every
