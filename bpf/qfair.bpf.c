@@ -65,9 +65,11 @@
  *           sign, up to 2^12                                         (Eq. 8)
  *   o       o + e_i dt / tau_i, e_i = alpha* - a^ within +-(alpha*)/4
  *           (anti-windup), dt the round's wall-clock length (at most 1 s),
- *           tau_i = 2 s, |o| <= alpha/2; 0 in a round with a loss and for
- *           1 s after alpha's last cut, 0 when competitive: the steady
- *           offset between a^ and what the window holds (TSO deferral,
+ *           tau_i = 2 s, |o| <= o_cap alpha (o_cap = 1/2, "the windup
+ *           cap"; a 200 ms flow beside a 20 ms one at 100 Mbit/s holds o
+ *           on it while it converges, ~50 s); 0 in a round with a loss
+ *           and for 1 s after alpha's last cut, 0 when competitive: the
+ *           steady offset between a^ and what the window holds (TSO deferral,
  *           delayed ACKs), which g, proportional with a step in packets
  *           that differs by RTT, leaves larger on the short flow, is
  *           integrated away at the same packets per second for every
@@ -76,7 +78,7 @@
  *           below 6 packets, where cwnd's floor of 4 would otherwise queue
  *           more than alpha; half of it during a drain                (Eq. 9)
  *
- * alpha_0, k, tau_g, the 1/8 cap on g, the drain period and clock are
+ * alpha_0, k, tau_g, the 1/8 cap on g, o_cap, the drain period and clock are
  * tunables (struct qfair_tunables, `rttfairctl set qfair.*`, read once per
  * round); the values above are their defaults.
  *
@@ -151,6 +153,7 @@
 #define QFAIR_DEF_DRAIN_PERIOD_MS 10000
 #define QFAIR_DEF_DRAIN_CLOCK QFAIR_CLOCK_WALL
 #define QFAIR_DEF_COMPETITIVE QFAIR_COMPETITIVE_ON
+#define QFAIR_DEF_O_CAP_X256 128 /* |o| <= alpha/2 (Eq. 8b) */
 
 #define QFAIR_CLOCK_WALL 1
 #define QFAIR_CLOCK_LOCAL 2
@@ -252,6 +255,7 @@ static __always_inline struct qfair_tunables qfair_params(void)
 		.drain_period_ms = QFAIR_DEF_DRAIN_PERIOD_MS,
 		.drain_clock = QFAIR_DEF_DRAIN_CLOCK,
 		.competitive = QFAIR_DEF_COMPETITIVE,
+		.o_cap_x256 = QFAIR_DEF_O_CAP_X256,
 	};
 	__u32 zero = 0;
 	struct qfair_tunables *t = bpf_map_lookup_elem(&QFAIR_TUNABLES_MAP, &zero);
@@ -271,6 +275,8 @@ static __always_inline struct qfair_tunables qfair_params(void)
 			p.drain_clock = t->drain_clock;
 		if (t->competitive)
 			p.competitive = t->competitive;
+		if (t->o_cap_x256)
+			p.o_cap_x256 = t->o_cap_x256;
 	}
 	return p;
 }
@@ -462,19 +468,22 @@ static __always_inline void qfair_update_competitive(struct qfair_flow *qf,
  * alpha and growing it back) a^ below alpha means a buffer too small to
  * hold it, and o would add the very queue Eq. 7 is taking away. A
  * competitive flow (a queue someone else holds) has no o either: its alpha
- * grows on its own. |o| at most alpha/2.
+ * grows on its own. |o| at most o_cap x alpha (qfair.o_cap, default 1/2).
  */
 #define QFAIR_INT_QUIET_US 1000000ULL
 static __always_inline __s32 qfair_offset(const struct qfair_flow *qf, __u32 target_x1024,
-					  __u64 dt_us, __u32 lost, __u64 since_cut_us)
+					  __u64 dt_us, __u32 lost, __u64 since_cut_us,
+					  __u32 o_cap_x256)
 {
 	if (lost || qf->competitive || since_cut_us < QFAIR_INT_QUIET_US)
 		return 0;
 	return qf_offset_step_x65536(qf->offset_x65536, target_x1024, qf->backlog_x1024, dt_us,
-				     qf->alpha_x1024 / 2);
+				     qf_offset_max_x1024(qf->alpha_x1024, o_cap_x256));
 }
 
-/* alpha + o in packets x1024 (Eq. 1 with Eq. 8b); |o| <= alpha/2 keeps it > 0. */
+/* alpha + o in packets x1024 (Eq. 1 with Eq. 8b), at least 0: with the
+ * default o_cap of 1/2 it stays >= alpha/2; an o_cap above 1 lets o reach
+ * below -alpha, where the window gets no backlog at all (w = g x^ R^). */
 static __always_inline __u32 qfair_alpha_plus_offset(const struct qfair_flow *qf)
 {
 	__s64 a = (__s64)qf->alpha_x1024 + ((__s64)qf->offset_x65536 >> QF_INT_FINE_SHIFT);
@@ -577,11 +586,11 @@ static __noinline void qfair_update_round(struct sock *sk, struct rf_bbr *bbr,
 	qf->push_rounds = (__u8)qf_push_rounds(qf->push_dir, qf->push_rounds, dir);
 	if (dir != QF_PUSH_NONE)
 		qf->push_dir = (__u8)dir;
+	qf->offset_x65536 = qfair_offset(qf, target, dt_us, lost,
+					 tp->tcp_mstamp - qf->last_cut_mstamp, p.o_cap_x256);
 	qf->gain_x256 = (__u16)qf_gain_x256(d_us, p.tau_g_ms * 1000, target, qf->backlog_x1024,
 					    p.g_cap_x256, pipe,
 					    qf_velocity_shift(qf->push_rounds));
-	qf->offset_x65536 = qfair_offset(qf, target, dt_us, lost,
-					 tp->tcp_mstamp - qf->last_cut_mstamp);
 	hot->w = qf_target_cwnd(qf->xhat, rtprop, qf->gain_x256,
 				qfair_alpha_plus_offset(qf));
 	pace = qf_pacing_rate(hot->w + room_pkts, d_us, tp->mss_cache);
@@ -823,7 +832,7 @@ static __always_inline void cca_export(struct sock *sk, struct rf_bbr *bbr,
 	f->qfair_alpha_x1024 = qf->alpha_x1024;
 	f->qfair_backlog_x1024 = qf->backlog_x1024;
 	/* o in the other fields' packets x1024 (arithmetic shift: rounds toward
-	 * -inf, so |o| stays within alpha/2 as exported too) */
+	 * -inf, so |o| stays within o_cap x alpha as exported too) */
 	f->qfair_offset_x1024 = qf->offset_x65536 >> QF_INT_FINE_SHIFT;
 	f->qfair_qdelay_us = qf->q_us;
 	f->qfair_standing_rtt_us = qf->d_us;

@@ -37,6 +37,7 @@ __u32 host_qf_burst_room_share_x64(__u64 pipe, __u32 segs) { return qf_burst_roo
 __u32 host_qf_burst_room(__u32 segs, __u32 s) { return qf_burst_room(segs, s); }
 __u32 host_qf_target_cwnd(__u64 bw, __u32 r, __u32 g, __u32 a) { return qf_target_cwnd(bw, r, g, a); }
 __s32 host_qf_offset_step_x65536(__s32 o, __u32 t, __u32 b, __u64 dt, __u32 m) { return qf_offset_step_x65536(o, t, b, dt, m); }
+__u32 host_qf_offset_max_x1024(__u32 a, __u32 c) { return qf_offset_max_x1024(a, c); }
 __u64 host_qf_pacing_rate(__u32 w, __u32 d, __u32 mss) { return qf_pacing_rate(w, d, mss); }
 __u64 host_qf_rate_ewma(__u64 x, __u64 s) { return qf_rate_ewma(x, s); }
 int host_qf_drain_emptied_queue(__u32 m, __u32 r, __u32 q) { return qf_drain_emptied_queue(m, r, q); }

@@ -323,10 +323,10 @@ RF_INLINE __u32 qf_burst_room(__u32 segs, __u32 share_x64)
  * packets is x^ R^ D / tau, leaves larger on the short flow. tau_i = 2 s is
  * slow against a round at every RTT: per round o moves by at most dt/tau_i
  * of the error, 1/10 at 200 ms, so the loop with one round of delay stays
- * far from oscillation. o_max (the caller's: alpha/2) keeps it from
- * becoming a standing queue of its own. Signed: a flow whose a^ stays above
- * alpha* (inside Eq. 8's band, where g = 1) gives packets back at the same
- * pace, so the long flow's excess need not wait for x^'s slow relaxation
+ * far from oscillation. o_max (qf_offset_max_x1024: o_cap x alpha, by
+ * default alpha/2) keeps it from becoming a standing queue of its own.
+ * Signed: a flow whose a^ stays above alpha* (inside Eq. 8's band, where
+ * g = 1) gives packets back at the same pace, so the long flow's excess need not wait for x^'s slow relaxation
  * (its window w = x^ R^ + alpha moves its rate by only q/R per round).
  * The error is saturated at a quarter of alpha* (anti-windup): a join's startup queue
  * (a^ ~ 3.5 alpha*) otherwise wound o to -alpha/2 in a second and it took
@@ -358,6 +358,28 @@ RF_INLINE __s32 qf_offset_step_x65536(__s32 o_x65536, __u32 target_x1024, __u32 
 	if (o < -hi)
 		o = -hi;
 	return (__s32)o;
+}
+
+/*
+ * Eq. 8b's bound on |o|: o_max = o_cap x alpha, o_cap x256 (qfair.o_cap,
+ * default 128 = 1/2, the windup cap of issue 14's session 6). With the
+ * default this is alpha / 2 exactly ((alpha x 128) >> 8 = alpha >> 1) for
+ * every alpha below 65536 packets, so the law is the one before the
+ * tunable existed. Why a tunable: at 100 Mbit/s the 200 ms flow of 20 vs
+ * 200 ms holds o at -alpha/2 and still ~1.1 packets above alpha*
+ * (docs/results.md, "The 200 ms row"); a wider cap lets o remove that too,
+ * at the price of more room for windup on transients (the error is
+ * saturated at a quarter of alpha* whatever the cap). At most QF_OFFSET_MAX_X1024
+ * (32767 packets), so that o x65536 fits the s32 it is kept in; alpha is
+ * never that large outside competitive mode, where o is 0.
+ */
+#define QF_O_CAP_UNIT 256
+#define QF_OFFSET_MAX_X1024 (0x7fffffffU >> QF_INT_FINE_SHIFT)
+RF_INLINE __u32 qf_offset_max_x1024(__u32 alpha_x1024, __u32 o_cap_x256)
+{
+	__u64 m = ((__u64)alpha_x1024 * o_cap_x256) / QF_O_CAP_UNIT;
+
+	return m > QF_OFFSET_MAX_X1024 ? QF_OFFSET_MAX_X1024 : (__u32)m;
 }
 
 /* The cwnd target w = g x^ R^ + alpha, in whole packets (rounded up, >= 1,

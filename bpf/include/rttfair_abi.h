@@ -132,7 +132,7 @@ struct rttfair_flow {
 	__u64 qfair_rate_bps;       /* x^: smoothed per-round sending rate (delivered + lost), bytes/s */
 	__u32 qfair_alpha_x1024;    /* alpha: the flow's backlog target, packets x1024 */
 	__u32 qfair_backlog_x1024;  /* a^ = x^ q^: its own backlog estimate, packets x1024 */
-	__s32 qfair_offset_x1024;   /* o: Eq. 8b's integral term, packets x1024, |o| <= alpha/2 */
+	__s32 qfair_offset_x1024;   /* o: Eq. 8b's integral term, packets x1024, |o| <= o_cap x alpha */
 	__u32 qfair_qdelay_us;      /* q^ = D - R^: queueing delay estimate */
 	__u32 qfair_standing_rtt_us;/* D: mean of 8 ms bucket minima of the RTT */
 	__u32 qfair_target_cwnd;    /* w = g x^ R^ + alpha + o, packets */
@@ -213,6 +213,7 @@ struct qfair_tunables {
 	__u32 drain_period_ms;   /* T_d between drains, default 10000 */
 	__u32 drain_clock;       /* 1 wall clock (TAI multiples of T_d), 2 local timer; default 1 */
 	__u32 competitive;       /* 1 competitive mode allowed, 2 never; default 1 */
+	__u32 o_cap_x256;        /* Eq. 8b: bound on |o| as a fraction of alpha, x256, default 128 (1/2) */
 };
 
 struct adbbr_tunables {

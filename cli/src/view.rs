@@ -227,7 +227,7 @@ pub struct QfairRow {
     pub alpha_packets: f64,
     /// a^, the flow's own backlog estimate.
     pub backlog_packets: f64,
-    /// o, Eq. 8b's integral term (signed, |o| <= alpha/2).
+    /// o, Eq. 8b's integral term (signed, |o| <= qfair.o_cap x alpha, default alpha/2).
     pub offset_packets: f64,
     pub qdelay_seconds: f64,
     pub standing_rtt_seconds: f64,

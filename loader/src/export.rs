@@ -104,7 +104,8 @@ pub struct Qfair {
     pub alpha_pkts: f64,
     /// a^ = x^ q^: the flow's own backlog estimate, packets.
     pub backlog_pkts: f64,
-    /// o: the slow integral term of Eq. 8b, packets, signed, |o| <= alpha/2.
+    /// o: the slow integral term of Eq. 8b, packets, signed,
+    /// |o| <= qfair.o_cap x alpha (default alpha/2).
     /// The window is w = g x^ R^ + alpha + o, so o is the steady offset
     /// between the backlog the window holds and the one a^ reads.
     pub offset_pkts: f64,

@@ -40,6 +40,7 @@ extern "C" {
     fn host_qf_competitive_next(was: i32, allowed: i32, verdict: u32) -> i32;
     fn host_qf_offset_step_x65536(o: i32, target: u32, backlog: u32, dt_us: u64, o_max: u32)
         -> i32;
+    fn host_qf_offset_max_x1024(alpha: u32, o_cap_x256: u32) -> u32;
 }
 
 /// Core rate unit (packets per µs << 24) for a rate in packets per second.
@@ -446,5 +447,70 @@ fn competitive_mode_ends_at_the_next_event_once_never() {
     assert!(
         !c,
         "and a drain that finds the queue again does not restart it"
+    );
+}
+
+/// qfair.o_cap's default (128 = 1/2, QFAIR_DEF_O_CAP_X256) gives Eq. 8b the
+/// bound it had before the tunable, alpha/2, for every alpha o can meet
+/// (below 65536 packets; above, the bound saturates so o x65536 fits its
+/// s32): checked for every such alpha, so the default law is unchanged.
+#[test]
+fn offset_bound_at_the_default_cap_is_half_alpha() {
+    const DEFAULT_O_CAP_X256: u32 = 128;
+    for alpha in 0u32..(1 << 26) {
+        let m = unsafe { host_qf_offset_max_x1024(alpha, DEFAULT_O_CAP_X256) };
+        assert_eq!(m, alpha / 2, "alpha x1024 = {alpha}");
+    }
+    let top = (i32::MAX as u32) >> 6;
+    assert_eq!(unsafe { host_qf_offset_max_x1024(u32::MAX, 512) }, top);
+    assert_eq!(unsafe { host_qf_offset_max_x1024(u32::MAX, 128) }, top);
+}
+
+proptest! {
+    /// o_max = o_cap x alpha (x256 fixed point, rounded down), saturated at
+    /// the s32 limit of o x65536; and one Eq. 8b step with the default cap
+    /// is the step the law took before the tunable (o_max = alpha / 2).
+    #[test]
+    fn offset_bound_is_o_cap_times_alpha(alpha in 0u32..u32::MAX, cap in 1u32..=512,
+                                         o in -(1i32 << 22)..(1 << 22), t in 0u32..(1 << 20),
+                                         b in 0u32..(1 << 24), dt in 0u64..3_000_000) {
+        let m = unsafe { host_qf_offset_max_x1024(alpha, cap) };
+        let want = (alpha as u64 * cap as u64 / 256).min((i32::MAX as u64) >> 6);
+        prop_assert_eq!(m as u64, want);
+        let a = alpha >> 6; // alpha below 2^26: every alpha outside competitive mode
+        let by_default = unsafe {
+            host_qf_offset_step_x65536(o, t, b, dt, host_qf_offset_max_x1024(a, 128))
+        };
+        let before = unsafe { host_qf_offset_step_x65536(o, t, b, dt, a / 2) };
+        prop_assert_eq!(by_default, before);
+    }
+}
+
+/// The case qfair.o_cap exists for (docs/results.md, "The 200 ms row"): a
+/// 200 ms flow whose a^ stays 1.1 packets above alpha* = 5.15 (inside Eq. 8's
+/// band, so only o gives it back). With the default cap o stops at -alpha/2
+/// and the excess stays; with o_cap = 1 it goes on to -alpha, room for the
+/// whole excess. Open loop (a^ held), 30 s of 200 ms rounds.
+#[test]
+fn a_wider_cap_lets_o_take_back_a_long_flows_excess() {
+    let (alpha, backlog) = (5274u32, 6410u32); // 5.15 and 6.26 packets x1024
+    let settle = |cap: u32| {
+        let o_max = unsafe { host_qf_offset_max_x1024(alpha, cap) };
+        let mut o = 0i32;
+        for _ in 0..150 {
+            o = unsafe { host_qf_offset_step_x65536(o, alpha, backlog, 200_000, o_max) };
+        }
+        o as f64 / 65536.0
+    };
+    let half = settle(128);
+    assert_eq!(half, -((alpha / 2) as f64) / 1024.0, "default: -alpha/2");
+    let excess = (backlog - alpha) as f64 / 1024.0;
+    let one = settle(256);
+    assert_eq!(one, -(alpha as f64) / 1024.0, "o_cap 1: -alpha");
+    // the extra room below -alpha/2 covers the excess the default leaves
+    assert!(
+        half - one >= excess,
+        "o_cap 1 adds {} < {excess}",
+        half - one
     );
 }
