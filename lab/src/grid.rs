@@ -113,9 +113,16 @@ impl Shard {
         points
             .into_iter()
             .enumerate()
-            .filter(|(k, _)| *k as u64 % self.count as u64 == self.index as u64)
+            .filter(|(k, _)| self.holds(*k))
             .map(|(_, p)| p)
             .collect()
+    }
+
+    /// Whether the grid's `k`-th point (in [`expand`]'s order) is this
+    /// shard's: the one rule that partitions a grid, for [`Shard::select`]
+    /// and for test fixtures that must number the points they write.
+    pub fn holds(&self, k: usize) -> bool {
+        k as u64 % self.count as u64 == self.index as u64
     }
 }
 
