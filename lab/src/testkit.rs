@@ -250,3 +250,28 @@ fn run_provenance(sweep: &SweepProvenance, plan: &Plan, record: &PointProvenance
         self_check: record.self_check.clone(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The grid's text says what its doc says: the repetitions, groups and
+    /// axes asked for, and no y axis without RTTs.
+    #[test]
+    fn grid_toml_is_the_grid_it_names() {
+        let s = Scenario::from_toml(&grid_toml("n", 3, Some(["a", "b"]), &[10, 40])).unwrap();
+        let sweep = s.sweep.clone().unwrap();
+        assert_eq!((s.name.as_str(), s.repetitions), ("n", 3));
+        assert_eq!(sweep.x.param, "bottleneck.buffer.bdp");
+        assert_eq!(sweep.x.values, [0.5, 2.0]);
+        let y = sweep.y.unwrap();
+        assert_eq!(
+            (y.param.as_str(), &y.values[..]),
+            ("flows[1].rtt_ms", &[10.0, 40.0][..])
+        );
+        let groups: Vec<String> = s.flows().iter().map(|f| f.group.clone()).collect();
+        assert_eq!(groups, ["a", "b"]);
+        let one_d = Scenario::from_toml(&grid_toml("n", 1, None, &[])).unwrap();
+        assert!(one_d.sweep.unwrap().y.is_none());
+    }
+}
