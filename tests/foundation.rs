@@ -282,9 +282,7 @@ fn unload_is_refused_while_sockets_use_the_cca() {
     );
     assert!(registered("bbr1"), "a refused unload unregistered anyway");
     drop((listener, client, server));
-    assert!(wait_until(Duration::from_secs(3), || {
-        rttfair_loader::flows::live_sockets(&t.fs, rttfair_loader::Cca::Bbr1).unwrap() == 0
-    }));
+    assert!(t.sockets_closed(rttfair_loader::Cca::Bbr1, Duration::from_secs(3)));
     assert_success(&t.run(&["unload", "bbr1"]));
     assert!(!registered("bbr1"));
 }
@@ -294,20 +292,11 @@ fn forced_unload_leaves_open_connections_working() {
     let t = KernelTest::new();
     assert_success(&t.run(&["load", "bbr1"]));
     let ns = Netns::create("force").unwrap();
-    let l = ns
-        .run(|| TcpListener::bind("127.0.0.1:0").unwrap())
-        .unwrap();
-    let addr = l.local_addr().unwrap();
-    let sink = ns.spawn(move || sink_once(l)).unwrap();
-    let mut c = ns.run(move || connect_with(addr, "bbr1")).unwrap();
-    let mut sent = blast(&mut c, Duration::from_millis(300));
+    let mut flow = LoopbackFlow::open(&ns, "bbr1");
+    flow.blast(Duration::from_millis(300));
     assert_success(&t.run(&["unload", "bbr1", "--force"]));
     assert!(!registered("bbr1"));
-    sent += blast(&mut c, Duration::from_millis(300));
-    drop(c);
-    assert_eq!(
-        sink.join().unwrap().unwrap(),
-        sent,
-        "connection broke after a forced unload"
-    );
+    flow.blast(Duration::from_millis(300));
+    let (received, sent) = flow.finish();
+    assert_eq!(received, sent, "connection broke after a forced unload");
 }
