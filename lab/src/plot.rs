@@ -130,46 +130,32 @@ fn draw_legend<'a, 'b: 'a>(chart: &mut XyChart<'a, 'b>) -> Result<()> {
 
 /// Goodput of every flow over time.
 pub fn throughput(path: &Path, plan: &Plan, r: &RepResult) -> Result<()> {
-    let text = ensure_font();
-    let root = canvas(path, (1000, 500))?;
     let ymax = r
         .flows
         .iter()
         .flat_map(|f| f.goodput.iter().map(|p| p.1 / 1e6))
         .fold(plan.rate_bit as f64 / 1e6, f64::max)
         * 1.05;
-    let mut chart = time_chart(
-        &root,
-        text,
-        &format!("{}: goodput per flow", plan.scenario.name),
-        (plan.duration_s, ymax),
-        "goodput (Mbit/s)",
-    )?;
-    for (i, f) in r.flows.iter().enumerate() {
-        let c = color(i);
-        let series = chart.draw_series(LineSeries::new(
-            f.goodput.iter().map(|(t, b)| (*t, b / 1e6)),
-            c.stroke_width(2),
-        ))?;
-        if text {
-            series
-                .label(format!(
-                    "{} {} {} ms",
-                    f.spec.group, f.spec.cca, f.spec.rtt_ms
-                ))
-                .legend(legend_line(c));
+    let what = ("goodput per flow", Legend::Labels);
+    let y = (ymax, "goodput (Mbit/s)");
+    time_plot(path, (1000, 500), plan, what, y, |chart, text| {
+        for (i, f) in r.flows.iter().enumerate() {
+            let c = color(i);
+            let series = chart.draw_series(LineSeries::new(
+                f.goodput.iter().map(|(t, b)| (*t, b / 1e6)),
+                c.stroke_width(2),
+            ))?;
+            if text {
+                let label = format!("{} {} {} ms", f.spec.group, f.spec.cca, f.spec.rtt_ms);
+                series.label(label).legend(legend_line(c));
+            }
         }
-    }
-    if text {
-        draw_legend(&mut chart)?;
-    }
-    save(&root, path)
+        Ok(())
+    })
 }
 
 /// Bottleneck queue (packets) over time.
 pub fn queue(path: &Path, plan: &Plan, r: &RepResult) -> Result<()> {
-    let text = ensure_font();
-    let root = canvas(path, (1000, 400))?;
     let limit_pkts = plan.buffer_bytes as f64 / WIRE_PACKET as f64;
     let ymax = r
         .queue
@@ -178,21 +164,49 @@ pub fn queue(path: &Path, plan: &Plan, r: &RepResult) -> Result<()> {
         .fold(limit_pkts, f64::max)
         * 1.05
         + 1.0;
-    let mut chart = time_chart(
-        &root,
-        text,
-        &format!("{}: bottleneck queue", plan.scenario.name),
-        (plan.duration_s, ymax),
-        "queue (packets)",
-    )?;
-    chart.draw_series(LineSeries::new(
-        r.queue.iter().map(|q| (q.t, q.stats.qlen as f64)),
-        color(0),
-    ))?;
-    chart.draw_series(LineSeries::new(
-        vec![(0.0, limit_pkts), (plan.duration_s, limit_pkts)],
-        RED.stroke_width(1),
-    ))?;
+    let what = ("bottleneck queue", Legend::None);
+    let y = (ymax, "queue (packets)");
+    time_plot(path, (1000, 400), plan, what, y, |chart, _| {
+        chart.draw_series(LineSeries::new(
+            r.queue.iter().map(|q| (q.t, q.stats.qlen as f64)),
+            color(0),
+        ))?;
+        chart.draw_series(LineSeries::new(
+            vec![(0.0, limit_pkts), (plan.duration_s, limit_pkts)],
+            RED.stroke_width(1),
+        ))?;
+        Ok(())
+    })
+}
+
+/// Whether a plot has a legend.
+#[derive(PartialEq)]
+enum Legend {
+    None,
+    /// The box of the series' labels, when there is text.
+    Labels,
+}
+
+/// The PNG at `path` (`size` pixels) of something over `plan`'s run:
+/// its [`time_chart`] (caption "<scenario>: `what`", 0 to the run's
+/// duration by `0..y_max` named `y_desc`), on which `draw` draws (told
+/// whether there is text), then the legend.
+fn time_plot<'p>(
+    path: &'p Path,
+    size: (u32, u32),
+    plan: &Plan,
+    (what, legend): (&str, Legend),
+    (y_max, y_desc): (f64, &str),
+    draw: impl FnOnce(&mut XyChart<'_, 'p>, bool) -> Result<()>,
+) -> Result<()> {
+    let text = ensure_font();
+    let root = canvas(path, size)?;
+    let caption = format!("{}: {what}", plan.scenario.name);
+    let mut chart = time_chart(&root, text, &caption, (plan.duration_s, y_max), y_desc)?;
+    draw(&mut chart, text)?;
+    if text && legend == Legend::Labels {
+        draw_legend(&mut chart)?;
+    }
     save(&root, path)
 }
 
