@@ -217,21 +217,18 @@ fn a_name_taken_by_another_registrant_is_refused() {
     assert_success(&owner.run(&["load", "bbr1"]));
     // Same name, different installation: must not replace or touch it.
     let other = format!("{}-other", owner.fs.root().display());
-    let out = owner
-        .ctl()
-        .args(["load", "bbr1"])
-        .env("RTTFAIR_BPFFS", &other)
-        .output()
-        .unwrap();
-    assert_one_line_error(&out, "already registered by another");
+    let from_other = |command: &str| {
+        let out = owner
+            .ctl()
+            .args([command, "bbr1"])
+            .env("RTTFAIR_BPFFS", &other)
+            .output()
+            .unwrap();
+        assert_one_line_error(&out, "already registered by another");
+    };
+    from_other("load");
     assert!(registered("bbr1"), "the owner's registration was disturbed");
-    let out = owner
-        .ctl()
-        .args(["unload", "bbr1"])
-        .env("RTTFAIR_BPFFS", &other)
-        .output()
-        .unwrap();
-    assert_one_line_error(&out, "already registered by another");
+    from_other("unload");
     assert!(registered("bbr1"));
     let _ = std::fs::remove_dir_all(&other);
     assert_success(&owner.run(&["unload", "bbr1"]));
@@ -240,12 +237,7 @@ fn a_name_taken_by_another_registrant_is_refused() {
 #[test]
 fn verifier_rejection_prints_the_verifier_and_registers_nothing() {
     let t = KernelTest::new();
-    let obj = std::env::temp_dir().join(format!("rttfair-reject-{}.o", std::process::id()));
-    std::fs::write(
-        &obj,
-        rttfair_loader::objects::testdata::REJECTED_BY_VERIFIER,
-    )
-    .unwrap();
+    let obj = rejected_object("reject");
     let out = t.run(&["load", "bbr1", "--object", obj.to_str().unwrap()]);
     let _ = std::fs::remove_file(&obj);
     let line = assert_one_line_error(&out, "verifier rejected bbr1");

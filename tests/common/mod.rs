@@ -375,3 +375,16 @@ impl LoopbackFlow {
         (self.sink.join().unwrap().unwrap(), self.sent)
     }
 }
+
+/// An object file of bbr1 that the verifier rejects (the loader's test
+/// data), written to `rttfair-<tag>-<pid>.o` under the temp dir; the
+/// caller removes it.
+pub fn rejected_object(tag: &str) -> PathBuf {
+    let obj = std::env::temp_dir().join(format!("rttfair-{tag}-{}.o", std::process::id()));
+    std::fs::write(
+        &obj,
+        rttfair_loader::objects::testdata::REJECTED_BY_VERIFIER,
+    )
+    .unwrap();
+    obj
+}
