@@ -318,22 +318,26 @@ fn grafana_dashboard_is_well_formed_and_joins_flows_per_host() {
     }
 }
 
-/// `podman run` that works on this kind of host too: runc (crun refuses
-/// hybrid cgroup hierarchies) and rlimits no higher than ours (a sandbox
-/// without CAP_SYS_RESOURCE cannot raise them to podman's defaults).
-fn podman_run(image: &str, args: &[&str]) -> Output {
-    Command::new("podman")
-        .args(["--runtime", "runc", "run", "--rm", "--network=none"])
+/// `podman run --rm` without a network that works on this kind of host
+/// too: runc (crun refuses hybrid cgroup hierarchies) and rlimits no
+/// higher than ours (a sandbox without CAP_SYS_RESOURCE cannot raise them
+/// to podman's defaults). The caller adds options, the image and its
+/// arguments.
+fn podman_run_command() -> Command {
+    let mut c = Command::new("podman");
+    c.args(["--runtime", "runc", "run", "--rm", "--network=none"])
         .args([
             "--ulimit",
             "nofile=1024:1024",
             "--ulimit",
             "nproc=1024:1024",
-        ])
-        .arg(image)
-        .args(args)
-        .output()
-        .unwrap()
+        ]);
+    c
+}
+
+/// `image` run with `args` (see [`podman_run_command`]).
+fn podman_run(image: &str, args: &[&str]) -> Output {
+    podman_run_command().arg(image).args(args).output().unwrap()
 }
 
 #[test]
@@ -430,14 +434,7 @@ fn container_image_builds_offline_and_its_entrypoint_runs() {
         ("/usr/sbin/tc", "-V"),
         ("/usr/sbin/ip", "-V"),
     ] {
-        let out = Command::new("podman")
-            .args(["--runtime", "runc", "run", "--rm", "--network=none"])
-            .args([
-                "--ulimit",
-                "nofile=1024:1024",
-                "--ulimit",
-                "nproc=1024:1024",
-            ])
+        let out = podman_run_command()
             .args(["--entrypoint", tool, &tag, arg])
             .output()
             .unwrap();

@@ -217,21 +217,18 @@ fn a_name_taken_by_another_registrant_is_refused() {
     assert_success(&owner.run(&["load", "bbr1"]));
     // Same name, different installation: must not replace or touch it.
     let other = format!("{}-other", owner.fs.root().display());
-    let out = owner
-        .ctl()
-        .args(["load", "bbr1"])
-        .env("RTTFAIR_BPFFS", &other)
-        .output()
-        .unwrap();
-    assert_one_line_error(&out, "already registered by another");
+    let from_other = |command: &str| {
+        let out = owner
+            .ctl()
+            .args([command, "bbr1"])
+            .env("RTTFAIR_BPFFS", &other)
+            .output()
+            .unwrap();
+        assert_one_line_error(&out, "already registered by another");
+    };
+    from_other("load");
     assert!(registered("bbr1"), "the owner's registration was disturbed");
-    let out = owner
-        .ctl()
-        .args(["unload", "bbr1"])
-        .env("RTTFAIR_BPFFS", &other)
-        .output()
-        .unwrap();
-    assert_one_line_error(&out, "already registered by another");
+    from_other("unload");
     assert!(registered("bbr1"));
     let _ = std::fs::remove_dir_all(&other);
     assert_success(&owner.run(&["unload", "bbr1"]));
@@ -240,12 +237,7 @@ fn a_name_taken_by_another_registrant_is_refused() {
 #[test]
 fn verifier_rejection_prints_the_verifier_and_registers_nothing() {
     let t = KernelTest::new();
-    let obj = std::env::temp_dir().join(format!("rttfair-reject-{}.o", std::process::id()));
-    std::fs::write(
-        &obj,
-        rttfair_loader::objects::testdata::REJECTED_BY_VERIFIER,
-    )
-    .unwrap();
+    let obj = rejected_object("reject");
     let out = t.run(&["load", "bbr1", "--object", obj.to_str().unwrap()]);
     let _ = std::fs::remove_file(&obj);
     let line = assert_one_line_error(&out, "verifier rejected bbr1");
@@ -282,9 +274,7 @@ fn unload_is_refused_while_sockets_use_the_cca() {
     );
     assert!(registered("bbr1"), "a refused unload unregistered anyway");
     drop((listener, client, server));
-    assert!(wait_until(Duration::from_secs(3), || {
-        rttfair_loader::flows::live_sockets(&t.fs, rttfair_loader::Cca::Bbr1).unwrap() == 0
-    }));
+    assert!(t.sockets_closed(rttfair_loader::Cca::Bbr1, Duration::from_secs(3)));
     assert_success(&t.run(&["unload", "bbr1"]));
     assert!(!registered("bbr1"));
 }
@@ -294,20 +284,11 @@ fn forced_unload_leaves_open_connections_working() {
     let t = KernelTest::new();
     assert_success(&t.run(&["load", "bbr1"]));
     let ns = Netns::create("force").unwrap();
-    let l = ns
-        .run(|| TcpListener::bind("127.0.0.1:0").unwrap())
-        .unwrap();
-    let addr = l.local_addr().unwrap();
-    let sink = ns.spawn(move || sink_once(l)).unwrap();
-    let mut c = ns.run(move || connect_with(addr, "bbr1")).unwrap();
-    let mut sent = blast(&mut c, Duration::from_millis(300));
+    let mut flow = LoopbackFlow::open(&ns, "bbr1");
+    flow.blast(Duration::from_millis(300));
     assert_success(&t.run(&["unload", "bbr1", "--force"]));
     assert!(!registered("bbr1"));
-    sent += blast(&mut c, Duration::from_millis(300));
-    drop(c);
-    assert_eq!(
-        sink.join().unwrap().unwrap(),
-        sent,
-        "connection broke after a forced unload"
-    );
+    flow.blast(Duration::from_millis(300));
+    let (received, sent) = flow.finish();
+    assert_eq!(received, sent, "connection broke after a forced unload");
 }

@@ -509,94 +509,37 @@ rtt_ms = 20
 /// CCA's folders from two builds refused in one line.
 #[test]
 fn lab_merge_puts_sweeps_of_other_ccas_side_by_side() {
-    use rttfair_lab::grid;
-    use rttfair_lab::provenance::{CcaObject, Environment, PointProvenance, SelfCheck};
-    use rttfair_lab::results::{Summary, SweepPoint, Worst};
-    use rttfair_lab::selfcheck::RateCheck;
+    use rttfair_lab::grid::PointPlan;
+    use rttfair_lab::results::{Summary, Worst};
+    use rttfair_lab::testkit::{self, MadeUp};
     use std::path::{Path, PathBuf};
 
-    const GRID: &str = r#"
-name = "mc"
-duration_s = 10
-repetitions = 3
-[bottleneck]
-rate_mbit = 10
-buffer = { bdp = 1.0, rtt_ms = 20.0 }
-[[flows]]
-cca = "cubic"
-rtt_ms = 20
-[[flows]]
-cca = "cubic"
-rtt_ms = 20
-[sweep]
-x = { param = "bottleneck.buffer.bdp", values = [0.5, 2] }
-y = { param = "flows[1].rtt_ms", values = [10, 40] }
-"#;
-    let root = std::env::temp_dir().join(format!("rttfair-merge-cli-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
+    let root = testkit::temp_folder("merge-cli");
     // A whole sweep folder of `cca`, `reps` repetitions, by rttfair `commit`.
     let write = |out: &Path, cca: &str, reps: u32, commit: &str| -> PathBuf {
-        let mut base = Scenario::from_toml(GRID).unwrap();
+        let mut base = Scenario::from_toml(&testkit::grid_toml("mc", 3, None, &[10, 40])).unwrap();
         base.repetitions = reps;
-        let sweep = base.sweep.clone().unwrap();
-        let ccas = vec![cca.to_string()];
-        let dir = rttfair_lab::sweep::dir_of(out, &base);
-        let (mut points, mut records) = (Vec::new(), Vec::new());
-        for (k, p) in grid::expand(&base, &sweep, &ccas)
-            .unwrap()
-            .into_iter()
-            .enumerate()
-        {
-            let run_dir = p.plan.dir_name();
-            std::fs::create_dir_all(dir.join("runs").join(&run_dir)).unwrap();
+        let point = |k: usize, _: &PointPlan| {
             let jain = 0.6 + 0.1 * k as f64;
-            points.push(SweepPoint {
-                cca: cca.into(),
-                x: p.key.x,
-                y: p.key.y,
+            MadeUp::Row {
                 summary: Summary {
                     jain,
                     utilization: 0.98,
                     ..Summary::default()
                 },
-                worst: Some(Worst {
+                worst: Worst {
                     jain: jain - 0.05,
                     utilization: 0.97,
                     qdelay_mean_ms: 1.0,
                     retrans_ratio: 0.0,
                     reps,
-                }),
-            });
-            records.push(PointProvenance {
-                cca: cca.into(),
-                x: p.key.x,
-                y: p.key.y,
-                run_dir,
-                tunables: Default::default(),
-                self_check: SelfCheck {
-                    rtt: vec![],
-                    rate: RateCheck {
-                        configured_bit: 1e7,
-                        measured_bit: 1e7,
-                        busy_s: 3.0,
-                        ok: true,
-                    },
                 },
-            });
-        }
-        let mut environment = Environment::current();
-        environment.rttfair_commit = commit.into();
-        let prov = SweepProvenance {
-            environment,
-            ccas: ccas.iter().map(|c| CcaObject::of(c)).collect(),
-            scenario: provenance::scenario_text(&base).unwrap(),
-            shard: None,
-            merged_from: vec![],
-            sources: vec![],
-            points: records,
+            }
         };
-        rttfair_lab::sweep::write_outputs(&dir, &base, &sweep, &ccas, &points, &prov).unwrap();
-        dir
+        let ccas = [cca.to_string()];
+        testkit::write_sweep_folder(out, &base, &ccas, None, point, |p| {
+            p.environment.rttfair_commit = commit.into()
+        })
     };
     let q = write(&root.join("q"), "qfair", 3, "aaaa1111bbbb2222");
     let b = write(&root.join("b"), "bbr", 1, "cccc3333dddd4444");

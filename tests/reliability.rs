@@ -106,12 +106,7 @@ fn a_full_export_map_keeps_control_and_counts_what_it_missed() {
     );
     drop(ccas);
     drop(ns);
-    assert!(wait_until(Duration::from_secs(5), || live_sockets(
-        &t.fs,
-        Cca::Bbr1
-    )
-    .unwrap()
-        == 0));
+    assert!(t.sockets_closed(Cca::Bbr1, Duration::from_secs(5)));
     // Export recovers: with the map's entries freed, new flows are exported
     // again (by the daemon too) and nothing more is counted as missed.
     let ns = Netns::create("full2").unwrap();
@@ -126,12 +121,7 @@ fn a_full_export_map_keeps_control_and_counts_what_it_missed() {
     );
     drop(again);
     drop(ns);
-    assert!(wait_until(Duration::from_secs(5), || live_sockets(
-        &t.fs,
-        Cca::Bbr1
-    )
-    .unwrap()
-        == 0));
+    assert!(t.sockets_closed(Cca::Bbr1, Duration::from_secs(5)));
     assert_success(&t.run(&["unload", "bbr1"]));
 }
 
@@ -167,16 +157,11 @@ fn daemon_sigkill_does_not_disturb_flows_and_restart_adopts() {
     let spawn = || Daemon::start(&t.fs, &args, port, Up::Serving);
     let mut d1 = spawn();
     let ns = Netns::create("adopt").unwrap();
-    let l = ns
-        .run(|| TcpListener::bind("127.0.0.1:0").unwrap())
-        .unwrap();
-    let addr = l.local_addr().unwrap();
-    let sink = ns.spawn(move || sink_once(l)).unwrap();
-    let mut c = ns.run(move || connect_with(addr, "bbr1")).unwrap();
-    let mut sent = blast(&mut c, Duration::from_millis(500));
+    let mut flow = LoopbackFlow::open(&ns, "bbr1");
+    flow.blast(Duration::from_millis(500));
     d1.signal(nix::sys::signal::Signal::SIGKILL);
     let _ = d1.wait();
-    sent += blast(&mut c, Duration::from_millis(500));
+    flow.blast(Duration::from_millis(500));
     assert!(
         registered("bbr1"),
         "SIGKILL of the daemon unregistered bbr1"
@@ -197,20 +182,15 @@ fn daemon_sigkill_does_not_disturb_flows_and_restart_adopts() {
     let mut uniq = series.clone();
     uniq.dedup();
     assert_eq!(uniq.len(), series.len());
-    sent += blast(&mut c, Duration::from_millis(300));
-    drop(c);
-    assert_eq!(sink.join().unwrap().unwrap(), sent);
+    flow.blast(Duration::from_millis(300));
+    let (received, sent) = flow.finish();
+    assert_eq!(received, sent);
     d2.signal(nix::sys::signal::Signal::SIGTERM);
     d2.wait();
     let err = d2.stderr();
     assert!(err.contains("adopted bbr1"), "restart did not adopt: {err}");
     let _ = std::fs::remove_file(&cfg);
-    assert!(wait_until(Duration::from_secs(10), || live_sockets(
-        &t.fs,
-        Cca::Bbr1
-    )
-    .unwrap()
-        == 0));
+    assert!(t.sockets_closed(Cca::Bbr1, Duration::from_secs(10)));
     drop(ns);
     assert_success(&t.run(&["unload", "bbr1"]));
 }

@@ -232,12 +232,7 @@ fn live_connection_survives_migrate_swap_unload_and_cgroup_default() {
 fn failed_swap_leaves_the_old_implementation() {
     let t = KernelTest::new();
     assert_success(&t.run(&["load", "bbr1"]));
-    let obj = std::env::temp_dir().join(format!("rttfair-reject-swap-{}.o", std::process::id()));
-    std::fs::write(
-        &obj,
-        rttfair_loader::objects::testdata::REJECTED_BY_VERIFIER,
-    )
-    .unwrap();
+    let obj = rejected_object("reject-swap");
     let out = t.run(&["swap", "bbr1", "--object", obj.to_str().unwrap()]);
     let _ = std::fs::remove_file(&obj);
     assert_one_line_error(&out, "verifier rejected bbr1");

@@ -113,9 +113,16 @@ impl Shard {
         points
             .into_iter()
             .enumerate()
-            .filter(|(k, _)| *k as u64 % self.count as u64 == self.index as u64)
+            .filter(|(k, _)| self.holds(*k))
             .map(|(_, p)| p)
             .collect()
+    }
+
+    /// Whether the grid's `k`-th point (in [`expand`]'s order) is this
+    /// shard's: the one rule that partitions a grid, for [`Shard::select`]
+    /// and for test fixtures that must number the points they write.
+    pub fn holds(&self, k: usize) -> bool {
+        k as u64 % self.count as u64 == self.index as u64
     }
 }
 
@@ -125,7 +132,7 @@ mod tests {
 
     #[test]
     fn shards_partition_the_points_exactly() {
-        let s = Scenario::from_toml(GRID).unwrap();
+        let s = Scenario::from_toml(&grid()).unwrap();
         let ccas = ["bbr".to_string(), "cubic".to_string()];
         let all = expand(&s, s.sweep.as_ref().unwrap(), &ccas).unwrap();
         for n in 1..=14u32 {
@@ -146,7 +153,7 @@ mod tests {
 
     #[test]
     fn machine_hours_add_up_over_shards() {
-        let s = Scenario::from_toml(GRID).unwrap();
+        let s = Scenario::from_toml(&grid()).unwrap();
         let ccas = ["bbr".to_string()];
         let all = expand(&s, s.sweep.as_ref().unwrap(), &ccas).unwrap();
         // 6 points of 1 repetition of 10 s.
@@ -175,26 +182,15 @@ mod tests {
         assert_eq!("1/3".parse(), Ok(Shard { index: 1, count: 3 }));
     }
 
-    const GRID: &str = r#"
-name = "g"
-duration_s = 10
-[bottleneck]
-rate_mbit = 10
-buffer = { bdp = 1.0, rtt_ms = 20.0 }
-[[flows]]
-cca = "cubic"
-rtt_ms = 20
-[[flows]]
-cca = "cubic"
-rtt_ms = 20
-[sweep]
-x = { param = "bottleneck.buffer.bdp", values = [0.5, 2] }
-y = { param = "flows[1].rtt_ms", values = [10, 40, 80] }
-"#;
+    /// The lab tests' grid (2 buffers x 3 RTTs of the second flow), one
+    /// repetition, named "g".
+    fn grid() -> String {
+        crate::testkit::grid_toml("g", 1, None, &[10, 40, 80])
+    }
 
     #[test]
     fn expands_every_point_to_a_resolved_plan() {
-        let s = Scenario::from_toml(GRID).unwrap();
+        let s = Scenario::from_toml(&grid()).unwrap();
         let ccas = ["bbr".to_string(), "cubic".to_string()];
         let points = expand(&s, s.sweep.as_ref().unwrap(), &ccas).unwrap();
         assert_eq!(points.len(), 2 * 3 * 2);

@@ -70,6 +70,10 @@
 //! - [`daemon_child`]: `rttfairctl daemon` as a child process (demo, soak
 //!   and daemon benches, kernel tests): up on /healthz before the caller
 //!   goes on, its stderr kept, stopped on drop.
+//!
+//! Tests only:
+//! - [`testkit`] (unit tests, and the `testkit` feature): run and sweep
+//!   folders written by the lab's own writers from made-up results.
 
 pub mod accounting;
 pub mod arrivals;
@@ -106,4 +110,6 @@ pub mod sock;
 pub mod summary;
 pub mod sweep;
 pub mod sweep_plots;
+#[cfg(any(test, feature = "testkit"))]
+pub mod testkit;
 pub mod topology;

@@ -517,29 +517,15 @@ mod tests {
 
     use super::*;
     use crate::grid::Shard;
-    use crate::provenance::{CcaObject, Environment, PointProvenance, SelfCheck};
+    use crate::provenance::{CcaObject, Environment};
     use crate::results::Summary;
-    use crate::selfcheck::RateCheck;
+    use crate::testkit::{self, MadeUp};
 
-    const GRID_2D: &str = r#"
-name = "m"
-duration_s = 10
-repetitions = 3
-[bottleneck]
-rate_mbit = 10
-buffer = { bdp = 1.0, rtt_ms = 20.0 }
-[[flows]]
-cca = "cubic"
-rtt_ms = 20
-group = "short"
-[[flows]]
-cca = "cubic"
-rtt_ms = 20
-group = "long"
-[sweep]
-x = { param = "bottleneck.buffer.bdp", values = [0.5, 2] }
-y = { param = "flows[1].rtt_ms", values = [10, 40, 80] }
-"#;
+    /// The grid of these tests: 2 x 3 points of 3 repetitions, the flows
+    /// in groups "short" and "long".
+    fn grid_2d() -> String {
+        testkit::grid_toml("m", 3, Some(["short", "long"]), &[10, 40, 80])
+    }
 
     fn ccas() -> Vec<String> {
         vec!["fairtt".into(), "cubic".into()]
@@ -547,10 +533,7 @@ y = { param = "flows[1].rtt_ms", values = [10, 40, 80] }
 
     /// A test folder under the temp dir, empty.
     fn tmp(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("rttfair-merge-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
+        testkit::temp_folder(&format!("merge-{name}"))
     }
 
     /// A distinct made-up summary for repetition `j` (0..3) of the k-th
@@ -574,7 +557,7 @@ y = { param = "flows[1].rtt_ms", values = [10, 40, 80] }
         s
     }
 
-    /// The repetitions of the k-th point (GRID_2D's 3).
+    /// The repetitions of the k-th point (the grid's 3).
     fn rep_summaries(k: usize) -> Vec<Summary> {
         (0..3).map(|j| summary(k, j)).collect()
     }
@@ -586,7 +569,7 @@ y = { param = "flows[1].rtt_ms", values = [10, 40, 80] }
         out: &Path,
         text: &str,
         shard: Option<Shard>,
-        edit: impl Fn(&mut SweepProvenance),
+        edit: impl FnOnce(&mut SweepProvenance),
     ) -> PathBuf {
         write_sweep_folder_of(out, text, &ccas(), shard, edit)
     }
@@ -598,83 +581,23 @@ y = { param = "flows[1].rtt_ms", values = [10, 40, 80] }
         text: &str,
         ccas: &[String],
         shard: Option<Shard>,
-        edit: impl Fn(&mut SweepProvenance),
+        edit: impl FnOnce(&mut SweepProvenance),
     ) -> PathBuf {
         let base = Scenario::from_toml(text).unwrap();
-        let sweep = base.sweep.clone().unwrap();
-        let all = grid::expand(&base, &sweep, ccas).unwrap();
-        let mine: Vec<(usize, grid::PointPlan)> = all
-            .into_iter()
-            .enumerate()
-            .filter(|(k, _)| shard.is_none_or(|s| *k as u32 % s.count == s.index))
-            .collect();
-        let dir = crate::sweep::dir_of(out, &base);
-        let mut points = Vec::new();
-        let mut records = Vec::new();
-        for (k, p) in &mine {
-            let run_dir = p.plan.dir_name();
-            let rd = dir.join("runs").join(&run_dir);
-            std::fs::create_dir_all(rd.join("rep0")).unwrap();
-            std::fs::write(rd.join("rep0/goodput.csv"), format!("point {k}\n")).unwrap();
-            // The run's summary.json as run_plan writes it (the fields a
-            // sweep reads back): every repetition and their mean.
-            let reps: Vec<Summary> = rep_summaries(*k)
-                .into_iter()
-                .take(base.repetitions as usize)
-                .collect();
-            let mean = crate::summary::mean_summary(&reps);
-            let run_reps: Vec<serde_json::Value> = reps
-                .iter()
-                .map(|r| serde_json::json!({ "flows": [], "summary": r }))
-                .collect();
-            std::fs::write(
-                rd.join("summary.json"),
-                serde_json::json!({ "reps": run_reps, "summary": mean }).to_string(),
-            )
-            .unwrap();
-            points.push(SweepPoint {
-                cca: p.key.cca.clone(),
-                x: p.key.x,
-                y: p.key.y,
-                summary: mean,
-                worst: crate::summary::worst_of(&reps),
-            });
-            records.push(PointProvenance {
-                cca: p.key.cca.clone(),
-                x: p.key.x,
-                y: p.key.y,
-                run_dir,
-                tunables: BTreeMap::new(),
-                self_check: SelfCheck {
-                    rtt: vec![],
-                    rate: RateCheck {
-                        configured_bit: 1e7,
-                        measured_bit: 1e7,
-                        busy_s: 3.0,
-                        ok: true,
-                    },
-                },
-            });
-        }
-        let mut prov = SweepProvenance {
-            environment: Environment::current(),
-            ccas: ccas.iter().map(|c| CcaObject::of(c)).collect(),
-            scenario: provenance::scenario_text(&base).unwrap(),
-            shard,
-            merged_from: vec![],
-            sources: vec![],
-            points: records,
+        let reps = base.repetitions as usize;
+        let point = |k: usize, _: &grid::PointPlan| {
+            MadeUp::Repetitions(rep_summaries(k).into_iter().take(reps).collect())
         };
-        edit(&mut prov);
-        crate::sweep::write_outputs(&dir, &base, &sweep, ccas, &points, &prov).unwrap();
-        dir
+        testkit::write_sweep_folder(out, &base, ccas, shard, point, edit)
     }
 
     fn shard(i: u32, n: u32) -> Option<Shard> {
         Some(Shard { index: i, count: n })
     }
 
-    /// Every file under `dir` (relative path -> bytes).
+    /// Every file under `dir` (relative path -> bytes); a run's
+    /// summary.json without its `dir`, the folder the run was written in
+    /// (a shard's, kept as it was when the run is copied).
     fn tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
         let mut out = BTreeMap::new();
         let mut stack = vec![dir.to_path_buf()];
@@ -683,12 +606,19 @@ y = { param = "flows[1].rtt_ms", values = [10, 40, 80] }
                 let p = e.unwrap().path();
                 if p.is_dir() {
                     stack.push(p);
-                } else {
-                    out.insert(
-                        p.strip_prefix(dir).unwrap().to_path_buf(),
-                        std::fs::read(&p).unwrap(),
-                    );
+                    continue;
                 }
+                let rel = p.strip_prefix(dir).unwrap().to_path_buf();
+                let mut bytes = std::fs::read(&p).unwrap();
+                if rel.starts_with("runs")
+                    && rel.components().count() == 3
+                    && rel.ends_with("summary.json")
+                {
+                    let mut run: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+                    assert!(run.as_object_mut().unwrap().remove("dir").is_some());
+                    bytes = run.to_string().into_bytes();
+                }
+                out.insert(rel, bytes);
             }
         }
         out
@@ -697,13 +627,10 @@ y = { param = "flows[1].rtt_ms", values = [10, 40, 80] }
     #[test]
     fn merged_shards_are_what_one_machine_writes() {
         for (name, text) in [
-            ("2d", GRID_2D.to_string()),
+            ("2d", grid_2d()),
             (
                 "1d",
-                GRID_2D.replace(
-                    "y = { param = \"flows[1].rtt_ms\", values = [10, 40, 80] }",
-                    "",
-                ),
+                testkit::grid_toml("m", 3, Some(["short", "long"]), &[]),
             ),
         ] {
             let root = tmp(&format!("equal-{name}"));
@@ -770,8 +697,8 @@ y = { param = "flows[1].rtt_ms", values = [10, 40, 80] }
     #[test]
     fn refuses_mixed_scenarios() {
         let root = tmp("mixed-scenario");
-        let other = GRID_2D.replace("duration_s = 10", "duration_s = 12");
-        let a = write_sweep_folder(&root.join("a"), GRID_2D, shard(0, 2), |_| {});
+        let other = grid_2d().replace("duration_s = 10", "duration_s = 12");
+        let a = write_sweep_folder(&root.join("a"), &grid_2d(), shard(0, 2), |_| {});
         let b = write_sweep_folder(&root.join("b"), &other, shard(1, 2), |_| {});
         refused(&root, &[a.clone(), b], "mixed scenarios");
         // Another CCA's sweep of another scenario: refused alike, and the
@@ -784,7 +711,7 @@ y = { param = "flows[1].rtt_ms", values = [10, 40, 80] }
             None,
             |_| {},
         );
-        let whole = write_sweep_folder(&root.join("whole"), GRID_2D, None, |_| {});
+        let whole = write_sweep_folder(&root.join("whole"), &grid_2d(), None, |_| {});
         refused(&root, &[whole, c], "mixed scenarios");
         let _ = std::fs::remove_dir_all(&root);
     }
@@ -793,9 +720,9 @@ y = { param = "flows[1].rtt_ms", values = [10, 40, 80] }
         list.iter().map(|s| s.to_string()).collect()
     }
 
-    /// GRID_2D as `lab sweep --reps 1` records it.
+    /// The grid as `lab sweep --reps 1` records it.
     fn one_rep() -> String {
-        GRID_2D.replace("repetitions = 3", "repetitions = 1")
+        grid_2d().replace("repetitions = 3", "repetitions = 1")
     }
 
     /// Issue 14's case: qfair swept in two shards with 3 repetitions by
@@ -809,7 +736,7 @@ y = { param = "flows[1].rtt_ms", values = [10, 40, 80] }
         let q: Vec<PathBuf> = (0..2)
             .map(|i| {
                 let out = root.join(format!("qfair-{i}"));
-                write_sweep_folder_of(&out, GRID_2D, &names(&["qfair"]), shard(i, 2), |_| {});
+                write_sweep_folder_of(&out, &grid_2d(), &names(&["qfair"]), shard(i, 2), |_| {});
                 out
             })
             .collect();
@@ -913,13 +840,13 @@ y = { param = "flows[1].rtt_ms", values = [10, 40, 80] }
     fn one_ccas_folders_must_agree_and_be_complete() {
         let root = tmp("per-cca");
         let qfair = names(&["qfair"]);
-        let q0 = write_sweep_folder_of(&root.join("q0"), GRID_2D, &qfair, shard(0, 2), |_| {});
+        let q0 = write_sweep_folder_of(&root.join("q0"), &grid_2d(), &qfair, shard(0, 2), |_| {});
         let bbr =
             write_sweep_folder_of(&root.join("bbr"), &one_rep(), &names(&["bbr"]), None, |p| {
                 p.environment.rttfair_commit = "0123456789abcdef".into()
             });
         let q1_commit =
-            write_sweep_folder_of(&root.join("q1c"), GRID_2D, &qfair, shard(1, 2), |p| {
+            write_sweep_folder_of(&root.join("q1c"), &grid_2d(), &qfair, shard(1, 2), |p| {
                 p.environment.rttfair_commit = "0123456789abcdef".into()
             });
         refused(
@@ -928,7 +855,7 @@ y = { param = "flows[1].rtt_ms", values = [10, 40, 80] }
             "mixed binaries: qfair in",
         );
         let q1_object =
-            write_sweep_folder_of(&root.join("q1o"), GRID_2D, &qfair, shard(1, 2), |p| {
+            write_sweep_folder_of(&root.join("q1o"), &grid_2d(), &qfair, shard(1, 2), |p| {
                 p.ccas[0].object_sha256 = Some("00".repeat(32))
             });
         refused(
@@ -944,7 +871,7 @@ y = { param = "flows[1].rtt_ms", values = [10, 40, 80] }
             "mixed repetitions: qfair in",
         );
         // qfair whole, bbr only half its grid.
-        let q1 = write_sweep_folder_of(&root.join("q1"), GRID_2D, &qfair, shard(1, 2), |_| {});
+        let q1 = write_sweep_folder_of(&root.join("q1"), &grid_2d(), &qfair, shard(1, 2), |_| {});
         let half = write_sweep_folder_of(
             &root.join("half"),
             &one_rep(),
@@ -965,17 +892,17 @@ y = { param = "flows[1].rtt_ms", values = [10, 40, 80] }
     #[test]
     fn refuses_mixed_binaries() {
         let root = tmp("mixed-binaries");
-        let a = write_sweep_folder(&root.join("a"), GRID_2D, shard(0, 2), |_| {});
-        let b = write_sweep_folder(&root.join("b"), GRID_2D, shard(1, 2), |p| {
+        let a = write_sweep_folder(&root.join("a"), &grid_2d(), shard(0, 2), |_| {});
+        let b = write_sweep_folder(&root.join("b"), &grid_2d(), shard(1, 2), |p| {
             p.environment.rttfair_commit = "0123456789abcdef".into()
         });
         refused(&root, &[a.clone(), b], "mixed binaries");
-        let c = write_sweep_folder(&root.join("c"), GRID_2D, shard(1, 2), |p| {
+        let c = write_sweep_folder(&root.join("c"), &grid_2d(), shard(1, 2), |p| {
             p.ccas[0].object_sha256 = Some("00".repeat(32))
         });
         refused(&root, &[a.clone(), c], "mixed binaries");
         // Another kernel is a note, not a refusal.
-        let d = write_sweep_folder(&root.join("d"), GRID_2D, shard(1, 2), |p| {
+        let d = write_sweep_folder(&root.join("d"), &grid_2d(), shard(1, 2), |p| {
             p.environment.kernel_release = "6.1.0-other".into()
         });
         let folders = [Folder::load(&a).unwrap(), Folder::load(&d).unwrap()];
@@ -988,17 +915,19 @@ y = { param = "flows[1].rtt_ms", values = [10, 40, 80] }
     fn refuses_missing_and_duplicate_points() {
         let root = tmp("points");
         let s: Vec<PathBuf> = (0..3)
-            .map(|i| write_sweep_folder(&root.join(format!("s{i}")), GRID_2D, shard(i, 3), |_| {}))
+            .map(|i| {
+                write_sweep_folder(&root.join(format!("s{i}")), &grid_2d(), shard(i, 3), |_| {})
+            })
             .collect();
         refused(&root, &s[..2], "missing points: 4 of the grid's 12");
-        let again = write_sweep_folder(&root.join("again"), GRID_2D, shard(1, 3), |_| {});
+        let again = write_sweep_folder(&root.join("again"), &grid_2d(), shard(1, 3), |_| {});
         refused(
             &root,
             &[s[0].clone(), s[1].clone(), again, s[2].clone()],
             "duplicate point",
         );
         // A whole sweep and one of its shards overlap too.
-        let whole = write_sweep_folder(&root.join("whole"), GRID_2D, None, |_| {});
+        let whole = write_sweep_folder(&root.join("whole"), &grid_2d(), None, |_| {});
         refused(&root, &[whole, s[0].clone()], "duplicate point");
         refused(&root, &[], "nothing to merge");
         let _ = std::fs::remove_dir_all(&root);
@@ -1011,7 +940,7 @@ y = { param = "flows[1].rtt_ms", values = [10, 40, 80] }
         out: &Path,
         text: &str,
         shard: Option<Shard>,
-        edit: impl Fn(&mut SweepProvenance),
+        edit: impl FnOnce(&mut SweepProvenance),
     ) -> PathBuf {
         let dir = write_sweep_folder(out, text, shard, edit);
         let path = dir.join("sweep.json");
@@ -1075,7 +1004,7 @@ y = { param = "flows[1].rtt_ms", values = [10, 40, 80] }
         let shards: Vec<PathBuf> = (0..3)
             .map(|i| {
                 let out = root.join(format!("shard-{i}"));
-                let dir = write_old_sweep_folder(&out, GRID_2D, shard(i, 3), |_| {});
+                let dir = write_old_sweep_folder(&out, &grid_2d(), shard(i, 3), |_| {});
                 assert!(Folder::load(&dir)
                     .unwrap()
                     .points
@@ -1138,7 +1067,7 @@ y = { param = "flows[1].rtt_ms", values = [10, 40, 80] }
             assert!(std::fs::metadata(dir.join(f)).unwrap().len() > 1000, "{f}");
         }
         // Exactly what this build writes for the whole sweep on one machine.
-        let whole = write_sweep_folder(&root.join("whole"), GRID_2D, None, |_| {});
+        let whole = write_sweep_folder(&root.join("whole"), &grid_2d(), None, |_| {});
         let (a, b) = (tree(&whole), tree(&dir));
         assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
         for (path, bytes) in &a {
@@ -1154,34 +1083,37 @@ y = { param = "flows[1].rtt_ms", values = [10, 40, 80] }
     #[test]
     fn older_shards_are_checked_as_strictly() {
         let root = tmp("old-refused");
-        let a = write_old_sweep_folder(&root.join("a"), GRID_2D, shard(0, 2), |_| {});
-        let b = write_old_sweep_folder(&root.join("b"), GRID_2D, shard(1, 2), |p| {
+        let a = write_old_sweep_folder(&root.join("a"), &grid_2d(), shard(0, 2), |_| {});
+        let b = write_old_sweep_folder(&root.join("b"), &grid_2d(), shard(1, 2), |p| {
             p.environment.rttfair_commit = "54cb120".into()
         });
         refused(&root, &[a.clone(), b], "mixed binaries");
         // A run folder whose repetitions do not average to its point.
-        let c = write_old_sweep_folder(&root.join("c"), GRID_2D, shard(1, 2), |_| {});
+        let c = write_old_sweep_folder(&root.join("c"), &grid_2d(), shard(1, 2), |_| {});
         let run = std::fs::read_dir(c.join("runs"))
             .unwrap()
             .next()
             .unwrap()
             .unwrap()
             .path();
-        let other: Vec<serde_json::Value> = (0..3)
-            .map(|_| serde_json::json!({ "summary": Summary::default() }))
-            .collect();
-        std::fs::write(
-            run.join("summary.json"),
-            serde_json::json!({ "reps": other, "summary": Summary::default() }).to_string(),
-        )
-        .unwrap();
+        let other = vec![Summary::default(); 3];
+        let default = Summary::default();
+        testkit::rewrite_run_summary(
+            &run,
+            testkit::Finished {
+                reps: &other,
+                mean: &default,
+            },
+        );
         refused(&root, &[a.clone(), c.clone()], "mean Jain");
         // One with a repetition short.
-        std::fs::write(
-            run.join("summary.json"),
-            serde_json::json!({ "reps": other[..2], "summary": Summary::default() }).to_string(),
-        )
-        .unwrap();
+        testkit::rewrite_run_summary(
+            &run,
+            testkit::Finished {
+                reps: &other[..2],
+                mean: &default,
+            },
+        );
         refused(&root, &[a, c], "holds 2 repetitions, the scenario 3");
         let _ = std::fs::remove_dir_all(&root);
     }

@@ -130,46 +130,32 @@ fn draw_legend<'a, 'b: 'a>(chart: &mut XyChart<'a, 'b>) -> Result<()> {
 
 /// Goodput of every flow over time.
 pub fn throughput(path: &Path, plan: &Plan, r: &RepResult) -> Result<()> {
-    let text = ensure_font();
-    let root = canvas(path, (1000, 500))?;
     let ymax = r
         .flows
         .iter()
         .flat_map(|f| f.goodput.iter().map(|p| p.1 / 1e6))
         .fold(plan.rate_bit as f64 / 1e6, f64::max)
         * 1.05;
-    let mut chart = time_chart(
-        &root,
-        text,
-        &format!("{}: goodput per flow", plan.scenario.name),
-        (plan.duration_s, ymax),
-        "goodput (Mbit/s)",
-    )?;
-    for (i, f) in r.flows.iter().enumerate() {
-        let c = color(i);
-        let series = chart.draw_series(LineSeries::new(
-            f.goodput.iter().map(|(t, b)| (*t, b / 1e6)),
-            c.stroke_width(2),
-        ))?;
-        if text {
-            series
-                .label(format!(
-                    "{} {} {} ms",
-                    f.spec.group, f.spec.cca, f.spec.rtt_ms
-                ))
-                .legend(legend_line(c));
+    let what = ("goodput per flow", Legend::Labels);
+    let y = (ymax, "goodput (Mbit/s)");
+    time_plot(path, (1000, 500), plan, what, y, |chart, text| {
+        for (i, f) in r.flows.iter().enumerate() {
+            let c = color(i);
+            let series = chart.draw_series(LineSeries::new(
+                f.goodput.iter().map(|(t, b)| (*t, b / 1e6)),
+                c.stroke_width(2),
+            ))?;
+            if text {
+                let label = format!("{} {} {} ms", f.spec.group, f.spec.cca, f.spec.rtt_ms);
+                series.label(label).legend(legend_line(c));
+            }
         }
-    }
-    if text {
-        draw_legend(&mut chart)?;
-    }
-    save(&root, path)
+        Ok(())
+    })
 }
 
 /// Bottleneck queue (packets) over time.
 pub fn queue(path: &Path, plan: &Plan, r: &RepResult) -> Result<()> {
-    let text = ensure_font();
-    let root = canvas(path, (1000, 400))?;
     let limit_pkts = plan.buffer_bytes as f64 / WIRE_PACKET as f64;
     let ymax = r
         .queue
@@ -178,21 +164,49 @@ pub fn queue(path: &Path, plan: &Plan, r: &RepResult) -> Result<()> {
         .fold(limit_pkts, f64::max)
         * 1.05
         + 1.0;
-    let mut chart = time_chart(
-        &root,
-        text,
-        &format!("{}: bottleneck queue", plan.scenario.name),
-        (plan.duration_s, ymax),
-        "queue (packets)",
-    )?;
-    chart.draw_series(LineSeries::new(
-        r.queue.iter().map(|q| (q.t, q.stats.qlen as f64)),
-        color(0),
-    ))?;
-    chart.draw_series(LineSeries::new(
-        vec![(0.0, limit_pkts), (plan.duration_s, limit_pkts)],
-        RED.stroke_width(1),
-    ))?;
+    let what = ("bottleneck queue", Legend::None);
+    let y = (ymax, "queue (packets)");
+    time_plot(path, (1000, 400), plan, what, y, |chart, _| {
+        chart.draw_series(LineSeries::new(
+            r.queue.iter().map(|q| (q.t, q.stats.qlen as f64)),
+            color(0),
+        ))?;
+        chart.draw_series(LineSeries::new(
+            vec![(0.0, limit_pkts), (plan.duration_s, limit_pkts)],
+            RED.stroke_width(1),
+        ))?;
+        Ok(())
+    })
+}
+
+/// Whether a plot has a legend.
+#[derive(PartialEq)]
+enum Legend {
+    None,
+    /// The box of the series' labels, when there is text.
+    Labels,
+}
+
+/// The PNG at `path` (`size` pixels) of something over `plan`'s run:
+/// its [`time_chart`] (caption "<scenario>: `what`", 0 to the run's
+/// duration by `0..y_max` named `y_desc`), on which `draw` draws (told
+/// whether there is text), then the legend.
+fn time_plot<'p>(
+    path: &'p Path,
+    size: (u32, u32),
+    plan: &Plan,
+    (what, legend): (&str, Legend),
+    (y_max, y_desc): (f64, &str),
+    draw: impl FnOnce(&mut XyChart<'_, 'p>, bool) -> Result<()>,
+) -> Result<()> {
+    let text = ensure_font();
+    let root = canvas(path, size)?;
+    let caption = format!("{}: {what}", plan.scenario.name);
+    let mut chart = time_chart(&root, text, &caption, (plan.duration_s, y_max), y_desc)?;
+    draw(&mut chart, text)?;
+    if text && legend == Legend::Labels {
+        draw_legend(&mut chart)?;
+    }
     save(&root, path)
 }
 
@@ -239,53 +253,41 @@ fn cell_label(labels: &[String], at: f64) -> String {
     labels.get(i as usize).cloned().unwrap_or_default()
 }
 
-/// A heatmap of `values[y][x]` (NaN = missing) with labelled axes, each
-/// given as (name, one label per column or row), colour from `lo` (blue)
-/// through the middle (white) to `hi` (red). Columns and rows are evenly
-/// spaced categories (see [`CellAxis`]); each value is printed at its
-/// cell's centre as `label` formats it (the metric's own precision and
-/// unit: a Jain's index needs three decimals, a delay in ms one).
-pub fn heatmap(
-    path: &Path,
-    title: &str,
-    (x_label, xs): (&str, &[String]),
-    (y_label, ys): (&str, &[String]),
-    values: &[Vec<f64>],
-    (lo, hi): (f64, f64),
-    label: fn(f64) -> String,
-) -> Result<()> {
+/// What the heatmaps of one metric over one grid share: the axes, each
+/// as (name, one label per column or row), the colour scale `range`
+/// (`lo` blue through white in the middle to `hi` red), and how a value is
+/// printed at its cell's centre (`label`: the metric's own precision and
+/// unit, a Jain's index needs three decimals, a delay in ms one).
+pub struct HeatmapGrid<'a> {
+    pub x: (&'a str, &'a [String]),
+    pub y: (&'a str, &'a [String]),
+    pub range: (f64, f64),
+    pub label: fn(f64) -> String,
+}
+
+/// A heatmap of `values[y][x]` (NaN = missing) over `grid`. Columns and
+/// rows are evenly spaced categories (see [`CellAxis`]).
+pub fn heatmap(path: &Path, title: &str, grid: &HeatmapGrid, values: &[Vec<f64>]) -> Result<()> {
     let text = ensure_font();
-    let root = canvas(path, heatmap_size(title, xs.len(), ys.len()))?;
-    draw_heatmap(
-        &root,
-        text,
-        title,
-        (x_label, xs),
-        (y_label, ys),
-        values,
-        (lo, hi),
-        label,
-    )?;
+    let root = canvas(path, heatmap_size(title, grid.x.1.len(), grid.y.1.len()))?;
+    draw_heatmap(&root, text, title, grid, values)?;
     save(&root, path)
 }
 
 /// Several heatmaps of one metric side by side in one image, one panel
-/// per `(caption, values[y][x])`, every panel on the one colour scale
-/// `(lo, hi)` so panels compare by colour; `title` above them all. The
+/// per `(caption, values[y][x])`, every panel on `grid`'s one colour
+/// scale so panels compare by colour; `title` above them all. The
 /// panels fill rows of ceil(sqrt(n)) (2 side by side, 7 as 3 + 3 + 1).
 pub fn heatmap_panels(
     path: &Path,
     title: &str,
-    (x_label, xs): (&str, &[String]),
-    (y_label, ys): (&str, &[String]),
+    grid: &HeatmapGrid,
     panels: &[(String, Vec<Vec<f64>>)],
-    (lo, hi): (f64, f64),
-    label: fn(f64) -> String,
 ) -> Result<()> {
     let text = ensure_font();
     let (cols, rows) = panel_layout(panels.len());
     let (w, h) = panels.iter().fold((0, 0), |(w, h), (caption, _)| {
-        let (pw, ph) = heatmap_size(caption, xs.len(), ys.len());
+        let (pw, ph) = heatmap_size(caption, grid.x.1.len(), grid.y.1.len());
         (w.max(pw), h.max(ph))
     });
     let width = (w * cols).max(40 + 9 * title.chars().count() as u32);
@@ -297,16 +299,7 @@ pub fn heatmap_panels(
     };
     let areas = body.split_evenly((rows as usize, cols as usize));
     for ((caption, values), area) in panels.iter().zip(&areas) {
-        draw_heatmap(
-            area,
-            text,
-            caption,
-            (x_label, xs),
-            (y_label, ys),
-            values,
-            (lo, hi),
-            label,
-        )?;
+        draw_heatmap(area, text, caption, grid, values)?;
     }
     save(&root, path)
 }
@@ -320,17 +313,19 @@ pub fn panel_layout(n: usize) -> (u32, u32) {
 }
 
 /// One heatmap drawn on `area` (see [`heatmap`]).
-#[allow(clippy::too_many_arguments)]
 fn draw_heatmap(
     area: &Canvas,
     text: bool,
     title: &str,
-    (x_label, xs): (&str, &[String]),
-    (y_label, ys): (&str, &[String]),
+    grid: &HeatmapGrid,
     values: &[Vec<f64>],
-    (lo, hi): (f64, f64),
-    label: fn(f64) -> String,
 ) -> Result<()> {
+    let HeatmapGrid {
+        x: (x_label, xs),
+        y: (y_label, ys),
+        range: (lo, hi),
+        label,
+    } = *grid;
     let mut chart = chart_on(area, text, title, 18, (50, 80))
         .build_cartesian_2d(CellAxis(xs.len()), CellAxis(ys.len()))?;
     if text {
@@ -532,16 +527,13 @@ mod tests {
             vec!["10".to_string(), "40".to_string(), "80".to_string()],
         );
         let values = vec![vec![0.9, f64::NAN], vec![0.5, 1.0], vec![0.7, 0.99]];
-        heatmap(
-            &dir.join("heatmap.png"),
-            "jain",
-            ("buffer (BDP)", &xs),
-            ("RTT (ms)", &ys),
-            &values,
-            (0.5, 1.0),
-            |v| format!("{v:.3}"),
-        )
-        .unwrap();
+        let grid = HeatmapGrid {
+            x: ("buffer (BDP)", &xs),
+            y: ("RTT (ms)", &ys),
+            range: (0.5, 1.0),
+            label: |v| format!("{v:.3}"),
+        };
+        heatmap(&dir.join("heatmap.png"), "jain", &grid, &values).unwrap();
         let points: Vec<SweepPoint> = ["qfair", "bbr"]
             .iter()
             .flat_map(|cca| {

@@ -60,9 +60,9 @@ pub fn finished(run_dir: &Path, plan: &Plan, build: &Build) -> Option<Finished> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provenance::{Environment, SelfCheck};
+    use crate::provenance::Environment;
     use crate::scenario::Scenario;
-    use crate::selfcheck::RateCheck;
+    use crate::testkit;
 
     const SCENARIO: &str = r#"
 name = "r"
@@ -97,48 +97,30 @@ rtt_ms = 40
             ccas: plan.ccas.iter().map(|c| CcaObject::of(c)).collect(),
             tunables: Default::default(),
             scenario: provenance::scenario_text(&plan.scenario).unwrap(),
-            self_check: SelfCheck {
-                rtt: vec![],
-                rate: RateCheck {
-                    configured_bit: 1e7,
-                    measured_bit: 1e7,
-                    busy_s: 3.0,
-                    ok: true,
-                },
-            },
+            self_check: testkit::passed_self_check(),
         }
     }
 
-    /// A run folder as run_plan leaves it: provenance, then (if it
-    /// finished) summary.json with `reps` repetitions.
+    /// A run folder of the test's plan as run_plan leaves it: provenance,
+    /// then (if it finished) `reps` repetitions and their summary.json.
     fn folder(name: &str, prov: &RunProvenance, reps: Option<usize>) -> std::path::PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("rttfair-resume-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        provenance::write(&dir, prov).unwrap();
-        if let Some(n) = reps {
-            let summary = Summary {
-                jain: 0.75,
+        let dir = testkit::temp_folder(&format!("resume-{name}"));
+        // Repetition k's Jain is 0.75 - 0.25 k; the stated mean's 0.75.
+        let summaries: Vec<Summary> = (0..reps.unwrap_or(0))
+            .map(|k| Summary {
+                jain: 0.75 - 0.25 * k as f64,
                 ..Summary::default()
-            };
-            // Repetition k's Jain is 0.75 - 0.25 k (the rest of a
-            // repetition's record is not read).
-            let reps: Vec<serde_json::Value> = (0..n)
-                .map(|k| {
-                    let rep = Summary {
-                        jain: 0.75 - 0.25 * k as f64,
-                        ..Summary::default()
-                    };
-                    serde_json::json!({ "flows": [], "summary": rep })
-                })
-                .collect();
-            std::fs::write(
-                dir.join("summary.json"),
-                serde_json::json!({ "reps": reps, "summary": summary }).to_string(),
-            )
-            .unwrap();
-        }
+            })
+            .collect();
+        let mean = Summary {
+            jain: 0.75,
+            ..Summary::default()
+        };
+        let finished = reps.map(|_| testkit::Finished {
+            reps: &summaries,
+            mean: &mean,
+        });
+        testkit::write_run_folder(&dir, &plan(), prov, finished);
         dir
     }
 

@@ -132,24 +132,24 @@ pub fn plot(
                 )
             })
             .collect();
+        let grid = crate::plot::HeatmapGrid {
+            x: (&sweep.x.param, &xs),
+            y: (&ya.param, &ys),
+            range,
+            label: m.label,
+        };
         crate::plot::heatmap_panels(
             &dir.join(format!("{}.png", m.name)),
             &format!("{}: {}", base.name, m.title),
-            (&sweep.x.param, &xs),
-            (&ya.param, &ys),
+            &grid,
             &panels,
-            range,
-            m.label,
         )?;
         for cca in ccas {
             crate::plot::heatmap(
                 &dir.join(format!("{}-{cca}.png", m.name)),
                 &format!("{} {cca}: {}", base.name, m.title),
-                (&sweep.x.param, &xs),
-                (&ya.param, &ys),
+                &grid,
                 &grid_values(sweep, points, cca, m.value),
-                range,
-                m.label,
             )?;
         }
     }

@@ -81,14 +81,20 @@ impl KernelTest {
     /// unloaded, and each step must succeed.
     pub fn unload_when_idle<N>(&self, cca: rttfair_loader::Cca, network: N) {
         assert!(
-            wait_until(Duration::from_secs(10), || {
-                rttfair_loader::flows::live_sockets(&self.fs, cca).unwrap() == 0
-            }),
+            self.sockets_closed(cca, Duration::from_secs(10)),
             "{} sockets still open 10 s after the flows ended",
             cca.name()
         );
         drop(network);
         assert_success(&self.run(&["unload", cca.name()]));
+    }
+
+    /// Whether every socket on `cca` is gone from its live count within
+    /// `timeout` (closed sockets take a moment to leave the CCA).
+    pub fn sockets_closed(&self, cca: rttfair_loader::Cca, timeout: Duration) -> bool {
+        wait_until(timeout, || {
+            rttfair_loader::flows::live_sockets(&self.fs, cca).unwrap() == 0
+        })
     }
 
     /// Each `(name, value)` is refused by `rttfairctl set` with one line on
@@ -328,4 +334,57 @@ pub fn sample(exposition: &str, series: &str) -> Option<f64> {
             let (s, v) = l.rsplit_once(' ')?;
             (s == series).then(|| v.parse().ok()).flatten()
         })
+}
+
+/// One loopback connection on a CCA inside a test's namespace, its
+/// receiver a thread there counting bytes to EOF: a test writes with
+/// [`LoopbackFlow::blast`] around what it does to the CCA, then
+/// [`LoopbackFlow::finish`] says whether every byte sent arrived.
+pub struct LoopbackFlow {
+    client: std::net::TcpStream,
+    sink: std::thread::JoinHandle<anyhow::Result<u64>>,
+    sent: u64,
+}
+
+impl LoopbackFlow {
+    /// Listen and connect on 127.0.0.1 inside `ns` (which must outlive
+    /// the flow), `cca` set on the client before the handshake.
+    pub fn open(ns: &rttfair_lab::netns::Netns, cca: &str) -> LoopbackFlow {
+        let l = ns
+            .run(|| TcpListener::bind("127.0.0.1:0").unwrap())
+            .unwrap();
+        let addr = l.local_addr().unwrap();
+        let sink = ns.spawn(move || sink_once(l)).unwrap();
+        let cca = cca.to_string();
+        let client = ns.run(move || connect_with(addr, &cca)).unwrap();
+        LoopbackFlow {
+            client,
+            sink,
+            sent: 0,
+        }
+    }
+
+    /// Write zeros for `dur` (see [`blast`]).
+    pub fn blast(&mut self, dur: Duration) {
+        self.sent += blast(&mut self.client, dur);
+    }
+
+    /// Close the connection: the bytes the receiver read, and those sent.
+    pub fn finish(self) -> (u64, u64) {
+        drop(self.client);
+        (self.sink.join().unwrap().unwrap(), self.sent)
+    }
+}
+
+/// An object file of bbr1 that the verifier rejects (the loader's test
+/// data), written to `rttfair-<tag>-<pid>.o` under the temp dir; the
+/// caller removes it.
+pub fn rejected_object(tag: &str) -> PathBuf {
+    let obj = std::env::temp_dir().join(format!("rttfair-{tag}-{}.o", std::process::id()));
+    std::fs::write(
+        &obj,
+        rttfair_loader::objects::testdata::REJECTED_BY_VERIFIER,
+    )
+    .unwrap();
+    obj
 }
