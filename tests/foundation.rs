@@ -238,8 +238,7 @@ fn a_name_taken_by_another_registrant_is_refused() {
 fn verifier_rejection_prints_the_verifier_and_registers_nothing() {
     let t = KernelTest::new();
     let obj = rejected_object("reject");
-    let out = t.run(&["load", "bbr1", "--object", obj.to_str().unwrap()]);
-    let _ = std::fs::remove_file(&obj);
+    let out = t.run(&["load", "bbr1", "--object", obj.path().to_str().unwrap()]);
     let line = assert_one_line_error(&out, "verifier rejected bbr1");
     assert!(
         line.contains("no write support"),

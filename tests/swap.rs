@@ -233,8 +233,7 @@ fn failed_swap_leaves_the_old_implementation() {
     let t = KernelTest::new();
     assert_success(&t.run(&["load", "bbr1"]));
     let obj = rejected_object("reject-swap");
-    let out = t.run(&["swap", "bbr1", "--object", obj.to_str().unwrap()]);
-    let _ = std::fs::remove_file(&obj);
+    let out = t.run(&["swap", "bbr1", "--object", obj.path().to_str().unwrap()]);
     assert_one_line_error(&out, "verifier rejected bbr1");
     assert!(registered("bbr1"));
     // The old implementation still controls and exports new connections.

@@ -377,12 +377,16 @@ impl LoopbackFlow {
 }
 
 /// An object file of bbr1 that the verifier rejects (the loader's test
-/// data), written to `rttfair-<tag>-<pid>.o` under the temp dir; the
-/// caller removes it.
-pub fn rejected_object(tag: &str) -> PathBuf {
-    let obj = std::env::temp_dir().join(format!("rttfair-{tag}-{}.o", std::process::id()));
+/// data), in a temp file named after `tag` that is removed when dropped,
+/// also when the test panics.
+pub fn rejected_object(tag: &str) -> tempfile::NamedTempFile {
+    let obj = tempfile::Builder::new()
+        .prefix(&format!("rttfair-{tag}-"))
+        .suffix(".o")
+        .tempfile()
+        .unwrap();
     std::fs::write(
-        &obj,
+        obj.path(),
         rttfair_loader::objects::testdata::REJECTED_BY_VERIFIER,
     )
     .unwrap();
