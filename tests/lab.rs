@@ -514,7 +514,8 @@ fn lab_merge_puts_sweeps_of_other_ccas_side_by_side() {
     use rttfair_lab::testkit::{self, MadeUp};
     use std::path::{Path, PathBuf};
 
-    let root = testkit::temp_folder("merge-cli");
+    let root_dir = testkit::temp_folder("merge-cli");
+    let root = root_dir.path().to_path_buf();
     // A whole sweep folder of `cca`, `reps` repetitions, by rttfair `commit`.
     let write = |out: &Path, cca: &str, reps: u32, commit: &str| -> PathBuf {
         let mut base = Scenario::from_toml(&testkit::grid_toml("mc", 3, None, &[10, 40])).unwrap();
@@ -591,5 +592,4 @@ fn lab_merge_puts_sweeps_of_other_ccas_side_by_side() {
     let o = merge(false, &[&q, &b, &q2], "m3");
     assert_one_line_error(&o, "mixed binaries: qfair in");
     assert!(!root.join("m3").exists());
-    let _ = std::fs::remove_dir_all(&root);
 }

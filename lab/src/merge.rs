@@ -531,8 +531,8 @@ mod tests {
         vec!["fairtt".into(), "cubic".into()]
     }
 
-    /// A test folder under the temp dir, empty.
-    fn tmp(name: &str) -> PathBuf {
+    /// A test folder under the temp dir, empty, removed on drop.
+    fn tmp(name: &str) -> tempfile::TempDir {
         testkit::temp_folder(&format!("merge-{name}"))
     }
 
@@ -633,7 +633,8 @@ mod tests {
                 testkit::grid_toml("m", 3, Some(["short", "long"]), &[]),
             ),
         ] {
-            let root = tmp(&format!("equal-{name}"));
+            let root_dir = tmp(&format!("equal-{name}"));
+            let root = root_dir.path().to_path_buf();
             let whole = write_sweep_folder(&root.join("whole"), &text, None, |_| {});
             let shards: Vec<PathBuf> = (0..3)
                 .map(|i| {
@@ -680,7 +681,6 @@ mod tests {
                 },
                 pw
             );
-            let _ = std::fs::remove_dir_all(&root);
         }
     }
 
@@ -696,7 +696,8 @@ mod tests {
 
     #[test]
     fn refuses_mixed_scenarios() {
-        let root = tmp("mixed-scenario");
+        let root_dir = tmp("mixed-scenario");
+        let root = root_dir.path().to_path_buf();
         let other = grid_2d().replace("duration_s = 10", "duration_s = 12");
         let a = write_sweep_folder(&root.join("a"), &grid_2d(), shard(0, 2), |_| {});
         let b = write_sweep_folder(&root.join("b"), &other, shard(1, 2), |_| {});
@@ -713,7 +714,6 @@ mod tests {
         );
         let whole = write_sweep_folder(&root.join("whole"), &grid_2d(), None, |_| {});
         refused(&root, &[whole, c], "mixed scenarios");
-        let _ = std::fs::remove_dir_all(&root);
     }
 
     fn names(list: &[&str]) -> Vec<String> {
@@ -732,7 +732,8 @@ mod tests {
     /// and the side-by-side tables written.
     #[test]
     fn sweeps_of_other_ccas_merge_side_by_side() {
-        let root = tmp("side-by-side");
+        let root_dir = tmp("side-by-side");
+        let root = root_dir.path().to_path_buf();
         let q: Vec<PathBuf> = (0..2)
             .map(|i| {
                 let out = root.join(format!("qfair-{i}"));
@@ -830,7 +831,6 @@ mod tests {
         assert_eq!(m2.provenance.cca_names(), names(&["qfair", "bbr", "cubic"]));
         assert_eq!(m2.provenance.sources[..2], back.sources[..]);
         assert_eq!(m2.points.len(), 18);
-        let _ = std::fs::remove_dir_all(&root);
     }
 
     /// One CCA's points stay one sweep: its folders from two builds, or
@@ -838,7 +838,8 @@ mod tests {
     /// so is another CCA with a point missing.
     #[test]
     fn one_ccas_folders_must_agree_and_be_complete() {
-        let root = tmp("per-cca");
+        let root_dir = tmp("per-cca");
+        let root = root_dir.path().to_path_buf();
         let qfair = names(&["qfair"]);
         let q0 = write_sweep_folder_of(&root.join("q0"), &grid_2d(), &qfair, shard(0, 2), |_| {});
         let bbr =
@@ -886,12 +887,12 @@ mod tests {
         );
         // The same CCA swept twice, whole.
         refused(&root, &[q0, q1, bbr.clone(), bbr], "duplicate point bbr");
-        let _ = std::fs::remove_dir_all(&root);
     }
 
     #[test]
     fn refuses_mixed_binaries() {
-        let root = tmp("mixed-binaries");
+        let root_dir = tmp("mixed-binaries");
+        let root = root_dir.path().to_path_buf();
         let a = write_sweep_folder(&root.join("a"), &grid_2d(), shard(0, 2), |_| {});
         let b = write_sweep_folder(&root.join("b"), &grid_2d(), shard(1, 2), |p| {
             p.environment.rttfair_commit = "0123456789abcdef".into()
@@ -908,12 +909,12 @@ mod tests {
         let folders = [Folder::load(&a).unwrap(), Folder::load(&d).unwrap()];
         let m = combine(&folders).unwrap();
         assert_eq!(m.warnings.len(), 1, "{:?}", m.warnings);
-        let _ = std::fs::remove_dir_all(&root);
     }
 
     #[test]
     fn refuses_missing_and_duplicate_points() {
-        let root = tmp("points");
+        let root_dir = tmp("points");
+        let root = root_dir.path().to_path_buf();
         let s: Vec<PathBuf> = (0..3)
             .map(|i| {
                 write_sweep_folder(&root.join(format!("s{i}")), &grid_2d(), shard(i, 3), |_| {})
@@ -930,7 +931,6 @@ mod tests {
         let whole = write_sweep_folder(&root.join("whole"), &grid_2d(), None, |_| {});
         refused(&root, &[whole, s[0].clone()], "duplicate point");
         refused(&root, &[], "nothing to merge");
-        let _ = std::fs::remove_dir_all(&root);
     }
 
     /// What commit 54cb120's `lab sweep` left for the same points: the
@@ -1000,7 +1000,8 @@ mod tests {
     /// writes for the whole sweep, every heatmap included.
     #[test]
     fn older_shards_merge_with_the_worst_of_their_repetitions() {
-        let root = tmp("old-format");
+        let root_dir = tmp("old-format");
+        let root = root_dir.path().to_path_buf();
         let shards: Vec<PathBuf> = (0..3)
             .map(|i| {
                 let out = root.join(format!("shard-{i}"));
@@ -1075,14 +1076,14 @@ mod tests {
                 assert!(*bytes == b[path], "{} differs", path.display());
             }
         }
-        let _ = std::fs::remove_dir_all(&root);
     }
 
     /// Older shards of different builds are still refused, as are run
     /// folders that are not the points' runs.
     #[test]
     fn older_shards_are_checked_as_strictly() {
-        let root = tmp("old-refused");
+        let root_dir = tmp("old-refused");
+        let root = root_dir.path().to_path_buf();
         let a = write_old_sweep_folder(&root.join("a"), &grid_2d(), shard(0, 2), |_| {});
         let b = write_old_sweep_folder(&root.join("b"), &grid_2d(), shard(1, 2), |p| {
             p.environment.rttfair_commit = "54cb120".into()
@@ -1115,6 +1116,5 @@ mod tests {
             },
         );
         refused(&root, &[a, c], "holds 2 repetitions, the scenario 3");
-        let _ = std::fs::remove_dir_all(&root);
     }
 }

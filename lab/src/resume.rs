@@ -103,7 +103,7 @@ rtt_ms = 40
 
     /// A run folder of the test's plan as run_plan leaves it: provenance,
     /// then (if it finished) `reps` repetitions and their summary.json.
-    fn folder(name: &str, prov: &RunProvenance, reps: Option<usize>) -> std::path::PathBuf {
+    fn folder(name: &str, prov: &RunProvenance, reps: Option<usize>) -> tempfile::TempDir {
         let dir = testkit::temp_folder(&format!("resume-{name}"));
         // Repetition k's Jain is 0.75 - 0.25 k; the stated mean's 0.75.
         let summaries: Vec<Summary> = (0..reps.unwrap_or(0))
@@ -120,19 +120,19 @@ rtt_ms = 40
             reps: &summaries,
             mean: &mean,
         });
-        testkit::write_run_folder(&dir, &plan(), prov, finished);
+        testkit::write_run_folder(dir.path(), &plan(), prov, finished);
         dir
     }
 
     #[test]
     fn a_complete_run_of_the_same_plan_and_binaries_is_kept() {
         let p = plan();
-        let dir = folder("complete", &run_provenance(&p), Some(2));
-        let f = finished(&dir, &p, &build()).expect("kept");
+        let tmp = folder("complete", &run_provenance(&p), Some(2));
+        let dir = tmp.path();
+        let f = finished(dir, &p, &build()).expect("kept");
         assert_eq!(f.summary.jain, 0.75);
         assert_eq!((f.worst.jain, f.worst.reps), (0.5, 2));
         assert_eq!(f.provenance, run_provenance(&p));
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
@@ -179,9 +179,9 @@ rtt_ms = 40
         ];
         assert!(good.scenario.contains("duration_s = 10"));
         for (name, prov, reps) in cases {
-            let dir = folder(name, &prov, reps);
-            assert!(finished(&dir, &p, &build()).is_none(), "{name} was kept");
-            let _ = std::fs::remove_dir_all(&dir);
+            let tmp = folder(name, &prov, reps);
+            let dir = tmp.path();
+            assert!(finished(dir, &p, &build()).is_none(), "{name} was kept");
         }
         let empty =
             std::env::temp_dir().join(format!("rttfair-resume-{}-none", std::process::id()));

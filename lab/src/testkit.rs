@@ -26,13 +26,13 @@ use crate::results::{RepResult, RunResult, Summary, SweepPoint, Worst};
 use crate::scenario::Scenario;
 use crate::selfcheck::RateCheck;
 
-/// An empty folder `rttfair-<tag>-<pid>` under the temp dir (emptied if a
-/// killed test left it); the caller removes it.
-pub fn temp_folder(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("rttfair-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// An empty folder `rttfair-<tag>-...` under the temp dir, removed when
+/// the returned handle drops (also when the test panics).
+pub fn temp_folder(tag: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("rttfair-{tag}-"))
+        .tempdir()
+        .unwrap()
 }
 
 /// The two-flow grid the lab's sweep tests use: two cubic flows of 20 ms
