@@ -164,9 +164,8 @@ fn invalid_scenarios_are_refused_naming_the_field() {
 #[test]
 fn sharded_sweep_merges_and_resumes() {
     let t = KernelTest::new();
-    let root = std::env::temp_dir().join(format!("rttfair-shards-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
-    std::fs::create_dir_all(&root).unwrap();
+    let root_dir = rttfair_lab::testkit::temp_folder("shards");
+    let root = root_dir.path().to_path_buf();
     let base = builtin::SCENARIOS
         .iter()
         .find(|(n, _)| *n == "ci-smoke")
@@ -247,7 +246,6 @@ fn sharded_sweep_merges_and_resumes() {
     let (_, stderr) = shard(0, &["--resume"]);
     assert!(stderr.contains("not rerun"), "{stderr}");
     assert_eq!(std::fs::read_to_string(&summary).unwrap(), before);
-    let _ = std::fs::remove_dir_all(&root);
     assert!(netns::stale().is_empty());
 }
 
