@@ -93,12 +93,7 @@ struct adbbr_flow {
 	__u32 hist_len;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct adbbr_flow);
-} adbbr_sk SEC(".maps");
+RTTFAIR_SK_STORAGE(adbbr_sk, struct adbbr_flow, adbbr_flow_of);
 
 static __always_inline struct adbbr_tunables adbbr_params(void)
 {
@@ -134,11 +129,6 @@ static __always_inline struct adbbr_tunables adbbr_params(void)
 			p.eta_floor_us = t->eta_floor_us;
 	}
 	return p;
-}
-
-static __always_inline struct adbbr_flow *adbbr_flow_of(struct sock *sk, bool create)
-{
-	return bpf_sk_storage_get(&adbbr_sk, sk, 0, create ? BPF_SK_STORAGE_GET_F_CREATE : 0);
 }
 
 static __always_inline struct adbbr_hot *adbbr_hot_of(struct rf_bbr *bbr)

@@ -108,12 +108,7 @@ struct fairtt_flow {
 	__u8 slot;                     /* registry slot, FAIRTT_NO_SLOT if none */
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct fairtt_flow);
-} fairtt_sk SEC(".maps");
+RTTFAIR_SK_STORAGE(fairtt_sk, struct fairtt_flow, fairtt_flow_of);
 
 struct fairtt_params {
 	__u32 beta_ppm, gamma_ppm, tol_pct, scope;
@@ -142,11 +137,6 @@ static __always_inline struct fairtt_params fairtt_params(void)
 			p.scope = t->scope;
 	}
 	return p;
-}
-
-static __always_inline struct fairtt_flow *fairtt_flow_of(struct sock *sk, bool create)
-{
-	return bpf_sk_storage_get(&fairtt_sk, sk, 0, create ? BPF_SK_STORAGE_GET_F_CREATE : 0);
 }
 
 static __always_inline struct fairtt_hot *fairtt_hot_of(struct rf_bbr *bbr)

@@ -228,21 +228,11 @@ struct qfair_flow {
 	__u32 _pad2;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct qfair_flow);
-} qfair_sk SEC(".maps");
+RTTFAIR_SK_STORAGE(qfair_sk, struct qfair_flow, qfair_flow_of);
 
 static __always_inline struct qfair_hot *qfair_hot_of(struct rf_bbr *bbr)
 {
 	return (struct qfair_hot *)bbr->cca_hot;
-}
-
-static __always_inline struct qfair_flow *qfair_flow_of(struct sock *sk, bool create)
-{
-	return bpf_sk_storage_get(&qfair_sk, sk, 0, create ? BPF_SK_STORAGE_GET_F_CREATE : 0);
 }
 
 static __always_inline struct qfair_tunables qfair_params(void)
