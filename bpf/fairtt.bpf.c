@@ -76,13 +76,7 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } FAIRTT_REGISTRY_MAP SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct fairtt_tunables);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} FAIRTT_TUNABLES_MAP SEC(".maps");
+RTTFAIR_TUNABLES_ARRAY(FAIRTT_TUNABLES_MAP, struct fairtt_tunables);
 
 /* What every ACK reads or writes: the core's cca_hot, 16 bytes. */
 struct fairtt_hot {
@@ -115,6 +109,11 @@ struct fairtt_params {
 	__u64 window_ns;
 };
 
+/*
+ * The tunables in force, converted for use: the window in ns. Not
+ * RTTFAIR_TUNABLES_IN_FORCE (rttfair_cca_maps.h): the conversion on read
+ * would then follow the default's choice, one instruction more.
+ */
 static __always_inline struct fairtt_params fairtt_params(void)
 {
 	struct fairtt_params p = {

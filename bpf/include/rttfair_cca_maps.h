@@ -46,4 +46,61 @@
 					  create ? BPF_SK_STORAGE_GET_F_CREATE : 0); \
 	}
 
+/*
+ * RTTFAIR_TUNABLES_ARRAY(map, tunables_type): the CCA's runtime tunables,
+ * one ARRAY entry (key 0) of `tunables_type` (rttfair_abi.h) that user space
+ * writes (rttfairctl set <cca>.<name>). Pinned by name, so a setting
+ * survives reloading the CCA and the daemon and rttfairctl find the map.
+ */
+#define RTTFAIR_TUNABLES_ARRAY(map, tunables_type)                               \
+	struct {                                                                 \
+		__uint(type, BPF_MAP_TYPE_ARRAY);                                \
+		__uint(max_entries, 1);                                          \
+		__type(key, __u32);                                              \
+		__type(value, tunables_type);                                    \
+		__uint(pinning, LIBBPF_PIN_BY_NAME);                             \
+	} map SEC(".maps")
+
+/*
+ * RTTFAIR_TUNABLES_IN_FORCE(fn, map, DEFAULTS): defines
+ *
+ *	static tunables_type fn(void);
+ *
+ * the tunables the CCA runs with now, a struct of `map`'s value type: each
+ * field user space has set (non-zero) in the map, the built-in default for
+ * every other. 0 means "default" (rttfair_abi.h), so a fresh map is a valid
+ * configuration and writing 0 restores a default. A missing entry (an ARRAY
+ * always has key 0; the verifier still wants the check) means all defaults.
+ *
+ * DEFAULTS(X) lists X(field, default) once for every field: the one place a
+ * tunable is bound to its default. A field left out would silently run at
+ * 0, so the build fails unless the listed fields fill the struct. The CCAs
+ * call fn once per round trip or event, never per ACK (one array lookup).
+ *
+ * A macro because each CCA's tunables have their own type and fields. It
+ * defines the whole function (not a statement expression) because clang
+ * schedules the defaults' stores differently when the struct is the value
+ * of an expression (same instructions, other order); as a function the
+ * code is the hand-written one's, instruction for instruction.
+ */
+#define RTTFAIR_TUNABLE_DEFAULT(field, def) .field = (def),
+#define RTTFAIR_TUNABLE_SIZE(field, def) +sizeof(p.field)
+#define RTTFAIR_TUNABLE_IF_SET(field, def)                                       \
+	if (set->field)                                                          \
+		p.field = set->field;
+#define RTTFAIR_TUNABLES_IN_FORCE(fn, map, DEFAULTS)                             \
+	static __always_inline __typeof__(*(map).value) fn(void)                 \
+	{                                                                        \
+		__typeof__(*(map).value) p = { DEFAULTS(RTTFAIR_TUNABLE_DEFAULT) }; \
+		__u32 zero = 0;                                                  \
+		__typeof__(*(map).value) *set = bpf_map_lookup_elem(&(map), &zero); \
+                                                                                 \
+		_Static_assert(sizeof(p) == 0 DEFAULTS(RTTFAIR_TUNABLE_SIZE),    \
+			       #DEFAULTS " must list every field of the tunables"); \
+		if (set) {                                                       \
+			DEFAULTS(RTTFAIR_TUNABLE_IF_SET)                         \
+		}                                                                \
+		return p;                                                        \
+	}
+
 #endif /* RTTFAIR_CCA_MAPS_H */
