@@ -21,9 +21,10 @@
  *
  *	static value_type *record_of(struct sock *sk, bool create);
  *
- * the socket's record; when it has none, a new zeroed one if `create` (the
- * CCA's init asks for that), else NULL. NULL also when the kernel is out of
- * memory, so every caller checks. The kernel frees the record with the
+ * the socket's record; when it has none, a new zeroed one if `create`
+ * (where a record starts: a CCA's init, the core's first long-term
+ * interval), else NULL. NULL also when the kernel is out of memory, so
+ * every caller checks. The kernel frees the record with the
  * socket. One map per object and not pinned: a socket runs one CCA at a
  * time and no one else reads the record. sk_storage maps require
  * BPF_F_NO_PREALLOC (records are allocated per socket).
