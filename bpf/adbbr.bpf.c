@@ -62,13 +62,7 @@
 #define ADBBR_DEF_GAMMA_REF_US 1000
 #define ADBBR_DEF_ETA_FLOOR_US 1000
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct adbbr_tunables);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} ADBBR_TUNABLES_MAP SEC(".maps");
+RTTFAIR_TUNABLES_ARRAY(ADBBR_TUNABLES_MAP, struct adbbr_tunables);
 
 /* What every ACK reads or writes: the core's cca_hot, 16 bytes. */
 struct adbbr_hot {
@@ -93,53 +87,20 @@ struct adbbr_flow {
 	__u32 hist_len;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct adbbr_flow);
-} adbbr_sk SEC(".maps");
+RTTFAIR_SK_STORAGE(adbbr_sk, struct adbbr_flow, adbbr_flow_of);
 
-static __always_inline struct adbbr_tunables adbbr_params(void)
-{
-	struct adbbr_tunables p = {
-		.alpha_ppm = ADBBR_DEF_ALPHA_PPM,
-		.hold_ms = ADBBR_DEF_HOLD_MS,
-		.x_ppm = ADBBR_DEF_X_PPM,
-		.zmin_us = ADBBR_DEF_ZMIN_US,
-		.probe_hold_ms = ADBBR_DEF_PROBE_HOLD_MS,
-		.gamma_mode = ADBBR_DEF_GAMMA_MODE,
-		.gamma_ref_us = ADBBR_DEF_GAMMA_REF_US,
-		.eta_floor_us = ADBBR_DEF_ETA_FLOOR_US,
-	};
-	__u32 zero = 0;
-	struct adbbr_tunables *t = bpf_map_lookup_elem(&ADBBR_TUNABLES_MAP, &zero);
+/* Each tunable and its default, for adbbr_params(). */
+#define ADBBR_TUNABLE_DEFAULTS(X)                                                \
+	X(alpha_ppm, ADBBR_DEF_ALPHA_PPM)                                        \
+	X(hold_ms, ADBBR_DEF_HOLD_MS)                                            \
+	X(x_ppm, ADBBR_DEF_X_PPM)                                                \
+	X(zmin_us, ADBBR_DEF_ZMIN_US)                                            \
+	X(probe_hold_ms, ADBBR_DEF_PROBE_HOLD_MS)                                \
+	X(gamma_mode, ADBBR_DEF_GAMMA_MODE)                                      \
+	X(gamma_ref_us, ADBBR_DEF_GAMMA_REF_US)                                  \
+	X(eta_floor_us, ADBBR_DEF_ETA_FLOOR_US)
 
-	if (t) {
-		if (t->alpha_ppm)
-			p.alpha_ppm = t->alpha_ppm;
-		if (t->hold_ms)
-			p.hold_ms = t->hold_ms;
-		if (t->x_ppm)
-			p.x_ppm = t->x_ppm;
-		if (t->zmin_us)
-			p.zmin_us = t->zmin_us;
-		if (t->probe_hold_ms)
-			p.probe_hold_ms = t->probe_hold_ms;
-		if (t->gamma_mode)
-			p.gamma_mode = t->gamma_mode;
-		if (t->gamma_ref_us)
-			p.gamma_ref_us = t->gamma_ref_us;
-		if (t->eta_floor_us)
-			p.eta_floor_us = t->eta_floor_us;
-	}
-	return p;
-}
-
-static __always_inline struct adbbr_flow *adbbr_flow_of(struct sock *sk, bool create)
-{
-	return bpf_sk_storage_get(&adbbr_sk, sk, 0, create ? BPF_SK_STORAGE_GET_F_CREATE : 0);
-}
+RTTFAIR_TUNABLES_IN_FORCE(adbbr_params, ADBBR_TUNABLES_MAP, ADBBR_TUNABLE_DEFAULTS);
 
 static __always_inline struct adbbr_hot *adbbr_hot_of(struct rf_bbr *bbr)
 {

@@ -21,6 +21,7 @@
  */
 #define RTTFAIR_CCA RTTFAIR_CCA_BBR3
 #include "rttfair_maps.h"
+#include "rttfair_cca_maps.h"
 #include "bbr3_core.h"
 
 /* The v3 kernel's rate_sample fields, when present (CO-RE flavour). */
@@ -30,17 +31,7 @@ struct rate_sample___v3 {
 	bool is_ece;
 } __attribute__((preserve_access_index));
 
-struct {
-	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct bbr3_cold);
-} bbr3_sk SEC(".maps");
-
-static __always_inline struct bbr3_cold *bbr3_cold_of(struct sock *sk)
-{
-	return bpf_sk_storage_get(&bbr3_sk, sk, 0, 0);
-}
+RTTFAIR_SK_STORAGE(bbr3_sk, struct bbr3_cold, bbr3_cold_of);
 
 /* ECE on this ACK: v3's rs->is_ece where it exists, else tcp_ack()'s flag. */
 static __always_inline bool bbr3_ack_is_ece(const struct rate_sample *rs, int flag)
@@ -243,7 +234,7 @@ static __always_inline void bbr3_main(struct sock *sk, const struct rate_sample 
 	if (b->cold_ok &&
 	    (b->round_start || b->loss_round_start || rs->losses > 0 || b->loss_in_round ||
 	     is_ece || tlp_recovery || !rf_before(tp->delivered, b->snap_next_delivered)))
-		cold = bbr3_cold_of(sk);
+		cold = bbr3_cold_of(sk, false);
 
 	if (b->round_start)
 		b->rounds_since_probe = rf_min(b->rounds_since_probe + 1U, 0xFFU);
@@ -262,7 +253,7 @@ static __always_inline void bbr3_main(struct sock *sk, const struct rate_sample 
 	if (bbr3_update_min_rtt(sk, b, rs)) {
 		rttfair_count(RTTFAIR_CCA, probe_rtt_entries, 1);
 		if (!cold && b->cold_ok)
-			cold = bbr3_cold_of(sk); /* ProbeRTT entries: every 5 s at most */
+			cold = bbr3_cold_of(sk, false); /* ProbeRTT entries: every 5 s at most */
 		if (cold)
 			cold->probe_rtt_entries++;
 	}
@@ -321,7 +312,7 @@ void BPF_PROG(rf_init, struct sock *sk)
 		sk->sk_pacing_status = SK_PACING_NEEDED;
 
 	rttfair_count(RTTFAIR_CCA, flows_started, 1);
-	cold = bpf_sk_storage_get(&bbr3_sk, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	cold = bbr3_cold_of(sk, true);
 	if (!cold)
 		return; /* no export, still controlled (the ring is then unused) */
 	__builtin_memset(cold, 0, sizeof(*cold));
@@ -345,7 +336,7 @@ void BPF_PROG(rf_release, struct sock *sk)
 		return;
 	b->initialized = 0;
 	rttfair_count(RTTFAIR_CCA, flows_released, 1);
-	cold = bbr3_cold_of(sk);
+	cold = bbr3_cold_of(sk, false);
 	if (!cold)
 		return;
 	id = cold->flow_id;
@@ -369,7 +360,7 @@ __u32 BPF_PROG(rf_ssthresh, struct sock *sk)
 	struct bbr3_cold *cold;
 
 	bbr3_save_cwnd(sk, b);
-	cold = b->cold_ok ? bbr3_cold_of(sk) : NULL;
+	cold = b->cold_ok ? bbr3_cold_of(sk, false) : NULL;
 	if (cold) {
 		cold->undo_bw_lo = b->bw_lo;
 		cold->undo_inflight_lo = b->inflight_lo;
@@ -387,7 +378,7 @@ __u32 BPF_PROG(rf_undo_cwnd, struct sock *sk)
 
 	bbr3_reset_full_bw(b);
 	b->loss_in_round = 0;
-	cold = b->cold_ok ? bbr3_cold_of(sk) : NULL;
+	cold = b->cold_ok ? bbr3_cold_of(sk, false) : NULL;
 	if (cold) {
 		b->bw_lo = rf_max(b->bw_lo, cold->undo_bw_lo);
 		b->inflight_lo = rf_max(b->inflight_lo, cold->undo_inflight_lo);

@@ -22,6 +22,7 @@
  */
 #define RTTFAIR_CCA RTTFAIR_CCA_BBR_NATIVE
 #include "rttfair_maps.h"
+#include "rttfair_cca_maps.h"
 #include "native_bbr.h"
 
 extern void bbr_init(struct sock *sk) __ksym;
@@ -41,12 +42,7 @@ struct bbr_native_flow {
 	__u8 _pad[3];
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct bbr_native_flow);
-} bbr_native_sk SEC(".maps");
+RTTFAIR_SK_STORAGE(bbr_native_sk, struct bbr_native_flow, bbr_native_flow_of);
 
 static __always_inline void bbr_native_fill(struct sock *sk, struct bbr_native_flow *nf,
 					    struct rttfair_flow *f)
@@ -79,7 +75,7 @@ void BPF_PROG(bbrn_init, struct sock *sk)
 	struct bbr_native_flow *nf;
 
 	bbr_init(sk);
-	nf = bpf_sk_storage_get(&bbr_native_sk, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	nf = bbr_native_flow_of(sk, true);
 	if (!nf)
 		return;
 	nf->flow_id = rttfair_next_flow_id();
@@ -93,7 +89,7 @@ void BPF_PROG(bbrn_init, struct sock *sk)
 SEC("struct_ops")
 void BPF_PROG(bbrn_release, struct sock *sk)
 {
-	struct bbr_native_flow *nf = bpf_sk_storage_get(&bbr_native_sk, sk, 0, 0);
+	struct bbr_native_flow *nf = bbr_native_flow_of(sk, false);
 	__u64 id;
 
 	if (!nf || !nf->flow_id)
@@ -121,7 +117,7 @@ void BPF_PROG(bbrn_cong_control, struct sock *sk, __u32 ack, int flag,
 	/* Export at most once per native round and per export interval. */
 	if (!bpf_core_type_exists(struct bbr___rf) || !BPF_CORE_READ_BITFIELD_PROBED(b, round_start))
 		return;
-	nf = bpf_sk_storage_get(&bbr_native_sk, sk, 0, 0);
+	nf = bbr_native_flow_of(sk, false);
 	if (!nf || !nf->flow_id)
 		return;
 	now_us = (__u32)tcp_sk(sk)->tcp_mstamp;

@@ -76,13 +76,7 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } FAIRTT_REGISTRY_MAP SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct fairtt_tunables);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} FAIRTT_TUNABLES_MAP SEC(".maps");
+RTTFAIR_TUNABLES_ARRAY(FAIRTT_TUNABLES_MAP, struct fairtt_tunables);
 
 /* What every ACK reads or writes: the core's cca_hot, 16 bytes. */
 struct fairtt_hot {
@@ -108,18 +102,18 @@ struct fairtt_flow {
 	__u8 slot;                     /* registry slot, FAIRTT_NO_SLOT if none */
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct fairtt_flow);
-} fairtt_sk SEC(".maps");
+RTTFAIR_SK_STORAGE(fairtt_sk, struct fairtt_flow, fairtt_flow_of);
 
 struct fairtt_params {
 	__u32 beta_ppm, gamma_ppm, tol_pct, scope;
 	__u64 window_ns;
 };
 
+/*
+ * The tunables in force, converted for use: the window in ns. Not
+ * RTTFAIR_TUNABLES_IN_FORCE (rttfair_cca_maps.h): the conversion on read
+ * would then follow the default's choice, one instruction more.
+ */
 static __always_inline struct fairtt_params fairtt_params(void)
 {
 	struct fairtt_params p = {
@@ -142,11 +136,6 @@ static __always_inline struct fairtt_params fairtt_params(void)
 			p.scope = t->scope;
 	}
 	return p;
-}
-
-static __always_inline struct fairtt_flow *fairtt_flow_of(struct sock *sk, bool create)
-{
-	return bpf_sk_storage_get(&fairtt_sk, sk, 0, create ? BPF_SK_STORAGE_GET_F_CREATE : 0);
 }
 
 static __always_inline struct fairtt_hot *fairtt_hot_of(struct rf_bbr *bbr)

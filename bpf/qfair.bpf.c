@@ -172,13 +172,7 @@
 #define QFAIR_NEAR_MIN_US 500                  /* local clock: near-min sample */
 #define QFAIR_PATH_CHANGE_DRAINS 3
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct qfair_tunables);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} QFAIR_TUNABLES_MAP SEC(".maps");
+RTTFAIR_TUNABLES_ARRAY(QFAIR_TUNABLES_MAP, struct qfair_tunables);
 
 /* What every ACK reads or writes: the core's cca_hot, 16 bytes. */
 struct qfair_hot {
@@ -228,58 +222,25 @@ struct qfair_flow {
 	__u32 _pad2;
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct qfair_flow);
-} qfair_sk SEC(".maps");
+RTTFAIR_SK_STORAGE(qfair_sk, struct qfair_flow, qfair_flow_of);
 
 static __always_inline struct qfair_hot *qfair_hot_of(struct rf_bbr *bbr)
 {
 	return (struct qfair_hot *)bbr->cca_hot;
 }
 
-static __always_inline struct qfair_flow *qfair_flow_of(struct sock *sk, bool create)
-{
-	return bpf_sk_storage_get(&qfair_sk, sk, 0, create ? BPF_SK_STORAGE_GET_F_CREATE : 0);
-}
+/* Each tunable and its default, for qfair_params(). */
+#define QFAIR_TUNABLE_DEFAULTS(X)                                                \
+	X(alpha0_x1024, QFAIR_DEF_ALPHA0_X1024)                                  \
+	X(k_alpha_x1024, QFAIR_DEF_K_ALPHA_X1024)                                \
+	X(tau_g_ms, QFAIR_DEF_TAU_G_MS)                                          \
+	X(g_cap_x256, QFAIR_DEF_G_CAP_X256)                                      \
+	X(drain_period_ms, QFAIR_DEF_DRAIN_PERIOD_MS)                            \
+	X(drain_clock, QFAIR_DEF_DRAIN_CLOCK)                                    \
+	X(competitive, QFAIR_DEF_COMPETITIVE)                                    \
+	X(o_cap_x256, QFAIR_DEF_O_CAP_X256)
 
-static __always_inline struct qfair_tunables qfair_params(void)
-{
-	struct qfair_tunables p = {
-		.alpha0_x1024 = QFAIR_DEF_ALPHA0_X1024,
-		.k_alpha_x1024 = QFAIR_DEF_K_ALPHA_X1024,
-		.tau_g_ms = QFAIR_DEF_TAU_G_MS,
-		.g_cap_x256 = QFAIR_DEF_G_CAP_X256,
-		.drain_period_ms = QFAIR_DEF_DRAIN_PERIOD_MS,
-		.drain_clock = QFAIR_DEF_DRAIN_CLOCK,
-		.competitive = QFAIR_DEF_COMPETITIVE,
-		.o_cap_x256 = QFAIR_DEF_O_CAP_X256,
-	};
-	__u32 zero = 0;
-	struct qfair_tunables *t = bpf_map_lookup_elem(&QFAIR_TUNABLES_MAP, &zero);
-
-	if (t) {
-		if (t->alpha0_x1024)
-			p.alpha0_x1024 = t->alpha0_x1024;
-		if (t->k_alpha_x1024)
-			p.k_alpha_x1024 = t->k_alpha_x1024;
-		if (t->tau_g_ms)
-			p.tau_g_ms = t->tau_g_ms;
-		if (t->g_cap_x256)
-			p.g_cap_x256 = t->g_cap_x256;
-		if (t->drain_period_ms)
-			p.drain_period_ms = t->drain_period_ms;
-		if (t->drain_clock)
-			p.drain_clock = t->drain_clock;
-		if (t->competitive)
-			p.competitive = t->competitive;
-		if (t->o_cap_x256)
-			p.o_cap_x256 = t->o_cap_x256;
-	}
-	return p;
-}
+RTTFAIR_TUNABLES_IN_FORCE(qfair_params, QFAIR_TUNABLES_MAP, QFAIR_TUNABLE_DEFAULTS);
 
 static __always_inline bool qfair_cruising(const struct rf_bbr *bbr)
 {

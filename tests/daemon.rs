@@ -73,7 +73,8 @@ fn dashboard_queries() -> Vec<String> {
 #[test]
 fn prometheus_scrapes_per_flow_min_rtt_and_fairness() {
     let t = KernelTest::new();
-    let tmp = std::env::temp_dir().join(format!("rttfair-prom-{}", std::process::id()));
+    let tmp_dir = rttfair_lab::testkit::temp_folder("prom");
+    let tmp = tmp_dir.path();
     std::fs::create_dir_all(tmp.join("data")).unwrap();
     let (dport, pport) = (free_port(), free_port());
     std::fs::write(
@@ -238,7 +239,6 @@ fn prometheus_scrapes_per_flow_min_rtt_and_fairness() {
         registered("fairtt"),
         "a daemon restart must not disturb traffic"
     );
-    let _ = std::fs::remove_dir_all(&tmp);
     assert_success(&t.run(&["unload", "fairtt"]));
 }
 
@@ -259,14 +259,12 @@ fn daemon_start_errors_are_one_line() {
         .output()
         .unwrap();
     assert_one_line_error(&out, "cannot read config");
-    let bad = std::env::temp_dir().join(format!("rttfair-bad-{}.toml", std::process::id()));
-    std::fs::write(&bad, "max_flows = \"many\"\n").unwrap();
+    let bad = temp_file("bad", ".toml", "max_flows = \"many\"\n");
     let out = t
         .ctl()
-        .args(["daemon", "--config", bad.to_str().unwrap()])
+        .args(["daemon", "--config", bad.path().to_str().unwrap()])
         .output()
         .unwrap();
-    let _ = std::fs::remove_file(&bad);
     assert_one_line_error(&out, "max_flows");
     assert!(!registered("fairtt"));
 }
@@ -279,11 +277,14 @@ fn native_flows_are_exported_beside_project_flows() {
     let t = KernelTest::new();
     assert_success(&t.run(&["load", "bbr1"]));
     let port = free_port();
-    let cfg = std::env::temp_dir().join(format!("rttfair-native-{}.toml", std::process::id()));
-    std::fs::write(&cfg, "native_flows = true\nper_flow = \"all\"\n").unwrap();
+    let cfg = temp_file(
+        "native",
+        ".toml",
+        "native_flows = true\nper_flow = \"all\"\n",
+    );
     let _daemon = Daemon::start(
         &t.fs,
-        &["--config", cfg.to_str().unwrap()],
+        &["--config", cfg.path().to_str().unwrap()],
         port,
         Up::Healthy,
     );
@@ -339,7 +340,6 @@ fn native_flows_are_exported_beside_project_flows() {
         rttfair_loader::flows::live_sockets(&t.fs, rttfair_loader::Cca::Bbr1).unwrap() == 0
     }));
     assert_success(&t.run(&["unload", "bbr1"]));
-    let _ = std::fs::remove_file(&cfg);
 
     // (cca, flow) of the sender with local port `p`, from rttfair_flow_info.
     let flow_of = |p: u16| -> (String, String) {
@@ -470,14 +470,13 @@ fn fifty_scrapers_at_10k_flows_then_killed_mid_scrape_and_restarted() {
         .collect();
     rttfair_loader::flows::write_synthetic(&t.fs, &flows).unwrap();
 
-    let cfg = std::env::temp_dir().join(format!("rttfair-50-{}.toml", std::process::id()));
-    std::fs::write(
-        &cfg,
+    let cfg = temp_file(
+        "50",
+        ".toml",
         "per_flow = \"all\"\nmax_flows = 20000\nrefresh_ms = 1000\nnative_flows = false\n",
-    )
-    .unwrap();
+    );
     let port = free_port();
-    let args = ["--config", cfg.to_str().unwrap()];
+    let args = ["--config", cfg.path().to_str().unwrap()];
     let spawn = || Daemon::start(&t.fs, &args, port, Up::Healthy);
     let mut daemon = spawn();
     let pid = daemon.pid();
@@ -533,7 +532,6 @@ fn fifty_scrapers_at_10k_flows_then_killed_mid_scrape_and_restarted() {
         "a closed flow's series survived the restart"
     );
     drop(daemon);
-    let _ = std::fs::remove_file(&cfg);
 }
 
 /// The lab tools' daemon child (`rttfair_lab::daemon_child`, used by

@@ -199,7 +199,8 @@ fn missing_btf_is_refused() {
 #[test]
 fn bpffs_that_cannot_be_used_is_refused() {
     let t = KernelTest::new();
-    let dir = std::env::temp_dir().join(format!("rttfair-notbpf-{}", std::process::id()));
+    let tmp = rttfair_lab::testkit::temp_folder("notbpf");
+    let dir = tmp.path().join("notbpf");
     let out = t
         .ctl()
         .args(["load", "bbr1"])
@@ -216,7 +217,12 @@ fn a_name_taken_by_another_registrant_is_refused() {
     let owner = KernelTest::new();
     assert_success(&owner.run(&["load", "bbr1"]));
     // Same name, different installation: must not replace or touch it.
-    let other = format!("{}-other", owner.fs.root().display());
+    // A root in the same bpffs, in a folder removed on drop (also on panic).
+    let other_dir = tempfile::Builder::new()
+        .prefix("rttfair-test-other-")
+        .tempdir_in("/sys/fs/bpf")
+        .unwrap();
+    let other = other_dir.path().join("root");
     let from_other = |command: &str| {
         let out = owner
             .ctl()
@@ -230,7 +236,6 @@ fn a_name_taken_by_another_registrant_is_refused() {
     assert!(registered("bbr1"), "the owner's registration was disturbed");
     from_other("unload");
     assert!(registered("bbr1"));
-    let _ = std::fs::remove_dir_all(&other);
     assert_success(&owner.run(&["unload", "bbr1"]));
 }
 

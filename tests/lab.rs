@@ -14,7 +14,7 @@ use rttfair_lab::{builtin, netns};
 fn ci_smoke_scenario_self_checks_and_fills_the_link() {
     let t = KernelTest::new();
     let s = builtin::resolve("ci-smoke").unwrap();
-    let (r, out) = run_in_temp(&t, &s, "rttfair-lab-test");
+    let (r, out) = run_in_temp(&t, &s, "lab-test");
     for c in &r.rtt_check {
         println!(
             "rtt check: configured {:.2} ms measured {:.3} ms",
@@ -98,7 +98,7 @@ fn ci_smoke_scenario_self_checks_and_fills_the_link() {
         "queue sampled at {:.0} Hz",
         q.len() as f64 / span
     );
-    let _ = std::fs::remove_dir_all(&out);
+    drop(out);
     let mine = format!("rf-{}-", std::process::id());
     let left: Vec<String> = std::fs::read_dir("/run/netns")
         .map(|d| {
@@ -114,8 +114,8 @@ fn ci_smoke_scenario_self_checks_and_fills_the_link() {
 #[test]
 fn invalid_scenarios_are_refused_naming_the_field() {
     let t = KernelTest::new();
-    let dir = std::env::temp_dir().join(format!("rttfair-scn-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = rttfair_lab::testkit::temp_folder("scn");
+    let dir = tmp.path();
     let cases = [
         ("\nrtt_ms = 20\n", "\nrtt_ms = -1\n", "flows[0].rtt_ms"),
         ("rate_mbit = 20", "rate_mbit = 0", "bottleneck.rate_mbit"),
@@ -154,7 +154,6 @@ fn invalid_scenarios_are_refused_naming_the_field() {
     }
     let out = t.run(&["lab", "merge", "/nonexistent-shard", "--out", "/tmp"]);
     assert_one_line_error(&out, "/nonexistent-shard");
-    let _ = std::fs::remove_dir_all(&dir);
     assert!(netns::stale().is_empty());
 }
 
@@ -359,8 +358,8 @@ loss_pct = 1.0
 "#,
     )
     .unwrap();
-    let (r, out) = run_in_temp(&t, &s, "rttfair-acct-test");
-    let _ = std::fs::remove_dir_all(&out);
+    let (r, out) = run_in_temp(&t, &s, "acct-test");
+    drop(out);
     let rep = &r.reps[0].summary;
     println!(
         "goodput {:.4} link {:.4} error {:.4} in-order {:?} flows {:?} Mbit/s, {} random-loss drops",
@@ -382,20 +381,21 @@ loss_pct = 1.0
 }
 
 /// Run `s` through the whole lab pipeline (self-check included) into a
-/// fresh folder under the temp dir named after `tag`; the caller removes it.
-fn run_in_temp(t: &KernelTest, s: &Scenario, tag: &str) -> (run::RunResult, std::path::PathBuf) {
-    let out = std::env::temp_dir().join(format!("{tag}-{}", std::process::id()));
+/// fresh folder under the temp dir named after `tag`, removed when the
+/// returned handle drops (also when the test panics).
+fn run_in_temp(t: &KernelTest, s: &Scenario, tag: &str) -> (run::RunResult, tempfile::TempDir) {
+    let tmp = rttfair_lab::testkit::temp_folder(tag);
     let r = run::run(
         s,
         &RunOptions {
-            out_dir: out.clone(),
+            out_dir: tmp.path().join("out"),
             bpffs: t.fs.clone(),
             progress: false,
             verbose: true,
         },
     )
     .expect("run (self-check included)");
-    (r, out)
+    (r, tmp)
 }
 
 /// The rate self-check is enforced with random loss on flow 0 too, and a
@@ -424,9 +424,9 @@ loss_pct = 10.0
 "#,
     )
     .unwrap();
-    let (r, out) = run_in_temp(&t, &s, "rttfair-loss-check-test");
+    let (r, out) = run_in_temp(&t, &s, "loss-check-test");
     let prov: RunProvenance = provenance::read(&r.dir).expect("provenance.json");
-    let _ = std::fs::remove_dir_all(&out);
+    drop(out);
     let rate = &prov.self_check.rate;
     println!(
         "rate check: {:.2} Mbit/s backlogged {:.2} s (configured {:.2}); {} random-loss drops in the run",
@@ -482,10 +482,10 @@ rtt_ms = 20
             "{offloads}"
         );
     }
-    let (r, out) = run_in_temp(&t, &s, "rttfair-segment-gso-test");
+    let (r, out) = run_in_temp(&t, &s, "segment-gso-test");
     let prov: RunProvenance = provenance::read(&r.dir).expect("provenance.json");
     let written = std::fs::read_to_string(r.dir.join("scenario.toml")).unwrap();
-    let _ = std::fs::remove_dir_all(&out);
+    drop(out);
     println!(
         "rate check: {:.2} Mbit/s backlogged {:.2} s; flow received {} bytes",
         prov.self_check.rate.measured_bit / 1e6,

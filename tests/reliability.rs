@@ -150,10 +150,9 @@ fn bbr1_pairs(n: usize) -> (Vec<String>, Vec<(std::net::TcpStream, std::net::Tcp
 fn daemon_sigkill_does_not_disturb_flows_and_restart_adopts() {
     let t = KernelTest::new();
     let port = free_port();
-    let cfg = std::env::temp_dir().join(format!("rttfair-adopt-{}.toml", std::process::id()));
     // Per-flow series on: the restart is checked flow by flow.
-    std::fs::write(&cfg, "load = [\"bbr1\"]\nper_flow = \"all\"\n").unwrap();
-    let args = ["--config", cfg.to_str().unwrap()];
+    let cfg = temp_file("adopt", ".toml", "load = [\"bbr1\"]\nper_flow = \"all\"\n");
+    let args = ["--config", cfg.path().to_str().unwrap()];
     let spawn = || Daemon::start(&t.fs, &args, port, Up::Serving);
     let mut d1 = spawn();
     let ns = Netns::create("adopt").unwrap();
@@ -189,7 +188,7 @@ fn daemon_sigkill_does_not_disturb_flows_and_restart_adopts() {
     d2.wait();
     let err = d2.stderr();
     assert!(err.contains("adopted bbr1"), "restart did not adopt: {err}");
-    let _ = std::fs::remove_file(&cfg);
+    drop(cfg);
     assert!(t.sockets_closed(Cca::Bbr1, Duration::from_secs(10)));
     drop(ns);
     assert_success(&t.run(&["unload", "bbr1"]));
@@ -198,7 +197,8 @@ fn daemon_sigkill_does_not_disturb_flows_and_restart_adopts() {
 #[test]
 fn a_killed_lab_run_leaves_nothing_the_next_run_does_not_clean() {
     let t = KernelTest::new();
-    let out = std::env::temp_dir().join(format!("rttfair-killed-{}", std::process::id()));
+    let tmp = rttfair_lab::testkit::temp_folder("killed");
+    let out = tmp.path().join("out");
     let mut child = t
         .ctl()
         .args([
@@ -248,7 +248,6 @@ fn a_killed_lab_run_leaves_nothing_the_next_run_does_not_clean() {
         !registered("bbr1"),
         "the next lab left the killed lab's bbr1 registered"
     );
-    let _ = std::fs::remove_dir_all(&out);
 }
 
 /// Two labs at once using one project CCA: the first to finish must not

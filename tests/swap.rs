@@ -130,18 +130,17 @@ fn live_connection_survives_migrate_swap_unload_and_cgroup_default() {
         ],
         "fairtt",
     );
-    let obj = std::env::temp_dir().join(format!("rttfair-fairtt-rebuilt-{}.o", std::process::id()));
-    std::fs::write(
-        &obj,
+    let obj = temp_file(
+        "fairtt-rebuilt",
+        ".o",
         rttfair_loader::objects::cca(rttfair_loader::Cca::Fairtt),
-    )
-    .unwrap();
+    );
     step(
         "swap fairtt",
-        &["swap", "fairtt", "--object", obj.to_str().unwrap()],
+        &["swap", "fairtt", "--object", obj.path().to_str().unwrap()],
         "fairtt",
     );
-    let _ = std::fs::remove_file(&obj);
+    drop(obj);
     step(
         "migrate fairtt -> adbbr",
         &[

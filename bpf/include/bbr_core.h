@@ -90,6 +90,7 @@
 
 #include "tcp_ca.h"
 #include "rttfair_maps.h"
+#include "rttfair_cca_maps.h"
 
 #ifndef RTTFAIR_CCA
 #error "define RTTFAIR_CCA (enum rttfair_cca_id) before including bbr_core.h"
@@ -198,12 +199,7 @@ struct rf_bbr_lt_start {
 	__u32 stamp_ms;             /* tp->delivered_mstamp in ms */
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct rf_bbr_lt_start);
-} rf_bbr_lt SEC(".maps");
+RTTFAIR_SK_STORAGE(rf_bbr_lt, struct rf_bbr_lt_start, bbr_lt_start_of);
 
 /*
  * ProbeBW pacing gain of cycle phase idx: 1.25, 0.75, then six phases of 1.0.
@@ -687,11 +683,6 @@ static __always_inline void bbr_update_round(struct sock *sk, struct rf_bbr *bbr
 
 /* ---- Long-term bandwidth: policer detection ------------------------------- */
 
-static __always_inline struct rf_bbr_lt_start *bbr_lt_start_of(struct sock *sk)
-{
-	return bpf_sk_storage_get(&rf_bbr_lt, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
-}
-
 /* Start a new interval here (only a running interval has a start). */
 static __always_inline void bbr_lt_start_interval(struct sock *sk, struct rf_bbr *bbr,
 						  struct rf_bbr_lt_start *start)
@@ -763,7 +754,7 @@ static __always_inline void bbr_lt_sample(struct sock *sk, struct rf_bbr *bbr,
 	if (!bbr->lt_is_sampling) {
 		if (!losses)
 			return;
-		start = bbr_lt_start_of(sk);
+		start = bbr_lt_start_of(sk, true);
 		if (!start)
 			return; /* no memory: no long-term model for this flow */
 		bbr_lt_start_interval(sk, bbr, start);
@@ -783,7 +774,7 @@ static __always_inline void bbr_lt_sample(struct sock *sk, struct rf_bbr *bbr,
 	}
 	if (!losses)
 		return;
-	start = bbr_lt_start_of(sk);
+	start = bbr_lt_start_of(sk, true);
 	if (!start) {
 		bbr_lt_reset(bbr);
 		return;

@@ -37,8 +37,12 @@ mod tests {
     /// A page per visible subcommand, each a roff document naming itself.
     #[test]
     fn pages_for_every_command() {
-        let dir = std::env::temp_dir().join(format!("rttfairctl-man-{}", std::process::id()));
-        super::write_all(&dir).unwrap();
+        let tmp = tempfile::Builder::new()
+            .prefix("rttfairctl-man-")
+            .tempdir()
+            .unwrap();
+        let dir = tmp.path();
+        super::write_all(dir).unwrap();
         for name in [
             "rttfairctl",
             "rttfairctl-load",
@@ -56,6 +60,5 @@ mod tests {
             !dir.join("rttfairctl-man.1").exists(),
             "hidden command got a page"
         );
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -349,8 +349,12 @@ mod tests {
     /// and unlabelled samples are written bare (`name value`, not `name{}`).
     #[test]
     fn scrape_without_maps_reports_absence_with_bare_samples() {
-        let dir =
-            std::env::temp_dir().join(format!("rttfair-collector-test-{}", std::process::id()));
+        // A root that does not exist, inside a folder removed on drop.
+        let tmp = tempfile::Builder::new()
+            .prefix("rttfair-collector-test-")
+            .tempdir()
+            .unwrap();
+        let dir = tmp.path().join("bpffs");
         let mut registry = prometheus_client::registry::Registry::default();
         registry.register_collector(Box::new(FlowCollector::new(
             BpfFs::new(&dir),

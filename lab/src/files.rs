@@ -263,7 +263,8 @@ mod tests {
 
     #[test]
     fn a_group_name_with_a_comma_round_trips() {
-        let dir = std::env::temp_dir().join(format!("rttfair-files-{}", std::process::id()));
+        let tmp = crate::testkit::temp_folder("files");
+        let dir = tmp.path();
         let group = "mice, \"short\" ones";
         let rep = RepResult {
             flows: vec![flow(group)],
@@ -271,7 +272,7 @@ mod tests {
             bpf: vec![],
             summary: Summary::default(),
         };
-        write_rep(&dir, &rep).unwrap();
+        write_rep(dir, &rep).unwrap();
         let rows = read(&dir.join("goodput.csv"));
         assert_eq!(rows.len(), 2);
         assert_eq!(rows[0], ["1.000", "0", group, "cubic", "5000000"]);
@@ -287,7 +288,7 @@ mod tests {
             summary,
             worst: None,
         };
-        write_sweep(&dir, &sweep, &[point]).unwrap();
+        write_sweep(dir, &sweep, &[point]).unwrap();
         let mut r = csv::Reader::from_path(dir.join("sweep.csv")).unwrap();
         let head: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
         assert_eq!(head.len(), 16, "{head:?}");
@@ -295,7 +296,6 @@ mod tests {
         let row = r.records().next().unwrap().unwrap();
         assert_eq!(row.len(), 16);
         assert_eq!(&row[10], "5.500");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// The header as older readers know it, then the worst columns; a row
@@ -303,8 +303,8 @@ mod tests {
     #[test]
     fn sweep_csv_appends_the_worst_of_the_repetitions() {
         use crate::results::Worst;
-        let dir = std::env::temp_dir().join(format!("rttfair-files-worst-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = crate::testkit::temp_folder("files-worst");
+        let dir = tmp.path();
         let mut summary = Summary {
             jain: 0.95,
             utilization: 0.975,
@@ -333,7 +333,7 @@ mod tests {
                 reps: 3,
             }),
         };
-        write_sweep(&dir, &sweep, std::slice::from_ref(&point)).unwrap();
+        write_sweep(dir, &sweep, std::slice::from_ref(&point)).unwrap();
         let text = std::fs::read_to_string(dir.join("sweep.csv")).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(
@@ -350,7 +350,6 @@ mod tests {
         let json = std::fs::read_to_string(dir.join("sweep.json")).unwrap();
         let back: Vec<SweepPoint> = serde_json::from_str(&json).unwrap();
         assert_eq!(back, [point]);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// A sweep.json of a build before the worst figures (commit 54cb120)

@@ -516,8 +516,8 @@ mod tests {
     /// (with text when fonts-dejavu-core is installed, bare otherwise).
     #[test]
     fn every_plot_writes_a_png_of_its_size() {
-        let dir = std::env::temp_dir().join(format!("rttfair-plot-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = crate::testkit::temp_folder("plot-test");
+        let dir = tmp.path();
         let plan = Plan::resolve(&crate::builtin::resolve("two-flow-deep").unwrap()).unwrap();
         let r = rep(&plan);
         throughput(&dir.join("throughput.png"), &plan, &r).unwrap();
@@ -574,7 +574,6 @@ mod tests {
             (40 + 9 * 60, 120 + 40 * 3)
         );
         assert_eq!(png_size(&dir.join("lines.png")), (900, 450));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// A heatmap axis ticks exactly its cells' centres (none on a cell's

@@ -183,8 +183,8 @@ rtt_ms = 40
             let dir = tmp.path();
             assert!(finished(dir, &p, &build()).is_none(), "{name} was kept");
         }
-        let empty =
-            std::env::temp_dir().join(format!("rttfair-resume-{}-none", std::process::id()));
+        let tmp = testkit::temp_folder("resume-none");
+        let empty = tmp.path().join("none");
         assert!(finished(&empty, &p, &build()).is_none());
     }
 }

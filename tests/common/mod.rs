@@ -392,3 +392,16 @@ pub fn rejected_object(tag: &str) -> tempfile::NamedTempFile {
     .unwrap();
     obj
 }
+
+/// A file `rttfair-<tag>-...<suffix>` under the temp dir holding `contents`
+/// (a config or an object handed to rttfairctl or the daemon), removed when
+/// the handle drops, also when the test panics.
+pub fn temp_file(tag: &str, suffix: &str, contents: impl AsRef<[u8]>) -> tempfile::NamedTempFile {
+    let file = tempfile::Builder::new()
+        .prefix(&format!("rttfair-{tag}-"))
+        .suffix(suffix)
+        .tempfile()
+        .unwrap();
+    std::fs::write(file.path(), contents).unwrap();
+    file
+}

@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The maps a CCA keeps for itself, one definition for every CCA: each
+ * object declares its own through the macros below, so the shape of the map
+ * and the way it is read are written once. (The maps all CCAs share with
+ * each other and with user space are in rttfair_maps.h.)
+ *
+ * Each macro expands to exactly the declarations and statements the CCAs
+ * used to spell out by hand, so the generated code is unchanged
+ * (docs/results.md, "Shared map helpers: instruction-level proof").
+ */
+#ifndef RTTFAIR_CCA_MAPS_H
+#define RTTFAIR_CCA_MAPS_H
+
+#include "tcp_ca.h"
+
+/*
+ * RTTFAIR_SK_STORAGE(map, value_type, record_of): a CCA's per-flow record
+ * beyond icsk_ca_priv (which holds what every ACK touches, and is full): the
+ * BPF_MAP_TYPE_SK_STORAGE map `map` of `value_type`, and its accessor
+ *
+ *	static value_type *record_of(struct sock *sk, bool create);
+ *
+ * the socket's record; when it has none, a new zeroed one if `create`
+ * (where a record starts: a CCA's init, the core's first long-term
+ * interval), else NULL. NULL also when the kernel is out of memory, so
+ * every caller checks. The kernel frees the record with the
+ * socket. One map per object and not pinned: a socket runs one CCA at a
+ * time and no one else reads the record. sk_storage maps require
+ * BPF_F_NO_PREALLOC (records are allocated per socket).
+ *
+ * A macro because each CCA's record has its own type and the accessor is
+ * typed (no casts at the callers); BPF C has no generics. `create` is a
+ * constant at every call, so after inlining the flags are a constant too.
+ */
+#define RTTFAIR_SK_STORAGE(map, value_type, record_of)                           \
+	struct {                                                                 \
+		__uint(type, BPF_MAP_TYPE_SK_STORAGE);                           \
+		__uint(map_flags, BPF_F_NO_PREALLOC);                            \
+		__type(key, int);                                                \
+		__type(value, value_type);                                       \
+	} map SEC(".maps");                                                      \
+                                                                                 \
+	static __always_inline value_type *record_of(struct sock *sk, bool create) \
+	{                                                                        \
+		return bpf_sk_storage_get(&map, sk, 0,                           \
+					  create ? BPF_SK_STORAGE_GET_F_CREATE : 0); \
+	}
+
+/*
+ * RTTFAIR_TUNABLES_ARRAY(map, tunables_type): the CCA's runtime tunables,
+ * one ARRAY entry (key 0) of `tunables_type` (rttfair_abi.h) that user space
+ * writes (rttfairctl set <cca>.<name>). Pinned by name, so a setting
+ * survives reloading the CCA and the daemon and rttfairctl find the map.
+ */
+#define RTTFAIR_TUNABLES_ARRAY(map, tunables_type)                               \
+	struct {                                                                 \
+		__uint(type, BPF_MAP_TYPE_ARRAY);                                \
+		__uint(max_entries, 1);                                          \
+		__type(key, __u32);                                              \
+		__type(value, tunables_type);                                    \
+		__uint(pinning, LIBBPF_PIN_BY_NAME);                             \
+	} map SEC(".maps")
+
+/*
+ * RTTFAIR_TUNABLES_IN_FORCE(fn, map, DEFAULTS): defines
+ *
+ *	static tunables_type fn(void);
+ *
+ * the tunables the CCA runs with now, a struct of `map`'s value type: each
+ * field user space has set (non-zero) in the map, the built-in default for
+ * every other. 0 means "default" (rttfair_abi.h), so a fresh map is a valid
+ * configuration and writing 0 restores a default. A missing entry (an ARRAY
+ * always has key 0; the verifier still wants the check) means all defaults.
+ *
+ * DEFAULTS(X) lists X(field, default) once for every field: the one place a
+ * tunable is bound to its default. A field left out would silently run at
+ * 0, so the build fails unless the listed fields fill the struct. The CCAs
+ * call fn once per round trip or event, never per ACK (one array lookup).
+ *
+ * A macro because each CCA's tunables have their own type and fields. It
+ * defines the whole function (not a statement expression) because clang
+ * schedules the defaults' stores differently when the struct is the value
+ * of an expression (same instructions, other order); as a function the
+ * code is the hand-written one's, instruction for instruction.
+ */
+#define RTTFAIR_TUNABLE_DEFAULT(field, def) .field = (def),
+#define RTTFAIR_TUNABLE_SIZE(field, def) +sizeof(p.field)
+#define RTTFAIR_TUNABLE_IF_SET(field, def)                                       \
+	if (set->field)                                                          \
+		p.field = set->field;
+#define RTTFAIR_TUNABLES_IN_FORCE(fn, map, DEFAULTS)                             \
+	static __always_inline __typeof__(*(map).value) fn(void)                 \
+	{                                                                        \
+		__typeof__(*(map).value) p = { DEFAULTS(RTTFAIR_TUNABLE_DEFAULT) }; \
+		__u32 zero = 0;                                                  \
+		__typeof__(*(map).value) *set = bpf_map_lookup_elem(&(map), &zero); \
+                                                                                 \
+		_Static_assert(sizeof(p) == 0 DEFAULTS(RTTFAIR_TUNABLE_SIZE),    \
+			       #DEFAULTS " must list every field of the tunables"); \
+		if (set) {                                                       \
+			DEFAULTS(RTTFAIR_TUNABLE_IF_SET)                         \
+		}                                                                \
+		return p;                                                        \
+	}
+
+#endif /* RTTFAIR_CCA_MAPS_H */
