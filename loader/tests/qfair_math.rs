@@ -537,10 +537,10 @@ fn competitive_after_drains(need: u32, verdicts: &[u32]) -> Vec<bool> {
         .collect()
 }
 
-/// exit_drains = 1 (the default) is the rule qfair always had: the first
-/// emptied drain ends competitive mode, whatever came before, for every
-/// sequence of verdicts.
 proptest! {
+    /// exit_drains = 1 (the default) is the rule qfair always had: the first
+    /// emptied drain ends competitive mode, whatever came before, for every
+    /// sequence of verdicts.
     #[test]
     fn one_exit_drain_is_the_old_rule(verdicts in proptest::collection::vec(0u32..3, 0..40)) {
         let mut was = false;
