@@ -107,8 +107,8 @@
  * path. Then qfair turns competitive: alpha may grow at 20 pkt/s up to
  * max(alpha_d, x^ 100 ms); the next successful drain ends it and clamps
  * alpha to alpha_d (with qfair.exit_drains = n > 1, only the n-th such
- * drain in a row: a 200 ms drain can fall on a trough of cubic's sawtooth
- * and pass the verdict while cubic's queue stays; default 1, the first).
+ * drain in a row: a competitive flow has shrunk cubic's window, and cubic's
+ * remaining queue can pass the verdict's margin q^/2; default 1, the first).
  * With qfair.competitive = 2 (never) no drain starts it, and a flow
  * already competitive when the operator sets 2 leaves it the same way at
  * its next per-round update (at the latest at the next drain's end), where
@@ -658,8 +658,9 @@ static __always_inline bool qfair_raise_min_rtt_on_longer_path(struct rf_bbr *bb
 
 /*
  * A drain's verdict as competitive mode takes it: with qfair.exit_drains = n
- * an emptied drain ends the mode only as the n-th in a row (a cubic
- * sawtooth's trough can pass one drain; qf_exit_verdict). n = 1: as is.
+ * an emptied drain ends the mode only as the n-th in a row (cubic's queue,
+ * shrunk while qfair was competitive, can pass one; qf_exit_verdict).
+ * n = 1: as before.
  */
 static __always_inline __u32 qfair_exit_verdict(struct qfair_flow *qf,
 						 const struct qfair_tunables *p, __u32 verdict)

@@ -488,12 +488,14 @@ RF_INLINE bool qf_competitive_next(bool was, bool allowed, __u32 verdict)
 /*
  * Competitive mode's exit hysteresis (qfair.exit_drains = n, default 1).
  * A queue that only qfair flows hold is empty at every drain (they drain
- * together); a loss-based flow's queue is a sawtooth, and a 200 ms drain
- * that happens to fall on one of its troughs (cubic at 10 ms backs off
- * every ~0.5 s) passes the verdict's margin max(1 ms, q^/2) although the
- * queue is still there (issue 14, docs/results.md "Why the long qfair flow
- * holds a quarter against cubic"). With n > 1 the exit needs n drains in a
- * row that emptied the queue while the flow was competitive.
+ * together). Against cubic, a competitive qfair flow holds half the link
+ * and more and cubic's window has shrunk with it: in qfair's drain cubic's
+ * remaining queue can be below the verdict's margin max(1 ms, q^/2), q^
+ * inflated by qfair's own backlog, so the drain passes although cubic
+ * still holds a queue (measured at 1 BDP: the verdicts alternate found /
+ * emptied drain after drain; issue 14, docs/results.md "Why the long qfair
+ * flow holds a quarter against cubic"). With n > 1 the exit needs n drains
+ * in a row that emptied the queue while the flow was competitive.
  *
  * qf_emptied_streak: that count after a drain's verdict. A drain that found
  * a queue resets it, and so does not being competitive (the count is only
