@@ -78,9 +78,9 @@
  *           below 6 packets, where cwnd's floor of 4 would otherwise queue
  *           more than alpha; half of it during a drain                (Eq. 9)
  *
- * alpha_0, k, tau_g, the 1/8 cap on g, o_cap, the drain period and clock are
- * tunables (struct qfair_tunables, `rttfairctl set qfair.*`, read once per
- * round); the values above are their defaults.
+ * alpha_0, k, tau_g, the 1/8 cap on g, o_cap, exit_drains (below), the
+ * drain period and clock are tunables (struct qfair_tunables, `rttfairctl
+ * set qfair.*`, read once per round); the values above are their defaults.
  *
  * cwnd = max(4, w) + b, with no ACK-aggregation allowance; b the TSO burst
  * room: three bursts where the path is short against a burst (x^ R^ <= one
@@ -106,10 +106,13 @@
  * means a queue someone else holds: a loss-based flow (cubic) or a longer
  * path. Then qfair turns competitive: alpha may grow at 20 pkt/s up to
  * max(alpha_d, x^ 100 ms); the next successful drain ends it and clamps
- * alpha to alpha_d. With qfair.competitive = 2 (never) no drain starts it,
- * and a flow already competitive when the operator sets 2 leaves it the
- * same way at its next per-round update (at the latest at the next drain's
- * end), where the tunables are read anyway.
+ * alpha to alpha_d (with qfair.exit_drains = n > 1, only the n-th such
+ * drain in a row: a competitive flow has shrunk cubic's window, and cubic's
+ * remaining queue can pass the verdict's margin q^/2; default 1, the first).
+ * With qfair.competitive = 2 (never) no drain starts it, and a flow
+ * already competitive when the operator sets 2 leaves it the same way at
+ * its next per-round update (at the latest at the next drain's end), where
+ * the tunables are read anyway.
  *
  * A longer path is judged from the drain minima alone, not from that
  * verdict: three drains in a row whose minimum lies more than
@@ -154,6 +157,7 @@
 #define QFAIR_DEF_DRAIN_CLOCK QFAIR_CLOCK_WALL
 #define QFAIR_DEF_COMPETITIVE QFAIR_COMPETITIVE_ON
 #define QFAIR_DEF_O_CAP_X256 128 /* |o| <= alpha/2 (Eq. 8b) */
+#define QFAIR_DEF_EXIT_DRAINS 1  /* the first emptied drain ends competitive mode */
 
 #define QFAIR_CLOCK_WALL 1
 #define QFAIR_CLOCK_LOCAL 2
@@ -217,7 +221,8 @@ struct qfair_flow {
 	__u8 competitive;
 	__u8 push_dir;             /* Eq. 8: QF_PUSH_* of the last push */
 	__u8 push_rounds;          /* Eq. 8: its velocity's memory */
-	__u8 _pad[3];
+	__u8 emptied_streak;       /* emptied drains in a row while competitive */
+	__u8 _pad[2];
 	__s32 offset_x65536;       /* Eq. 8b: the integral term o, packets x65536 */
 	__u32 _pad2;
 };
@@ -238,7 +243,8 @@ static __always_inline struct qfair_hot *qfair_hot_of(struct rf_bbr *bbr)
 	X(drain_period_ms, QFAIR_DEF_DRAIN_PERIOD_MS)                            \
 	X(drain_clock, QFAIR_DEF_DRAIN_CLOCK)                                    \
 	X(competitive, QFAIR_DEF_COMPETITIVE)                                    \
-	X(o_cap_x256, QFAIR_DEF_O_CAP_X256)
+	X(o_cap_x256, QFAIR_DEF_O_CAP_X256)                                      \
+	X(exit_drains, QFAIR_DEF_EXIT_DRAINS)
 
 RTTFAIR_TUNABLES_IN_FORCE(qfair_params, QFAIR_TUNABLES_MAP, QFAIR_TUNABLE_DEFAULTS);
 
@@ -609,6 +615,19 @@ static __always_inline bool qfair_raise_min_rtt_on_longer_path(struct rf_bbr *bb
 	return true;
 }
 
+/*
+ * A drain's verdict as competitive mode takes it: with qfair.exit_drains = n
+ * an emptied drain ends the mode only as the n-th in a row (cubic's queue,
+ * shrunk while qfair was competitive, can pass one; qf_exit_verdict).
+ * n = 1: as before.
+ */
+static __always_inline __u32 qfair_exit_verdict(struct qfair_flow *qf,
+						 const struct qfair_tunables *p, __u32 verdict)
+{
+	qf->emptied_streak = (__u8)qf_emptied_streak(qf->emptied_streak, qf->competitive, verdict);
+	return qf_exit_verdict(verdict, qf->emptied_streak, p->exit_drains);
+}
+
 /* A drain ended: did the queue empty? Then schedule the next one. */
 static __always_inline void qfair_end_drain(struct sock *sk, struct rf_bbr *bbr,
 					    struct qfair_hot *hot, struct qfair_flow *qf)
@@ -631,11 +650,11 @@ static __always_inline void qfair_end_drain(struct sock *sk, struct rf_bbr *bbr,
 	if (qfair_raise_min_rtt_on_longer_path(bbr, qf, m) ||
 	    qf_drain_emptied_queue(m, bbr->min_rtt_us, qf->drain_q_before_us)) {
 		qf->drains_ok++;
-		qfair_update_competitive(qf, &p, QF_VERDICT_EMPTIED);
+		qfair_update_competitive(qf, &p, qfair_exit_verdict(qf, &p, QF_VERDICT_EMPTIED));
 		return;
 	}
 	qf->drains_failed++;
-	qfair_update_competitive(qf, &p, QF_VERDICT_FOUND_QUEUE);
+	qfair_update_competitive(qf, &p, qfair_exit_verdict(qf, &p, QF_VERDICT_FOUND_QUEUE));
 }
 
 /* Fold the finished bucket's minimum into the round's sum (Eq. 4). */

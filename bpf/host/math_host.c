@@ -42,6 +42,8 @@ __u64 host_qf_pacing_rate(__u32 w, __u32 d, __u32 mss) { return qf_pacing_rate(w
 __u64 host_qf_rate_ewma(__u64 x, __u64 s) { return qf_rate_ewma(x, s); }
 int host_qf_drain_emptied_queue(__u32 m, __u32 r, __u32 q) { return qf_drain_emptied_queue(m, r, q); }
 int host_qf_competitive_next(int was, int allowed, __u32 v) { return qf_competitive_next(was, allowed, v); }
+__u32 host_qf_emptied_streak(__u32 s, int c, __u32 v) { return qf_emptied_streak(s, c, v); }
+__u32 host_qf_exit_verdict(__u32 v, __u32 s, __u32 n) { return qf_exit_verdict(v, s, n); }
 #include "bbr3_math.h"
 __u32 host_bbr3_interpolate(__u32 x, __u32 x0, __u32 y0, __u32 x1, __u32 y1) { return bbr3_interpolate(x, x0, y0, x1, y1); }
 __u32 host_bbr3_lost_at_send(__u32 p, __u32 d0, __u32 l0, __u32 d1, __u32 l1) { return bbr3_lost_at_send(p, d0, l0, d1, l1); }

@@ -214,6 +214,7 @@ struct qfair_tunables {
 	__u32 drain_clock;       /* 1 wall clock (TAI multiples of T_d), 2 local timer; default 1 */
 	__u32 competitive;       /* 1 competitive mode allowed, 2 never; default 1 */
 	__u32 o_cap_x256;        /* Eq. 8b: bound on |o| as a fraction of alpha, x256, default 128 (1/2) */
+	__u32 exit_drains;       /* drains in a row that must empty the queue to end competitive mode, default 1 */
 };
 
 struct adbbr_tunables {

@@ -70,6 +70,7 @@ pub const ALL: &[Tunable] = &[
     Tunable { cca: Cca::Qfair, name: "drain_clock", help: "1 wall clock (drains at TAI multiples of the period, every sender at once), 2 local timer", unit: "", min: 1.0, max: 2.0, default: 1.0, scale: 1.0, field: field!(RawQfairTunables, drain_clock), integer: true },
     Tunable { cca: Cca::Qfair, name: "competitive", help: "1 competitive mode allowed when a drain finds a queue it does not own (cubic), 2 never (also ends an active one at the flow's next round)", unit: "", min: 1.0, max: 2.0, default: 1.0, scale: 1.0, field: field!(RawQfairTunables, competitive), integer: true },
     Tunable { cca: Cca::Qfair, name: "o_cap", help: "bound on |o|, Eq. 8b's integral term, as a fraction of alpha: o removes a steady offset of a packet or so between the backlog estimate and alpha; the bound keeps it from becoming a standing queue of its own and limits how far a transient winds it up (above 1, o below -alpha gives the window no backlog at all)", unit: "", min: 0.00390625, max: 2.0, default: 0.5, scale: 256.0, field: field!(RawQfairTunables, o_cap_x256), integer: false },
+    Tunable { cca: Cca::Qfair, name: "exit_drains", help: "drains in a row that must find the queue emptied before competitive mode ends (1: the first, as always): a competitive flow shrinks a loss-based flow's window, and a drain can then pass on the queue that flow still holds", unit: "drains", min: 1.0, max: 8.0, default: 1.0, scale: 1.0, field: field!(RawQfairTunables, exit_drains), integer: true },
     Tunable { cca: Cca::Adbbr, name: "gamma_ref_us", help: "reference delay of gamma_mode 3", unit: "us", min: 1.0, max: 1_000_000.0, default: 1000.0, scale: 1.0, field: field!(RawAdbbrTunables, gamma_ref_us), integer: true },
     Tunable { cca: Cca::Adbbr, name: "eta_floor_us", help: "absolute floor on the queueing delay rRTT - nRTT that Alg. 1/2 react to (beta from 1x, gamma from 2x; 1 = the paper's ratios alone)", unit: "us", min: 1.0, max: 1_000_000.0, default: 1000.0, scale: 1.0, field: field!(RawAdbbrTunables, eta_floor_us), integer: true },
 ];
@@ -317,6 +318,7 @@ mod tests {
             ("qfair.drain_clock", define(qfair, "QFAIR_DEF_DRAIN_CLOCK")),
             ("qfair.competitive", define(qfair, "QFAIR_DEF_COMPETITIVE")),
             ("qfair.o_cap", define(qfair, "QFAIR_DEF_O_CAP_X256")),
+            ("qfair.exit_drains", define(qfair, "QFAIR_DEF_EXIT_DRAINS")),
         ];
         assert_eq!(expect.len(), ALL.len());
         for (name, stored) in expect {

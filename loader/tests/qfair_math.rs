@@ -514,3 +514,80 @@ fn a_wider_cap_lets_o_take_back_a_long_flows_excess() {
         half - one
     );
 }
+
+extern "C" {
+    fn host_qf_emptied_streak(streak: u32, competitive: i32, verdict: u32) -> u32;
+    fn host_qf_exit_verdict(verdict: u32, streak: u32, need: u32) -> u32;
+}
+
+/// qfair.exit_drains = n (qf_emptied_streak, qf_exit_verdict) run over a
+/// sequence of drain verdicts the way qfair_end_drain does (streak, then the
+/// verdict competitive mode acts on, then qf_competitive_next); returns the
+/// mode after each drain, starting outside it.
+fn competitive_after_drains(need: u32, verdicts: &[u32]) -> Vec<bool> {
+    let (mut was, mut streak) = (false, 0u32);
+    verdicts
+        .iter()
+        .map(|&v| {
+            streak = unsafe { host_qf_emptied_streak(streak, was as i32, v) };
+            let acted = unsafe { host_qf_exit_verdict(v, streak, need) };
+            was = unsafe { host_qf_competitive_next(was as i32, 1, acted) } != 0;
+            was
+        })
+        .collect()
+}
+
+proptest! {
+    /// exit_drains = 1 (the default) is the rule qfair always had: the first
+    /// emptied drain ends competitive mode, whatever came before, for every
+    /// sequence of verdicts.
+    #[test]
+    fn one_exit_drain_is_the_old_rule(verdicts in proptest::collection::vec(0u32..3, 0..40)) {
+        let mut was = false;
+        let old: Vec<bool> = verdicts
+            .iter()
+            .map(|&v| {
+                was = unsafe { host_qf_competitive_next(was as i32, 1, v) } != 0;
+                was
+            })
+            .collect();
+        prop_assert_eq!(competitive_after_drains(1, &verdicts), old);
+    }
+}
+
+/// exit_drains = 2: a competitive flow leaves only on the second emptied
+/// drain in a row; a drain that finds a queue in between starts the count
+/// again, a drain without a verdict neither counts nor resets; entering is
+/// unchanged (the first drain that finds a queue).
+#[test]
+fn two_exit_drains_need_two_emptied_drains_in_a_row() {
+    const NONE: u32 = 0;
+    const EMPTIED: u32 = 1;
+    const FOUND_QUEUE: u32 = 2;
+    let (t, f) = (true, false);
+    assert_eq!(
+        competitive_after_drains(2, &[FOUND_QUEUE, EMPTIED, EMPTIED]),
+        [t, t, f]
+    );
+    assert_eq!(
+        competitive_after_drains(2, &[FOUND_QUEUE, EMPTIED, FOUND_QUEUE, EMPTIED, EMPTIED]),
+        [t, t, t, t, f]
+    );
+    assert_eq!(
+        competitive_after_drains(2, &[FOUND_QUEUE, EMPTIED, NONE, EMPTIED]),
+        [t, t, t, f]
+    );
+    // outside the mode emptied drains do nothing and are not counted: a
+    // later spell starts from zero
+    assert_eq!(
+        competitive_after_drains(2, &[EMPTIED, EMPTIED, FOUND_QUEUE, EMPTIED, EMPTIED]),
+        [f, f, t, t, f]
+    );
+    assert_eq!(
+        competitive_after_drains(3, &[FOUND_QUEUE, EMPTIED, EMPTIED, EMPTIED]),
+        [t, t, t, f]
+    );
+    // the count saturates in its byte and is 0 outside the mode
+    assert_eq!(unsafe { host_qf_emptied_streak(255, 1, EMPTIED) }, 255);
+    assert_eq!(unsafe { host_qf_emptied_streak(7, 0, EMPTIED) }, 0);
+}
