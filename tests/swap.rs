@@ -152,8 +152,8 @@ fn live_connection_survives_migrate_swap_unload_and_cgroup_default() {
     assert!(!registered("fairtt"));
 
     // A cgroup default: a new connection from a process in the cgroup gets it.
-    let cg = cgroup2_root().join(format!("rttfair-test-{}", std::process::id()));
-    std::fs::create_dir_all(&cg).unwrap();
+    let cgroup = TestCgroup::new("rttfair-test");
+    let cg = &cgroup.path;
     step(
         "attach cgroup bbr1",
         &["attach", "--cgroup", cg.to_str().unwrap(), "bbr1"],
@@ -218,7 +218,7 @@ fn live_connection_survives_migrate_swap_unload_and_cgroup_default() {
     }
 
     assert_success(&t.run(&["detach", "--cgroup", cg.to_str().unwrap()]));
-    let _ = std::fs::remove_dir(&cg);
+    drop(cgroup);
     drop(stream);
     assert!(wait_until(Duration::from_secs(5), || {
         rttfair_loader::flows::live_sockets(&t.fs, rttfair_loader::Cca::Adbbr).unwrap() == 0

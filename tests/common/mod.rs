@@ -405,3 +405,26 @@ pub fn temp_file(tag: &str, suffix: &str, contents: impl AsRef<[u8]>) -> tempfil
     std::fs::write(file.path(), contents).unwrap();
     file
 }
+
+/// A cgroup made for one test, removed when the guard drops, also when the
+/// test panics (a `TempDir` cannot remove one: its cleanup tries to delete
+/// the kernel's control files). The name carries the pid, so two test
+/// binaries never share it.
+pub struct TestCgroup {
+    pub path: PathBuf,
+}
+
+impl TestCgroup {
+    pub fn new(tag: &str) -> Self {
+        let path = cgroup2_root().join(format!("{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&path).unwrap();
+        TestCgroup { path }
+    }
+}
+
+impl Drop for TestCgroup {
+    fn drop(&mut self) {
+        // Fails only while a process is still in it; nothing more to do then.
+        let _ = std::fs::remove_dir(&self.path);
+    }
+}
