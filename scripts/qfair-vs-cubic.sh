@@ -7,12 +7,4 @@
 #   rttfairctl load qfair; rttfairctl set qfair.exit_drains 2; scripts/qfair-vs-cubic.sh; rttfairctl unload qfair
 set -euo pipefail
 cd "$(dirname "$0")/.."
-O=${OUT:-lab-out/qfair-vs-cubic}
-. scripts/two-flow.sh
-echo "binary $B, $(git rev-parse --short HEAD), start $(date -u +%T)"
-for b in 0.5 1 5; do
-  $B lab run "$(two_flow "qfair-vs-cubic-$b" 20 qfair 20 cubic $b)" --out "$O" --quiet
-done
-$B lab run "$(two_flow "qfair10-vs-cubic50" 10 qfair 50 cubic 1)" --out "$O" --quiet
-$B lab run "$(two_flow "qfair50-vs-cubic10" 50 qfair 10 cubic 1)" --out "$O" --quiet
-echo "end $(date -u +%T)"
+OUT=${OUT:-lab-out/qfair-vs-cubic} CUBIC_ONLY=1 exec scripts/qfair-vs-others.sh
