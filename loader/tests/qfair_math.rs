@@ -413,6 +413,11 @@ proptest! {
     }
 }
 
+/// A drain's verdict, as qfair_math.h numbers them (QF_VERDICT_*).
+const NONE: u32 = 0;
+const EMPTIED: u32 = 1;
+const FOUND_QUEUE: u32 = 2;
+
 /// Competitive mode's rule (qf_competitive_next): with qfair.competitive = 1
 /// (allowed) it is the rule qfair always had, entered on a drain that found
 /// a queue, left on one that emptied it, kept otherwise (so the control law
@@ -420,9 +425,6 @@ proptest! {
 /// any event, a per-round update included, whether it was in it or not.
 #[test]
 fn competitive_mode_ends_at_the_next_event_once_never() {
-    const NONE: u32 = 0;
-    const EMPTIED: u32 = 1;
-    const FOUND_QUEUE: u32 = 2;
     let next = |was: bool, allowed: bool, v: u32| unsafe {
         host_qf_competitive_next(was as i32, allowed as i32, v) != 0
     };
@@ -561,32 +563,31 @@ proptest! {
 /// unchanged (the first drain that finds a queue).
 #[test]
 fn two_exit_drains_need_two_emptied_drains_in_a_row() {
-    const NONE: u32 = 0;
-    const EMPTIED: u32 = 1;
-    const FOUND_QUEUE: u32 = 2;
     let (t, f) = (true, false);
-    assert_eq!(
-        competitive_after_drains(2, &[FOUND_QUEUE, EMPTIED, EMPTIED]),
-        [t, t, f]
-    );
-    assert_eq!(
-        competitive_after_drains(2, &[FOUND_QUEUE, EMPTIED, FOUND_QUEUE, EMPTIED, EMPTIED]),
-        [t, t, t, t, f]
-    );
-    assert_eq!(
-        competitive_after_drains(2, &[FOUND_QUEUE, EMPTIED, NONE, EMPTIED]),
-        [t, t, t, f]
-    );
-    // outside the mode emptied drains do nothing and are not counted: a
-    // later spell starts from zero
-    assert_eq!(
-        competitive_after_drains(2, &[EMPTIED, EMPTIED, FOUND_QUEUE, EMPTIED, EMPTIED]),
-        [f, f, t, t, f]
-    );
-    assert_eq!(
-        competitive_after_drains(3, &[FOUND_QUEUE, EMPTIED, EMPTIED, EMPTIED]),
-        [t, t, t, f]
-    );
+    let cases: [(u32, &[u32], &[bool]); 5] = [
+        (2, &[FOUND_QUEUE, EMPTIED, EMPTIED], &[t, t, f]),
+        (
+            2,
+            &[FOUND_QUEUE, EMPTIED, FOUND_QUEUE, EMPTIED, EMPTIED],
+            &[t, t, t, t, f],
+        ),
+        (2, &[FOUND_QUEUE, EMPTIED, NONE, EMPTIED], &[t, t, t, f]),
+        // outside the mode emptied drains do nothing and are not counted: a
+        // later spell starts from zero
+        (
+            2,
+            &[EMPTIED, EMPTIED, FOUND_QUEUE, EMPTIED, EMPTIED],
+            &[f, f, t, t, f],
+        ),
+        (3, &[FOUND_QUEUE, EMPTIED, EMPTIED, EMPTIED], &[t, t, t, f]),
+    ];
+    for (need, verdicts, want) in cases {
+        assert_eq!(
+            competitive_after_drains(need, verdicts),
+            want,
+            "n = {need}, verdicts {verdicts:?}"
+        );
+    }
     // the count saturates in its byte and is 0 outside the mode
     assert_eq!(unsafe { host_qf_emptied_streak(255, 1, EMPTIED) }, 255);
     assert_eq!(unsafe { host_qf_emptied_streak(7, 0, EMPTIED) }, 0);
