@@ -125,4 +125,33 @@ mod tests {
             super::resolve(name).unwrap_or_else(|e| panic!("{name}: {e}"));
         }
     }
+
+    /// Each way a scenario argument fails names where the text came from,
+    /// in the words `rttfairctl lab run` prints.
+    #[test]
+    fn errors_name_the_file_or_the_embedded_scenario() {
+        let dir = crate::testkit::temp_folder("builtin-errors");
+        let msg = |arg: &std::path::Path| {
+            format!("{:#}", super::resolve(arg.to_str().unwrap()).unwrap_err())
+        };
+        // A path that exists but is not a readable file.
+        let read = std::fs::read_to_string(dir.path()).unwrap_err();
+        assert_eq!(
+            msg(dir.path()),
+            format!("cannot read scenario {}: {read}", dir.path().display())
+        );
+        // A file whose text is not a valid scenario: its path, then the
+        // parser's error (field and line).
+        let bad = dir.path().join("bad.toml");
+        std::fs::write(&bad, "name = \"b\"\n").unwrap();
+        let parse = super::Scenario::from_toml("name = \"b\"\n").unwrap_err();
+        assert!(parse.to_string().contains("missing field `duration_s`"));
+        assert_eq!(msg(&bad), format!("{}: {parse}", bad.display()));
+        // Neither a file nor an embedded name: the embedded names listed.
+        let m = format!("{:#}", super::resolve("no-such-scenario").unwrap_err());
+        assert!(
+            m.starts_with("no scenario file 'no-such-scenario' and no embedded scenario of that name (embedded: two-flow-deep, "),
+            "{m}"
+        );
+    }
 }
