@@ -80,12 +80,16 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     ),
 ];
 
-/// Resolve a scenario argument: a file path if it exists, else an embedded
-/// name. The text is parsed and validated once, its `[sweep]` table (if
-/// any) included, so errors name the line of the text as written.
+/// Resolve a scenario argument: a file path if it exists (read by
+/// [`Scenario::load`]), else an embedded name. The text is parsed and
+/// validated once, its `[sweep]` table (if any) included, so errors name
+/// the line of the text as written.
 pub fn resolve(arg: &str) -> anyhow::Result<Scenario> {
-    let (origin, text) = text_of(arg)?;
-    Scenario::from_toml(&text).map_err(|e| anyhow::anyhow!("{origin}: {e}"))
+    let path = std::path::Path::new(arg);
+    if path.exists() {
+        return Scenario::load(path);
+    }
+    Scenario::from_toml(embedded(arg)?).map_err(|e| anyhow::anyhow!("embedded scenario {arg}: {e}"))
 }
 
 /// As [`resolve`], also returning the scenario's `[sweep]` table, if any.
@@ -95,16 +99,10 @@ pub fn resolve_with_sweep(arg: &str) -> anyhow::Result<(Scenario, Option<Sweep>)
     Ok((s, sweep))
 }
 
-/// Where a scenario argument comes from (for messages) and its text.
-fn text_of(arg: &str) -> anyhow::Result<(String, String)> {
-    let path = std::path::Path::new(arg);
-    if path.exists() {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| anyhow::anyhow!("cannot read scenario {}: {e}", path.display()))?;
-        return Ok((path.display().to_string(), text));
-    }
+/// The text of the embedded scenario named `arg`.
+fn embedded(arg: &str) -> anyhow::Result<&'static str> {
     match SCENARIOS.iter().find(|(n, _)| *n == arg) {
-        Some((n, text)) => Ok((format!("embedded scenario {n}"), text.to_string())),
+        Some((_, text)) => Ok(text),
         None => anyhow::bail!(
             "no scenario file '{arg}' and no embedded scenario of that name (embedded: {})",
             SCENARIOS
