@@ -60,3 +60,23 @@ pub fn tcp_info(sock: &impl AsRawFd) -> io::Result<libc::tcp_info> {
         Err(io::Error::last_os_error())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// On a fresh TCP socket of this process (no namespace, no BPF): a
+    /// congestion control the kernel always has is set and read back, an
+    /// unknown one is the kernel's ENOENT, TCP_INFO of a closed socket reads.
+    #[test]
+    fn congestion_round_trips_and_errors_carry_errno() {
+        let sock = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        set_congestion(&sock, "reno").unwrap();
+        assert_eq!(congestion(&sock).unwrap(), "reno");
+        let e = set_congestion(&sock, "no-such-cca").unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ENOENT), "{e}");
+        assert_eq!(congestion(&sock).unwrap(), "reno");
+        // TCP_LISTEN in include/net/tcp_states.h.
+        assert_eq!(tcp_info(&sock).unwrap().tcpi_state, 10);
+    }
+}
