@@ -14,11 +14,7 @@ pub fn set_congestion(sock: &impl AsRawFd, name: &str) -> io::Result<()> {
             name.len() as libc::socklen_t,
         )
     };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    os_result(rc)
 }
 
 /// `getsockopt(TCP_CONGESTION)`: the socket's congestion control.
@@ -34,9 +30,7 @@ pub fn congestion(sock: &impl AsRawFd) -> io::Result<String> {
             &mut len,
         )
     };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
+    os_result(rc)?;
     let end = buf.iter().position(|&b| b == 0).unwrap_or(len as usize);
     Ok(String::from_utf8_lossy(&buf[..end]).into_owned())
 }
@@ -54,8 +48,15 @@ pub fn tcp_info(sock: &impl AsRawFd) -> io::Result<libc::tcp_info> {
             &mut len,
         )
     };
+    os_result(rc)?;
+    Ok(info)
+}
+
+/// A libc call's return code as a result: 0 is success, anything else
+/// the call's errno.
+fn os_result(rc: libc::c_int) -> io::Result<()> {
     if rc == 0 {
-        Ok(info)
+        Ok(())
     } else {
         Err(io::Error::last_os_error())
     }
