@@ -135,17 +135,17 @@ void BPF_PROG(bbrn_cong_control, struct sock *sk, __u32 ack, int flag,
 	bbr_native_export_create(sk, nf);
 }
 
-SEC("struct_ops")
-__u32 BPF_PROG(bbrn_ssthresh, struct sock *sk)
-{
-	return bbr_ssthresh(sk);
-}
+/* bbrn_<op>: a struct_ops op of the form __u32 op(sk) that is the kernel's
+ * own bbr_<op>, called through its kfunc (no export work of its own). */
+#define BBRN_FORWARD_U32(op)                                                   \
+	SEC("struct_ops")                                                      \
+	__u32 BPF_PROG(bbrn_##op, struct sock *sk)                             \
+	{                                                                      \
+		return bbr_##op(sk);                                           \
+	}
 
-SEC("struct_ops")
-__u32 BPF_PROG(bbrn_undo_cwnd, struct sock *sk)
-{
-	return bbr_undo_cwnd(sk);
-}
+BBRN_FORWARD_U32(ssthresh)
+BBRN_FORWARD_U32(undo_cwnd)
 
 SEC("struct_ops")
 void BPF_PROG(bbrn_cwnd_event, struct sock *sk, enum tcp_ca_event event)
@@ -159,17 +159,8 @@ void BPF_PROG(bbrn_set_state, struct sock *sk, __u8 new_state)
 	bbr_set_state(sk, new_state);
 }
 
-SEC("struct_ops")
-__u32 BPF_PROG(bbrn_sndbuf_expand, struct sock *sk)
-{
-	return bbr_sndbuf_expand(sk);
-}
-
-SEC("struct_ops")
-__u32 BPF_PROG(bbrn_min_tso_segs, struct sock *sk)
-{
-	return bbr_min_tso_segs(sk);
-}
+BBRN_FORWARD_U32(sndbuf_expand)
+BBRN_FORWARD_U32(min_tso_segs)
 
 SEC(".struct_ops.link")
 struct tcp_congestion_ops bbr_native_ops = {

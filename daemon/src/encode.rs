@@ -195,10 +195,23 @@ mod tests {
         }
     }
 
-    /// A qfair flow gets the core families and qfair's own, and none of
-    /// another CCA's; counters end in `_total`.
-    /// The OpenMetrics text a registry holding only `snap` exposes.
-    fn exposition_of(snap: Snapshot) -> String {
+    /// The OpenMetrics text a registry exposes that holds only the snapshot
+    /// of a daemon with `cca` loaded and `flows` read (per-flow series for
+    /// the first `per_flow`), its maps present, nothing omitted, no counters,
+    /// kernel-CCA connections not read.
+    fn exposition_of(cca: Cca, per_flow: usize, flows: Vec<FlowSample>) -> String {
+        let snap = Snapshot {
+            per_flow,
+            flows,
+            native_readable: Err("disabled".into()),
+            omitted: 0,
+            omitted_total: 0,
+            counters: vec![],
+            loaded: vec![(cca, true)],
+            capacity: 1024,
+            maps_present: true,
+            previous_scrape_seconds: 0.0,
+        };
         let mut registry = prometheus_client::registry::Registry::default();
         registry.register_collector(Box::new(One(snap)));
         let mut text = String::new();
@@ -206,6 +219,8 @@ mod tests {
         text
     }
 
+    /// A qfair flow gets the core families and qfair's own, and none of
+    /// another CCA's; counters end in `_total`.
     #[test]
     fn a_qfair_flow_is_encoded_through_the_table() {
         let flow = Flow {
@@ -221,28 +236,17 @@ mod tests {
             }),
             ..Flow::default()
         };
-        let snap = Snapshot {
-            per_flow: 1,
-            flows: vec![FlowSample {
-                flow,
-                rate: 1e6,
-                kind: Kind::Project,
-                cca: "qfair".into(),
-                group: "10.20.0.0/24".into(),
-                peer_addr: "10.20.0.9".into(),
-                peer_port: "5201".into(),
-                labels: FlowLabels::new("qfair", format_args!("9")),
-            }],
-            native_readable: Err("disabled".into()),
-            omitted: 0,
-            omitted_total: 0,
-            counters: vec![],
-            loaded: vec![(Cca::Qfair, true)],
-            capacity: 1024,
-            maps_present: true,
-            previous_scrape_seconds: 0.0,
+        let sample = FlowSample {
+            flow,
+            rate: 1e6,
+            kind: Kind::Project,
+            cca: "qfair".into(),
+            group: "10.20.0.0/24".into(),
+            peer_addr: "10.20.0.9".into(),
+            peer_port: "5201".into(),
+            labels: FlowLabels::new("qfair", format_args!("9")),
         };
-        let text = exposition_of(snap);
+        let text = exposition_of(Cca::Qfair, 1, vec![sample]);
         let has = |l: &str| text.lines().any(|x| x == l);
         assert!(
             has("rttfair_qfair_alpha_packets{cca=\"qfair\",flow=\"9\"} 3.0"),
@@ -293,19 +297,7 @@ mod tests {
             peer_port: String::new(),
             labels: FlowLabels::default(),
         };
-        let snap = Snapshot {
-            per_flow: 0,
-            flows: vec![sample(1, 15, 2e6), sample(2, 40, 1e6)],
-            native_readable: Err("disabled".into()),
-            omitted: 0,
-            omitted_total: 0,
-            counters: vec![],
-            loaded: vec![(Cca::Fairtt, true)],
-            capacity: 1024,
-            maps_present: true,
-            previous_scrape_seconds: 0.0,
-        };
-        let text = exposition_of(snap);
+        let text = exposition_of(Cca::Fairtt, 0, vec![sample(1, 15, 2e6), sample(2, 40, 1e6)]);
         let has = |l: &str| text.lines().any(|x| x == l);
         assert!(!text.contains("rttfair_flow_min_rtt_seconds{"), "{text}");
         assert!(!text.contains("rttfair_flow_info{"), "{text}");

@@ -80,12 +80,16 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     ),
 ];
 
-/// Resolve a scenario argument: a file path if it exists, else an embedded
-/// name. The text is parsed and validated once, its `[sweep]` table (if
-/// any) included, so errors name the line of the text as written.
+/// Resolve a scenario argument: a file path if it exists (read by
+/// [`Scenario::load`]), else an embedded name. The text is parsed and
+/// validated once, its `[sweep]` table (if any) included, so errors name
+/// the line of the text as written.
 pub fn resolve(arg: &str) -> anyhow::Result<Scenario> {
-    let (origin, text) = text_of(arg)?;
-    Scenario::from_toml(&text).map_err(|e| anyhow::anyhow!("{origin}: {e}"))
+    let path = std::path::Path::new(arg);
+    if path.exists() {
+        return Scenario::load(path);
+    }
+    Scenario::from_toml(embedded(arg)?).map_err(|e| anyhow::anyhow!("embedded scenario {arg}: {e}"))
 }
 
 /// As [`resolve`], also returning the scenario's `[sweep]` table, if any.
@@ -95,16 +99,10 @@ pub fn resolve_with_sweep(arg: &str) -> anyhow::Result<(Scenario, Option<Sweep>)
     Ok((s, sweep))
 }
 
-/// Where a scenario argument comes from (for messages) and its text.
-fn text_of(arg: &str) -> anyhow::Result<(String, String)> {
-    let path = std::path::Path::new(arg);
-    if path.exists() {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| anyhow::anyhow!("cannot read scenario {}: {e}", path.display()))?;
-        return Ok((path.display().to_string(), text));
-    }
+/// The text of the embedded scenario named `arg`.
+fn embedded(arg: &str) -> anyhow::Result<&'static str> {
     match SCENARIOS.iter().find(|(n, _)| *n == arg) {
-        Some((n, text)) => Ok((format!("embedded scenario {n}"), text.to_string())),
+        Some((_, text)) => Ok(text),
         None => anyhow::bail!(
             "no scenario file '{arg}' and no embedded scenario of that name (embedded: {})",
             SCENARIOS
@@ -124,5 +122,34 @@ mod tests {
         for (name, _) in super::SCENARIOS {
             super::resolve(name).unwrap_or_else(|e| panic!("{name}: {e}"));
         }
+    }
+
+    /// Each way a scenario argument fails names where the text came from,
+    /// in the words `rttfairctl lab run` prints.
+    #[test]
+    fn errors_name_the_file_or_the_embedded_scenario() {
+        let dir = crate::testkit::temp_folder("builtin-errors");
+        let msg = |arg: &std::path::Path| {
+            format!("{:#}", super::resolve(arg.to_str().unwrap()).unwrap_err())
+        };
+        // A path that exists but is not a readable file.
+        let read = std::fs::read_to_string(dir.path()).unwrap_err();
+        assert_eq!(
+            msg(dir.path()),
+            format!("cannot read scenario {}: {read}", dir.path().display())
+        );
+        // A file whose text is not a valid scenario: its path, then the
+        // parser's error (field and line).
+        let bad = dir.path().join("bad.toml");
+        std::fs::write(&bad, "name = \"b\"\n").unwrap();
+        let parse = super::Scenario::from_toml("name = \"b\"\n").unwrap_err();
+        assert!(parse.to_string().contains("missing field `duration_s`"));
+        assert_eq!(msg(&bad), format!("{}: {parse}", bad.display()));
+        // Neither a file nor an embedded name: the embedded names listed.
+        let m = format!("{:#}", super::resolve("no-such-scenario").unwrap_err());
+        assert!(
+            m.starts_with("no scenario file 'no-such-scenario' and no embedded scenario of that name (embedded: two-flow-deep, "),
+            "{m}"
+        );
     }
 }

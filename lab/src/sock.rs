@@ -14,11 +14,7 @@ pub fn set_congestion(sock: &impl AsRawFd, name: &str) -> io::Result<()> {
             name.len() as libc::socklen_t,
         )
     };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    os_result(rc)
 }
 
 /// `getsockopt(TCP_CONGESTION)`: the socket's congestion control.
@@ -34,9 +30,7 @@ pub fn congestion(sock: &impl AsRawFd) -> io::Result<String> {
             &mut len,
         )
     };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
+    os_result(rc)?;
     let end = buf.iter().position(|&b| b == 0).unwrap_or(len as usize);
     Ok(String::from_utf8_lossy(&buf[..end]).into_owned())
 }
@@ -54,9 +48,36 @@ pub fn tcp_info(sock: &impl AsRawFd) -> io::Result<libc::tcp_info> {
             &mut len,
         )
     };
+    os_result(rc)?;
+    Ok(info)
+}
+
+/// A libc call's return code as a result: 0 is success, anything else
+/// the call's errno.
+fn os_result(rc: libc::c_int) -> io::Result<()> {
     if rc == 0 {
-        Ok(info)
+        Ok(())
     } else {
         Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// On a fresh TCP socket of this process (no namespace, no BPF): a
+    /// congestion control the kernel always has is set and read back, an
+    /// unknown one is the kernel's ENOENT, TCP_INFO of a closed socket reads.
+    #[test]
+    fn congestion_round_trips_and_errors_carry_errno() {
+        let sock = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        set_congestion(&sock, "reno").unwrap();
+        assert_eq!(congestion(&sock).unwrap(), "reno");
+        let e = set_congestion(&sock, "no-such-cca").unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ENOENT), "{e}");
+        assert_eq!(congestion(&sock).unwrap(), "reno");
+        // TCP_LISTEN in include/net/tcp_states.h.
+        assert_eq!(tcp_info(&sock).unwrap().tcpi_state, 10);
     }
 }
