@@ -658,9 +658,12 @@ static __always_inline void qfair_end_drain(struct sock *sk, struct rf_bbr *bbr,
 		return;
 	}
 
-	/* A new, longer R^ is this drain's minimum: the queue did empty. */
+	/* A new, longer R^ is this drain's minimum: the queue did empty. A
+	 * competitive flow's drain also needs the queue still empty at its end
+	 * (the last 8-16 ms: this bucket and the last closed one). */
 	if (qfair_raise_min_rtt_on_longer_path(bbr, qf, m) ||
-	    qf_drain_emptied_queue(m, bbr->min_rtt_us, qf->drain_q_before_us)) {
+	    qf_drain_emptied(m, rf_min(qf->last_bkt_min_us, hot->bkt_min_us), bbr->min_rtt_us,
+			     qf->drain_q_before_us, qf->competitive)) {
 		qf->drains_ok++;
 		qfair_update_competitive(qf, &p, qfair_exit_verdict(qf, &p, QF_VERDICT_EMPTIED));
 		return;

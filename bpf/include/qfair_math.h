@@ -481,6 +481,30 @@ RF_INLINE __u32 qf_verdict_queue_us(__u32 q_us, bool competitive, __u32 q_defaul
 }
 
 /*
+ * A drain's verdict, emptied or not: its lowest RTT within the margin of
+ * qf_drain_emptied_queue (q_before_us from qf_verdict_queue_us) and, for a
+ * competitive flow, the lowest RTT of the drain's last 8-16 ms (end_min_us:
+ * the last closed 8 ms bucket's minimum and the current one's) within 1 ms of
+ * R^ as well: the queue stayed empty to the end. For 200 ms and a round the
+ * flow sends at half its rate; qfair flows are window-limited at their x^
+ * and drain at the same instants, so a queue they alone hold stays empty to
+ * the end of the drain (the flow's own residual backlog is gone by then, so
+ * no q^/2 slack, only the 1 ms floor). A loss-based flow (cubic) grows into
+ * the capacity the drain leaves free: the queue can touch zero while cubic
+ * is squeezed (a competitive qfair flow halving its rate just after cubic's
+ * back-off, measured at 1 BDP) but is refilled by the drain's end, so cubic
+ * still there does not read as cubic gone. Outside competitive mode the
+ * verdict is the minimum's alone, as before.
+ */
+RF_INLINE bool qf_drain_emptied(__u32 drain_min_us, __u32 end_min_us, __u32 rtprop_us,
+				__u32 q_before_us, bool competitive)
+{
+	if (!qf_drain_emptied_queue(drain_min_us, rtprop_us, q_before_us))
+		return false;
+	return !competitive || qf_drain_emptied_queue(end_min_us, rtprop_us, 0);
+}
+
+/*
  * A drain whose lowest RTT sat above R^ by more than max(2 ms, R^/8): the
  * flow's own backlog is gone (half rate, half window, 200 ms), so what is
  * left is a longer path or someone else's standing queue. Decided on the
