@@ -669,3 +669,55 @@ proptest! {
         prop_assert_eq!(c, q.min(qd));
     }
 }
+
+extern "C" {
+    fn host_qf_drain_emptied(m: u32, end_min: u32, r: u32, q_before: u32, competitive: i32)
+        -> i32;
+}
+
+/// A drain's verdict (qf_drain_emptied): outside competitive mode the
+/// minimum's test alone, whatever the drain's end read (qfair-vs-qfair
+/// unchanged); in it, the queue must also be within 1 ms of R^ in the
+/// drain's last 8-16 ms. The cases are the queue traces of session 12's
+/// 1 BDP runs (20 ms, R^ = 20.06 ms; docs/results.md "A competitive exit
+/// that does not loosen with the flow's own backlog"): cubic squeezed to
+/// zero just after its back-off and 4-7 packets (2.3-4 ms) back by the
+/// drain's end; and a queue that qfair flows alone leave, empty to the end.
+#[test]
+fn competitive_drain_must_stay_empty_to_its_end() {
+    let r = 20_060u32;
+    let (t, f) = (true, false);
+    // (minimum, end minimum, q before, competitive, emptied?)
+    let cases: [(u32, u32, u32, bool, bool); 9] = [
+        // cubic squeezed: touched zero, refilled to 6 packets (3.5 ms)
+        (r, r + 3_500, 4_550, t, f),
+        (r, r + 3_500, 14_000, f, t),
+        // refilled to 2 packets (1.2 ms): still a queue someone grows
+        (r, r + 1_200, 4_550, t, f),
+        // empty to the end: the exit
+        (r, r + 300, 4_550, t, t),
+        (r + 2_000, r + 900, 4_550, t, t),
+        (r, r + 1_000, 4_550, t, t),
+        // the minimum's test still applies first
+        (r + 2_400, r + 300, 4_550, t, f),
+        (r + 2_400, r + 300, 14_000, f, t),
+        (r + 7_100, r, 14_000, f, f),
+    ];
+    for (m, end, q, comp, want) in cases {
+        let got = unsafe { host_qf_drain_emptied(m, end, r, q, comp as i32) } != 0;
+        assert_eq!(got, want, "min {m} end {end} q {q} competitive {comp}");
+    }
+}
+
+proptest! {
+    /// Outside competitive mode the verdict is qf_drain_emptied_queue's on
+    /// the minimum, for every end reading; inside, never looser than it.
+    #[test]
+    fn drain_verdict_outside_competitive_is_the_old_one(m in 0u32..200_000, end in 0u32..200_000,
+                                                        r in 0u32..200_000, q in 0u32..200_000) {
+        let old = unsafe { host_qf_drain_emptied_queue(m, r, q) };
+        prop_assert_eq!(unsafe { host_qf_drain_emptied(m, end, r, q, 0) }, old);
+        let comp = unsafe { host_qf_drain_emptied(m, end, r, q, 1) };
+        prop_assert!(comp <= old);
+    }
+}
