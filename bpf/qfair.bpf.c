@@ -112,7 +112,12 @@
  * the margin q^/2 drain after drain; so while competitive the margin is
  * max(1 ms, min(q^, alpha_d / x^) / 2), half the queue the flow would read
  * with only its default backlog at its rate: what qfair flows alone leave,
- * not what its competitive backlog leaves (qf_verdict_queue_us).
+ * not what its competitive backlog leaves (qf_verdict_queue_us). And a
+ * competitive flow's drain passes only if the queue is still within 1 ms
+ * of R^ at its end (the last 8-16 ms): qfair flows, window-limited at x^,
+ * leave the capacity a drain frees unused, cubic grows into it, so a queue
+ * that touched zero just after cubic's back-off but is refilled by the
+ * drain's end is cubic squeezed, not cubic gone (qf_drain_emptied).
  * With qfair.competitive = 2 (never) no drain starts it, and a flow
  * already competitive when the operator sets 2 leaves it the same way at
  * its next per-round update (at the latest at the next drain's end), where
