@@ -107,8 +107,17 @@
  * path. Then qfair turns competitive: alpha may grow at 20 pkt/s up to
  * max(alpha_d, x^ 100 ms); the next successful drain ends it and clamps
  * alpha to alpha_d (with qfair.exit_drains = n > 1, only the n-th such
- * drain in a row: a competitive flow has shrunk cubic's window, and cubic's
- * remaining queue can pass the verdict's margin q^/2; default 1, the first).
+ * drain in a row; default 1, the first). A competitive flow's own backlog
+ * inflates q^, and cubic's remaining queue, shrunk by that backlog, passed
+ * the margin q^/2 drain after drain; so while competitive the margin is
+ * max(1 ms, min(q^, alpha_d / x^) / 2), half the queue the flow would read
+ * with only its default backlog at its rate: what qfair flows alone leave,
+ * not what its competitive backlog leaves (qf_verdict_queue_us). And a
+ * competitive flow's drain passes only if the queue is still within 1 ms
+ * of R^ at its end (the last 8-16 ms): qfair flows, window-limited at x^,
+ * leave the capacity a drain frees unused, cubic grows into it, so a queue
+ * that touched zero just after cubic's back-off but is refilled by the
+ * drain's end is cubic squeezed, not cubic gone (qf_drain_emptied).
  * With qfair.competitive = 2 (never) no drain starts it, and a flow
  * already competitive when the operator sets 2 leaves it the same way at
  * its next per-round update (at the latest at the next drain's end), where
@@ -211,7 +220,7 @@ struct qfair_flow {
 	__u32 d_us;                /* Eq. 4 */
 	__u32 q_us;                /* Eq. 5 */
 	__u32 drain_min_us;        /* lowest RTT during the current drain */
-	__u32 drain_q_before_us;   /* q^ when the drain began */
+	__u32 drain_q_before_us;   /* the verdict's q^, set when the drain began */
 	__u32 drains_ok;
 	__u32 drains_failed;
 	__u32 long_streak;         /* drains in a row above R^, minima agreeing */
@@ -571,13 +580,21 @@ static __noinline void qfair_update_round(struct sock *sk, struct rf_bbr *bbr,
 	qfair_start_measurement_interval(tp, qf);
 }
 
-/* Entering a drain: half the rate; cca_probe_rtt_cwnd (below) halves the window. */
+/*
+ * Entering a drain: half the rate; cca_probe_rtt_cwnd (below) halves the
+ * window. The verdict's margin is half of q^ now, or, for a competitive
+ * flow, half of at most alpha_d / x^ (qf_verdict_queue_us): not the q^ its
+ * own competitive backlog inflates. x^ and alpha_d are the last round's
+ * (no round is measured during a drain).
+ */
 static __always_inline void qfair_begin_drain(struct sock *sk, struct qfair_hot *hot,
 					      struct qfair_flow *qf)
 {
 	hot->flags |= QF_IN_DRAIN;
 	qf->drain_min_us = ~0U;
-	qf->drain_q_before_us = qf->q_us;
+	qf->drain_q_before_us =
+		qf_verdict_queue_us(qf->q_us, qf->competitive,
+				    qf_default_backlog_delay_us(qf->alpha_d_x1024, qf->xhat));
 	qf->pacing_before_drain = sk->sk_pacing_rate;
 	sk->sk_pacing_rate = sk->sk_pacing_rate / 2;
 }
@@ -646,9 +663,12 @@ static __always_inline void qfair_end_drain(struct sock *sk, struct rf_bbr *bbr,
 		return;
 	}
 
-	/* A new, longer R^ is this drain's minimum: the queue did empty. */
+	/* A new, longer R^ is this drain's minimum: the queue did empty. A
+	 * competitive flow's drain also needs the queue still empty at its end
+	 * (the last 8-16 ms: this bucket and the last closed one). */
 	if (qfair_raise_min_rtt_on_longer_path(bbr, qf, m) ||
-	    qf_drain_emptied_queue(m, bbr->min_rtt_us, qf->drain_q_before_us)) {
+	    qf_drain_emptied(m, rf_min(qf->last_bkt_min_us, hot->bkt_min_us), bbr->min_rtt_us,
+			     qf->drain_q_before_us, qf->competitive)) {
 		qf->drains_ok++;
 		qfair_update_competitive(qf, &p, qfair_exit_verdict(qf, &p, QF_VERDICT_EMPTIED));
 		return;

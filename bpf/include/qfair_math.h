@@ -446,6 +446,65 @@ RF_INLINE bool qf_drain_emptied_queue(__u32 drain_min_us, __u32 rtprop_us, __u32
 }
 
 /*
+ * The queueing delay of the flow's default backlog at its rate, alpha_d / x^
+ * in microseconds (u32-saturated; no rate: "no bound", 0xffffffff): the q^
+ * a qfair flow reads when qfair flows alone share the queue (each holds
+ * alpha_d, x q = alpha_d, Eq. 2), whatever its rate.
+ */
+RF_INLINE __u32 qf_default_backlog_delay_us(__u32 alpha_d_x1024, __u64 bw)
+{
+	__u64 q;
+
+	if (!bw)
+		return 0xffffffffU;
+	/* packets x1024 << 14 = packets << 24, over packets/us << 24 */
+	q = ((__u64)alpha_d_x1024 << (QF_BW_SCALE - 10)) / bw;
+	return q > 0xffffffffULL ? 0xffffffffU : (__u32)q;
+}
+
+/*
+ * The queue estimate a drain's verdict takes its margin from
+ * (qf_drain_emptied_queue's q_before_us), chosen when the drain begins.
+ * Outside competitive mode, q^ as it was: the rule between qfair flows is
+ * unchanged. In competitive mode, at most alpha_d / x^ (above): q^ then
+ * holds the flow's own competitive backlog (alpha up to x^ 100 ms), and a
+ * margin of half of it let cubic's remaining queue, shrunk by that very
+ * backlog, pass for an empty one (issue 14, docs/results.md "Why the long
+ * qfair flow holds a quarter against cubic"). The margin a competitive flow
+ * exits on is the one it would have with the default backlog at its rate:
+ * "what is left once my backlog is gone is no more than qfair flows alone
+ * would leave".
+ */
+RF_INLINE __u32 qf_verdict_queue_us(__u32 q_us, bool competitive, __u32 q_default_us)
+{
+	return competitive && q_default_us < q_us ? q_default_us : q_us;
+}
+
+/*
+ * A drain's verdict, emptied or not: its lowest RTT within the margin of
+ * qf_drain_emptied_queue (q_before_us from qf_verdict_queue_us) and, for a
+ * competitive flow, the lowest RTT of the drain's last 8-16 ms (end_min_us:
+ * the last closed 8 ms bucket's minimum and the current one's) within 1 ms of
+ * R^ as well: the queue stayed empty to the end. For 200 ms and a round the
+ * flow sends at half its rate; qfair flows are window-limited at their x^
+ * and drain at the same instants, so a queue they alone hold stays empty to
+ * the end of the drain (the flow's own residual backlog is gone by then, so
+ * no q^/2 slack, only the 1 ms floor). A loss-based flow (cubic) grows into
+ * the capacity the drain leaves free: the queue can touch zero while cubic
+ * is squeezed (a competitive qfair flow halving its rate just after cubic's
+ * back-off, measured at 1 BDP) but is refilled by the drain's end, so cubic
+ * still there does not read as cubic gone. Outside competitive mode the
+ * verdict is the minimum's alone, as before.
+ */
+RF_INLINE bool qf_drain_emptied(__u32 drain_min_us, __u32 end_min_us, __u32 rtprop_us,
+				__u32 q_before_us, bool competitive)
+{
+	if (!qf_drain_emptied_queue(drain_min_us, rtprop_us, q_before_us))
+		return false;
+	return !competitive || qf_drain_emptied_queue(end_min_us, rtprop_us, 0);
+}
+
+/*
  * A drain whose lowest RTT sat above R^ by more than max(2 ms, R^/8): the
  * flow's own backlog is gone (half rate, half window, 200 ms), so what is
  * left is a longer path or someone else's standing queue. Decided on the

@@ -592,3 +592,132 @@ fn two_exit_drains_need_two_emptied_drains_in_a_row() {
     assert_eq!(unsafe { host_qf_emptied_streak(255, 1, EMPTIED) }, 255);
     assert_eq!(unsafe { host_qf_emptied_streak(7, 0, EMPTIED) }, 0);
 }
+
+extern "C" {
+    fn host_qf_default_backlog_delay_us(alpha_d_x1024: u32, bw: u64) -> u32;
+    fn host_qf_verdict_queue_us(q_us: u32, competitive: i32, q_default_us: u32) -> u32;
+}
+
+proptest! {
+    /// alpha_d / x^ in µs (qf_default_backlog_delay_us): the f64 quotient,
+    /// rounded down (to within one µs of the rate's own rounding), for every
+    /// alpha_d Eq. 6 gives and rates from 10 pkt/s to 10 M pkt/s.
+    #[test]
+    fn default_backlog_delay_is_alpha_d_over_x(a in 1024u32..(1 << 22), pps in 10.0f64..1e7) {
+        let x = bw(pps);
+        prop_assume!(x > 0);
+        let got = unsafe { host_qf_default_backlog_delay_us(a, x) } as f64;
+        let want = (a as f64 / 1024.0) / (x as f64 / (1u64 << 24) as f64);
+        prop_assert!(got <= want.min(u32::MAX as f64) && got > want.min(u32::MAX as f64) - 1.0,
+                     "got {} want {}", got, want);
+    }
+}
+
+/// The verdict's margin while competitive (qf_verdict_queue_us with
+/// qf_drain_emptied_queue), on the numbers of issue 14's measured case
+/// (docs/results.md, "Why the long qfair flow holds a quarter against
+/// cubic"): qfair at ~10 Mbit/s (863 pkt/s, alpha_d = 3 + sqrt(0.863) =
+/// 3.93 packets, alpha_d / x^ = 4.55 ms) on a 20 ms path, q^ before the
+/// drain 14 ms (its own competitive backlog and cubic's), cubic's queue
+/// left in the drain 4 ms. Outside competitive mode every verdict is the
+/// old one (q^ unchanged); in it, the margin is at most half of alpha_d / x^.
+#[test]
+fn competitive_verdict_margin_does_not_grow_with_the_own_backlog() {
+    let (r, x) = (20_000u32, bw(863.0));
+    let alpha_d = unsafe { host_qf_alpha_d_x1024(x, 3072, 1024) };
+    let qd = unsafe { host_qf_default_backlog_delay_us(alpha_d, x) };
+    assert!((4_500..4_600).contains(&qd), "alpha_d / x^ = {qd} us");
+    let (t, f) = (true, false);
+    // (q^ before, competitive, q_default, drain minimum, emptied?)
+    let cases: [(u32, bool, u32, u32, bool); 10] = [
+        // the measured false exit: cubic's 4 ms within q^/2 = 7 ms before,
+        // a queue found now (margin 2.27 ms)
+        (14_000, t, qd, r + 4_000, f),
+        (14_000, f, qd, r + 4_000, t),
+        // the queue really gone: the exit as before
+        (14_000, t, qd, r + 500, t),
+        (14_000, t, qd, r + 2_200, t),
+        (14_000, t, qd, r + 2_400, f),
+        // q^ already below alpha_d / x^: q^ itself, as outside the mode
+        (3_000, t, qd, r + 1_400, t),
+        (3_000, t, qd, r + 1_600, f),
+        // the 1 ms floor stays (100 Mbit/s: alpha_d / x^ ~ 1.2 ms)
+        (10_000, t, 1_200, r + 950, t),
+        (10_000, t, 1_200, r + 1_050, f),
+        // no rate yet: no bound, q^ as it was
+        (14_000, t, u32::MAX, r + 6_900, t),
+    ];
+    for (q, comp, qdef, m, want) in cases {
+        let used = unsafe { host_qf_verdict_queue_us(q, comp as i32, qdef) };
+        let emptied = unsafe { host_qf_drain_emptied_queue(m, r, used) } != 0;
+        assert_eq!(
+            emptied, want,
+            "q^ {q} competitive {comp} q_d {qdef} minimum {m}: margin from {used}"
+        );
+    }
+    assert_eq!(unsafe { host_qf_default_backlog_delay_us(4096, 0) }, u32::MAX);
+}
+
+proptest! {
+    /// Outside competitive mode the verdict's queue is q^ whatever alpha_d /
+    /// x^ reads (qfair-vs-qfair unchanged); in it, never above q^ (the exit
+    /// only gets stricter) and never above alpha_d / x^.
+    #[test]
+    fn verdict_queue_is_q_outside_and_bounded_inside(q in 0u32..u32::MAX, qd in 0u32..u32::MAX) {
+        prop_assert_eq!(unsafe { host_qf_verdict_queue_us(q, 0, qd) }, q);
+        let c = unsafe { host_qf_verdict_queue_us(q, 1, qd) };
+        prop_assert_eq!(c, q.min(qd));
+    }
+}
+
+extern "C" {
+    fn host_qf_drain_emptied(m: u32, end_min: u32, r: u32, q_before: u32, competitive: i32)
+        -> i32;
+}
+
+/// A drain's verdict (qf_drain_emptied): outside competitive mode the
+/// minimum's test alone, whatever the drain's end read (qfair-vs-qfair
+/// unchanged); in it, the queue must also be within 1 ms of R^ in the
+/// drain's last 8-16 ms. The cases are the queue traces of session 12's
+/// 1 BDP runs (20 ms, R^ = 20.06 ms; docs/results.md "A competitive exit
+/// that does not loosen with the flow's own backlog"): cubic squeezed to
+/// zero just after its back-off and 4-7 packets (2.3-4 ms) back by the
+/// drain's end; and a queue that qfair flows alone leave, empty to the end.
+#[test]
+fn competitive_drain_must_stay_empty_to_its_end() {
+    let r = 20_060u32;
+    let (t, f) = (true, false);
+    // (minimum, end minimum, q before, competitive, emptied?)
+    let cases: [(u32, u32, u32, bool, bool); 9] = [
+        // cubic squeezed: touched zero, refilled to 6 packets (3.5 ms)
+        (r, r + 3_500, 4_550, t, f),
+        (r, r + 3_500, 14_000, f, t),
+        // refilled to 2 packets (1.2 ms): still a queue someone grows
+        (r, r + 1_200, 4_550, t, f),
+        // empty to the end: the exit
+        (r, r + 300, 4_550, t, t),
+        (r + 2_000, r + 900, 4_550, t, t),
+        (r, r + 1_000, 4_550, t, t),
+        // the minimum's test still applies first
+        (r + 2_400, r + 300, 4_550, t, f),
+        (r + 2_400, r + 300, 14_000, f, t),
+        (r + 7_100, r, 14_000, f, f),
+    ];
+    for (m, end, q, comp, want) in cases {
+        let got = unsafe { host_qf_drain_emptied(m, end, r, q, comp as i32) } != 0;
+        assert_eq!(got, want, "min {m} end {end} q {q} competitive {comp}");
+    }
+}
+
+proptest! {
+    /// Outside competitive mode the verdict is qf_drain_emptied_queue's on
+    /// the minimum, for every end reading; inside, never looser than it.
+    #[test]
+    fn drain_verdict_outside_competitive_is_the_old_one(m in 0u32..200_000, end in 0u32..200_000,
+                                                        r in 0u32..200_000, q in 0u32..200_000) {
+        let old = unsafe { host_qf_drain_emptied_queue(m, r, q) };
+        prop_assert_eq!(unsafe { host_qf_drain_emptied(m, end, r, q, 0) }, old);
+        let comp = unsafe { host_qf_drain_emptied(m, end, r, q, 1) };
+        prop_assert!(comp <= old);
+    }
+}
