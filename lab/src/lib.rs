@@ -24,6 +24,8 @@
 //! - [`scoreboard`]: which bytes of a connection arrived, so each segment
 //!   says how much goodput it adds (retransmissions and holes handled).
 //! - [`summary`]: metrics of a repetition from its series, and their mean.
+//! - [`time_to_fair`]: how long a late joiner (or a flow whose path RTT
+//!   changes) takes to hold its fair share.
 //! - [`files`]: every CSV/JSON of the results folder.
 //! - [`plot`]: PNG plots of a repetition and of a sweep.
 //! - [`sweep_plots`]: which plots a sweep folder has: its metrics as data
@@ -112,4 +114,5 @@ pub mod sweep;
 pub mod sweep_plots;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
+pub mod time_to_fair;
 pub mod topology;
