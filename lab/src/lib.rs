@@ -33,6 +33,8 @@
 //! - [`gridtable`]: grid results as Markdown tables, one per metric (mean,
 //!   Jain's worst repetition in brackets), for sweeps, fairness-grid and
 //!   a sweep folder's compare.md (CCAs side by side).
+//! - [`runtable`]: run folders of one scenario side by side in one
+//!   Markdown table, repetitions pooled, mean and worst (`lab table`).
 //! - [`provenance`]: provenance.json, what a folder was produced with.
 //!
 //! Execution:
@@ -105,6 +107,7 @@ pub mod rcvbytes;
 pub mod results;
 pub mod resume;
 pub mod run;
+pub mod runtable;
 pub mod scenario;
 pub mod scoreboard;
 pub mod selfcheck;
