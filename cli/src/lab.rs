@@ -290,31 +290,60 @@ impl<'a> RunDoc<'a> {
 
 /// One row per run: per-group goodput, ratio, fairness, utilization, delay.
 pub fn print_table(results: &[RunResult]) {
-    let Some(first) = results.first() else { return };
-    let groups: Vec<String> = first
-        .summary
-        .goodput_mbit_by_group
-        .keys()
-        .cloned()
-        .collect();
-    print!("{:<10}", "cca");
-    for g in &groups {
-        print!(" {:>12}", format!("{g} Mb/s"));
+    let rows: Vec<TableRun> = results.iter().map(TableRun::of).collect();
+    print!("{}", table_text(&rows));
+}
+
+/// What a row of the runs' table shows of one run.
+pub struct TableRun<'a> {
+    pub label: String,
+    /// The mean of the repetitions' summaries.
+    pub mean: &'a Summary,
+    /// Each repetition's summary.
+    pub reps: Vec<&'a Summary>,
+    pub dir: &'a Path,
+}
+
+impl<'a> TableRun<'a> {
+    fn of(r: &'a RunResult) -> TableRun<'a> {
+        TableRun {
+            label: run::label_of(&r.scenario),
+            mean: &r.summary,
+            reps: r.reps.iter().map(|x| &x.summary).collect(),
+            dir: &r.dir,
+        }
     }
-    println!(
+}
+
+/// The runs' table as printed, with the folders after it.
+fn table_text(results: &[TableRun]) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let Some(first) = results.first() else {
+        return out;
+    };
+    let groups: Vec<String> = first.mean.goodput_mbit_by_group.keys().cloned().collect();
+    let _ = write!(out, "{:<10}", "cca");
+    for g in &groups {
+        let _ = write!(out, " {:>12}", format!("{g} Mb/s"));
+    }
+    let _ = writeln!(
+        out,
         " {:>6} {:>6} {:>6} {:>7} {:>9} {:>8} {:>8}",
         "ratio", "jain", "stdr", "util", "qdelay", "rtt p95", "retrans"
     );
     for r in results {
-        let s = &r.summary;
-        print!("{:<10}", run::label_of(&r.scenario));
+        let s = r.mean;
+        let _ = write!(out, "{:<10}", r.label);
         for g in &groups {
-            print!(
+            let _ = write!(
+                out,
                 " {:>12.2}",
                 s.goodput_mbit_by_group.get(g).copied().unwrap_or(0.0)
             );
         }
-        println!(
+        let _ = writeln!(
+            out,
             " {:>6.2} {:>6.3} {:>6.2} {:>6.1}% {:>7.1}ms {:>6.1}ms {:>7.2}%",
             s.group_ratio,
             s.jain,
@@ -326,6 +355,62 @@ pub fn print_table(results: &[RunResult]) {
         );
     }
     for r in results {
-        println!("results: {}", r.dir.display());
+        let _ = writeln!(out, "results: {}", r.dir.display());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::path::PathBuf;
+
+    use super::*;
+
+    fn summary(jain: f64, util: f64) -> Summary {
+        Summary {
+            jain,
+            utilization: util,
+            group_ratio: 1.08,
+            stdr: 0.04,
+            qdelay_mean_ms: 4.6,
+            rtt_p95_ms: 55.4,
+            retrans_ratio: 0.0001,
+            goodput_mbit_by_group: BTreeMap::from([
+                ("long".to_string(), 9.13),
+                ("short".to_string(), 9.82),
+            ]),
+            ..Summary::default()
+        }
+    }
+
+    /// With one repetition per run, the table `lab compare` and the demo
+    /// print (the demo's rows in README.md have this layout).
+    #[test]
+    fn one_repetition_prints_the_table_as_it_was() {
+        let (q, b) = (summary(0.999, 0.99), summary(0.724, 0.984));
+        let dir = PathBuf::from("lab-out/two-flow-deep-qfair");
+        let rows = [
+            TableRun {
+                label: "qfair".into(),
+                mean: &q,
+                reps: vec![&q],
+                dir: &dir,
+            },
+            TableRun {
+                label: "bbr".into(),
+                mean: &b,
+                reps: vec![&b],
+                dir: &dir,
+            },
+        ];
+        assert_eq!(
+            table_text(&rows),
+            "cca           long Mb/s   short Mb/s  ratio   jain   stdr    util    qdelay  rtt p95  retrans\n\
+             qfair              9.13         9.82   1.08  0.999   0.04   99.0%     4.6ms   55.4ms    0.01%\n\
+             bbr                9.13         9.82   1.08  0.724   0.04   98.4%     4.6ms   55.4ms    0.01%\n\
+             results: lab-out/two-flow-deep-qfair\n\
+             results: lab-out/two-flow-deep-qfair\n"
+        );
     }
 }
