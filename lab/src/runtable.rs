@@ -182,8 +182,8 @@ pub fn has_time_to_fair<'a>(reps: impl IntoIterator<Item = &'a Summary>) -> bool
 }
 
 /// Each repetition's time to fair in one cell ("1 s / never (60 s)").
-pub fn time_to_fair_cell(reps: &[Summary]) -> String {
-    let all: Vec<_> = reps.iter().map(|s| s.time_to_fair).collect();
+pub fn time_to_fair_cell<'a>(reps: impl IntoIterator<Item = &'a Summary>) -> String {
+    let all: Vec<_> = reps.into_iter().map(|s| s.time_to_fair).collect();
     time_to_fair::cells(&all)
 }
 
