@@ -208,6 +208,12 @@ pub enum LabCommand {
         common: LabArgs,
     },
     /// Run one scenario once per CCA and print the results side by side.
+    ///
+    /// A row per CCA. With several repetitions (`--reps`), Jain's index and
+    /// utilization are the mean with the worst repetition in brackets; for
+    /// a scenario with a late joiner or an RTT change, a last column gives
+    /// each repetition's time to fair. `--json` adds each repetition's
+    /// summary (`reps`) and the worst of them (`worst`).
     Compare {
         /// A scenario TOML file, or an embedded scenario's name.
         scenario: String,
