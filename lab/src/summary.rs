@@ -330,6 +330,69 @@ mod tests {
         assert_eq!(mean_summary(&[Summary::default()]).time_to_fair, None);
     }
 
+    /// A repetition's summary follows the scenario's late joiner (flow 0
+    /// here, listed first) through its own goodput series: the other
+    /// flow's series is fair throughout and must not be the one read.
+    #[test]
+    fn summarize_measures_the_time_to_fair_of_the_joiner() {
+        let mut scenario = crate::scenario::Scenario::from_toml(
+            "name = \"lj\"\nduration_s = 40\n\
+             [bottleneck]\nrate_mbit = 20\nbuffer = { bdp = 1.0, rtt_ms = 50.0 }\n\
+             [[flows]]\ncca = \"qfair\"\nrtt_ms = 10\nstart_s = 20\n\
+             [[flows]]\ncca = \"qfair\"\nrtt_ms = 50\n",
+        )
+        .unwrap();
+        let half = 20e6 * 1448.0 / 1514.0 / 2.0;
+        let flows_of = |plan: &Plan| -> Vec<FlowResult> {
+            plan.flows
+                .iter()
+                .map(|spec| {
+                    let joiner = spec.index == 0;
+                    let goodput = (1..=40)
+                        .filter(|&t| !joiner || t > 20)
+                        // The joiner is at a third of its share until 23 s.
+                        .map(|t| (t as f64, if joiner && t <= 23 { half / 3.0 } else { half }))
+                        .collect();
+                    FlowResult {
+                        spec: spec.clone(),
+                        goodput,
+                        rtt_ms: vec![],
+                        retransmits: 0,
+                        bytes_received: 0,
+                        mean_goodput: half,
+                        congestion: "qfair".into(),
+                    }
+                })
+                .collect()
+        };
+        let plan = Plan::resolve(&scenario).unwrap();
+        let s = summarize(
+            &plan,
+            &flows_of(&plan),
+            &[],
+            &WindowAccounting::default(),
+            0,
+            0,
+        );
+        let t = s.time_to_fair.unwrap();
+        assert_eq!(
+            (t.flow, t.event_s, t.seconds, t.watched_s),
+            (0, 20.0, Some(4.0), 20.0)
+        );
+        // Both flows from the start: no event, no figure.
+        scenario.flows[0].start_s = 0.0;
+        let plan = Plan::resolve(&scenario).unwrap();
+        let s = summarize(
+            &plan,
+            &flows_of(&plan),
+            &[],
+            &WindowAccounting::default(),
+            0,
+            0,
+        );
+        assert_eq!(s.time_to_fair, None);
+    }
+
     /// A summary.json written before the field existed still reads, as
     /// "not known" (`lab table` then recomputes it from goodput.csv).
     #[test]
