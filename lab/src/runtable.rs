@@ -1,6 +1,6 @@
 //! `rttfairctl lab table RUN_DIR...`: run folders of one scenario, as
 //! `lab run` / `lab compare` wrote them (scenario.toml, summary.json,
-//! rep<N>/), side by side in one Markdown table: a row per CCA, its
+//! `rep<N>/`), side by side in one Markdown table: a row per CCA, its
 //! repetitions pooled over every folder given (e.g. the same compare run
 //! twice into two `--out`s), each metric as the mean and, with several
 //! repetitions, the worst (issue 14: "report mean and worst").
@@ -14,7 +14,7 @@
 //!
 //! The CCAs keep the order in which they first appear in the folders
 //! given. Folders written before summaries held the time to fair get it
-//! from their rep<N>/goodput.csv ([`crate::time_to_fair::of_rep_folder`]).
+//! from their `rep<N>/goodput.csv` ([`crate::time_to_fair::of_rep_folder`]).
 //! Unlike `lab merge` (sweep folders, one grid, a merged folder written),
 //! this reads run folders and writes nothing.
 
