@@ -320,13 +320,13 @@ pub fn print_table(results: &[RunResult]) {
 }
 
 /// What a row of the runs' table shows of one run.
-pub struct TableRun<'a> {
-    pub label: String,
+struct TableRun<'a> {
+    label: String,
     /// The mean of the repetitions' summaries.
-    pub mean: &'a Summary,
+    mean: &'a Summary,
     /// Each repetition's summary.
-    pub reps: Vec<&'a Summary>,
-    pub dir: &'a Path,
+    reps: Vec<&'a Summary>,
+    dir: &'a Path,
 }
 
 impl<'a> TableRun<'a> {
