@@ -591,3 +591,85 @@ fn lab_merge_puts_sweeps_of_other_ccas_side_by_side() {
     assert_one_line_error(&o, "mixed binaries: qfair in");
     assert!(!root.join("m3").exists());
 }
+
+/// `lab table` over run folders of one scenario (host only: folders by
+/// the lab's own writers from made-up repetitions): qfair's two folders
+/// (two invocations) pooled into one row with mean (worst) and each
+/// run's time to fair, bbr's folder a row of its own; `--json` the same
+/// rows with every repetition; a folder of another scenario refused in
+/// one line, and so is an unfinished one.
+#[test]
+fn lab_table_puts_run_folders_of_one_scenario_side_by_side() {
+    use rttfair_lab::results::{Summary, TimeToFair};
+    use rttfair_lab::testkit;
+
+    let root_dir = testkit::temp_folder("table-cli");
+    let root = root_dir.path();
+    let base = builtin::resolve("qfair-late-joiner").unwrap();
+    let rep = |jain: f64, seconds: Option<f64>| Summary {
+        jain,
+        utilization: 0.99,
+        time_to_fair: Some(TimeToFair {
+            flow: 0,
+            event_s: 20.0,
+            share_mbit: 9.56,
+            seconds,
+            watched_s: 60.0,
+        }),
+        ..Summary::default()
+    };
+    let folder = |out: &str, cca: &str, reps: &[Summary]| {
+        let dir = root.join(out).join(format!("qfair-late-joiner-{cca}"));
+        testkit::write_finished_run(&dir, &base.with_cca(cca), reps);
+        dir.to_string_lossy().into_owned()
+    };
+    let q1 = folder("rep1", "qfair", &[rep(0.99, Some(2.0))]);
+    let b1 = folder("rep1", "bbr", &[rep(0.7, None)]);
+    let q2 = folder("rep2", "qfair", &[rep(0.97, Some(10.0))]);
+    let table = |json: bool, dirs: &[&str]| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_rttfairctl"));
+        if json {
+            cmd.arg("--json");
+        }
+        cmd.args(["lab", "table"])
+            .args(dirs)
+            .output()
+            .expect("spawn rttfairctl")
+    };
+    let o = table(false, &[&q1, &b1, &q2]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(stdout.starts_with("qfair-late-joiner: "), "{stdout}");
+    assert!(
+        stdout.contains(
+            "| qfair | 0.980 (0.970) | 99.0 % (99.0) | 0.0 ms | 0.00 % | 2 s / 10 s | 2 |"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("| bbr | 0.700 | 99.0 % | 0.0 ms | 0.00 % | never (60 s) | 1 |"),
+        "{stdout}"
+    );
+    let o = table(true, &[&q1, &b1, &q2]);
+    assert!(o.status.success());
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON value");
+    assert_eq!(doc["scenario"], "qfair-late-joiner");
+    let rows = doc["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0]["cca"], "qfair");
+    assert_eq!(rows[0]["reps"].as_array().unwrap().len(), 2);
+    assert_eq!(rows[0]["reps"][1]["time_to_fair"]["seconds"], 10.0);
+    assert_eq!(rows[0]["worst"]["jain"], 0.97);
+    // Another scenario's folder: refused in one line.
+    let other = root.join("rep1/qfair-late-joiner-long-qfair");
+    let mut long = base.clone();
+    long.name = "qfair-late-joiner-long".into();
+    testkit::write_finished_run(&other, &long, &[rep(0.9, None)]);
+    let o = table(false, &[&q1, &other.to_string_lossy()]);
+    assert_one_line_error(&o, "different scenarios: ");
+    // A run still going (no summary.json yet): refused in one line.
+    let running = root.join("rep3/qfair-late-joiner-qfair");
+    std::fs::create_dir_all(&running).unwrap();
+    let o = table(false, &[&q1, &running.to_string_lossy()]);
+    assert_one_line_error(&o, "no summary.json");
+}

@@ -141,9 +141,9 @@ mod tests {
     use super::{scenario, CCAS};
     use crate::lab::{runs_json, RunDoc};
 
-    /// `demo --json` prints one array with a `{cca, dir, scenario, summary}`
-    /// object per CCA, in the order of the table, and the summary reads back
-    /// as the lab's `Summary`. Built from the demo's own scenario and the
+    /// `demo --json` prints one array with a `{cca, dir, reps, scenario,
+    /// summary, worst}` object per CCA, in the order of the table, and the
+    /// summary reads back as the lab's `Summary`. Built from the demo's own scenario and the
     /// document type `report` prints, so no run (and no kernel) is needed.
     #[test]
     fn json_document_is_one_object_per_cca_in_table_order() {
@@ -165,7 +165,7 @@ mod tests {
             .collect();
         let docs: Vec<RunDoc> = runs
             .iter()
-            .map(|(sc, dir)| RunDoc::new(sc, &summary, dir))
+            .map(|(sc, dir)| RunDoc::new(sc, &summary, vec![&summary], dir))
             .collect();
         let text = runs_json(&docs).unwrap();
         // Keys in name order at every level, the summary's too.
@@ -184,12 +184,21 @@ mod tests {
                 .keys()
                 .map(String::as_str)
                 .collect();
-            assert_eq!(keys, ["cca", "dir", "scenario", "summary"], "{doc}");
+            assert_eq!(
+                keys,
+                ["cca", "dir", "reps", "scenario", "summary", "worst"],
+                "{doc}"
+            );
             assert_eq!(doc["cca"], cca);
             assert_eq!(doc["scenario"], "two-flow-deep");
             assert_eq!(doc["dir"], format!("lab-out/demo/{cca}"));
             let back: Summary = serde_json::from_value(doc["summary"].clone()).unwrap();
             assert_eq!(back, summary);
+            // One repetition: it is the summary, and its own worst.
+            let reps: Vec<Summary> = serde_json::from_value(doc["reps"].clone()).unwrap();
+            assert_eq!(reps, std::slice::from_ref(&summary));
+            assert_eq!(doc["worst"]["jain"], summary.jain);
+            assert_eq!(doc["worst"]["reps"], 1);
         }
     }
 

@@ -100,6 +100,15 @@ pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
             );
             Ok(())
         }
+        LabCommand::Table { dirs } => {
+            let table = rttfair_lab::runtable::load(&dirs)?;
+            if json {
+                println!("{}", serde_json::to_string(&table)?);
+            } else {
+                print!("{}", table.markdown());
+            }
+            Ok(())
+        }
         LabCommand::Compare {
             scenario,
             cca,
@@ -259,73 +268,250 @@ pub fn runs_json(runs: &[RunDoc]) -> Result<String> {
 }
 
 /// One run as `--json` prints it (`lab run`, `lab compare`, `demo`): the
-/// CCA label, the scenario's name, the summary, and the folder that holds
-/// the full per-repetition data. A type of its own, so the document's shape
-/// is fixed in one place and testable without running anything. Fields in
-/// name order: the order the document had as a `serde_json::json!` map.
+/// CCA label, the scenario's name, the summary (the mean of the
+/// repetitions), each repetition's summary, the worst of them, and the
+/// folder that holds the full per-repetition data. A type of its own, so
+/// the document's shape is fixed in one place and testable without
+/// running anything. Fields in name order: the order the document had as
+/// a `serde_json::json!` map.
 #[derive(Debug, serde::Serialize)]
 pub struct RunDoc<'a> {
     pub cca: String,
     pub dir: &'a Path,
+    /// Each repetition's summary, in order (time to fair included).
+    pub reps: Vec<&'a Summary>,
     pub scenario: &'a str,
     pub summary: &'a Summary,
+    /// The worst of the repetitions, metric by metric.
+    pub worst: Option<rttfair_lab::results::Worst>,
 }
 
 impl<'a> RunDoc<'a> {
     /// The document of a finished run.
     pub fn of(r: &'a RunResult) -> RunDoc<'a> {
-        RunDoc::new(&r.scenario, &r.summary, &r.dir)
+        let reps = r.reps.iter().map(|x| &x.summary).collect();
+        RunDoc::new(&r.scenario, &r.summary, reps, &r.dir)
     }
 
-    /// The document of a run of `scenario` that produced `summary` in `dir`.
-    pub fn new(scenario: &'a Scenario, summary: &'a Summary, dir: &'a Path) -> RunDoc<'a> {
+    /// The document of a run of `scenario` whose repetitions gave `reps`,
+    /// their mean `summary`, in `dir`.
+    pub fn new(
+        scenario: &'a Scenario,
+        summary: &'a Summary,
+        reps: Vec<&'a Summary>,
+        dir: &'a Path,
+    ) -> RunDoc<'a> {
+        let owned: Vec<Summary> = reps.iter().map(|s| (*s).clone()).collect();
         RunDoc {
             cca: run::label_of(scenario),
             dir,
+            reps,
             scenario: &scenario.name,
             summary,
+            worst: run::worst_of(&owned),
         }
     }
 }
 
 /// One row per run: per-group goodput, ratio, fairness, utilization, delay.
 pub fn print_table(results: &[RunResult]) {
-    let Some(first) = results.first() else { return };
-    let groups: Vec<String> = first
-        .summary
-        .goodput_mbit_by_group
-        .keys()
-        .cloned()
-        .collect();
-    print!("{:<10}", "cca");
-    for g in &groups {
-        print!(" {:>12}", format!("{g} Mb/s"));
+    let rows: Vec<TableRun> = results.iter().map(TableRun::of).collect();
+    print!("{}", table_text(&rows));
+}
+
+/// What a row of the runs' table shows of one run.
+struct TableRun<'a> {
+    label: String,
+    /// The mean of the repetitions' summaries.
+    mean: &'a Summary,
+    /// Each repetition's summary.
+    reps: Vec<&'a Summary>,
+    dir: &'a Path,
+}
+
+impl<'a> TableRun<'a> {
+    fn of(r: &'a RunResult) -> TableRun<'a> {
+        TableRun {
+            label: run::label_of(&r.scenario),
+            mean: &r.summary,
+            reps: r.reps.iter().map(|x| &x.summary).collect(),
+            dir: &r.dir,
+        }
     }
-    println!(
-        " {:>6} {:>6} {:>6} {:>7} {:>9} {:>8} {:>8}",
+}
+
+/// The runs' table as printed, with the folders after it. When a run has
+/// several repetitions, Jain and utilization are "mean (worst)" (the
+/// lowest repetition's); when the scenario has a late joiner or an RTT
+/// change, a last column gives each repetition's time to fair. One
+/// repetition without such an event: the table as it always was.
+fn table_text(results: &[TableRun]) -> String {
+    use rttfair_lab::runtable::{has_time_to_fair, time_to_fair_cell};
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let Some(first) = results.first() else {
+        return out;
+    };
+    let several = results.iter().any(|r| r.reps.len() > 1);
+    let ttf = has_time_to_fair(results.iter().flat_map(|r| r.reps.iter().copied()));
+    let (jw, uw) = if several { (13, 15) } else { (6, 7) };
+    let groups: Vec<String> = first.mean.goodput_mbit_by_group.keys().cloned().collect();
+    let _ = write!(out, "{:<10}", "cca");
+    for g in &groups {
+        let _ = write!(out, " {:>12}", format!("{g} Mb/s"));
+    }
+    let _ = write!(
+        out,
+        " {:>6} {:>jw$} {:>6} {:>uw$} {:>9} {:>8} {:>8}",
         "ratio", "jain", "stdr", "util", "qdelay", "rtt p95", "retrans"
     );
+    if ttf {
+        out.push_str("  time to fair");
+    }
+    out.push('\n');
     for r in results {
-        let s = &r.summary;
-        print!("{:<10}", run::label_of(&r.scenario));
+        let s = r.mean;
+        let reps: Vec<Summary> = r.reps.iter().map(|x| (*x).clone()).collect();
+        let worst = run::worst_of(&reps);
+        let _ = write!(out, "{:<10}", r.label);
         for g in &groups {
-            print!(
+            let _ = write!(
+                out,
                 " {:>12.2}",
                 s.goodput_mbit_by_group.get(g).copied().unwrap_or(0.0)
             );
         }
-        println!(
-            " {:>6.2} {:>6.3} {:>6.2} {:>6.1}% {:>7.1}ms {:>6.1}ms {:>7.2}%",
+        let util = match worst {
+            Some(w) if w.reps > 1 => format!(
+                "{:.1}% ({:.1}%)",
+                s.utilization * 100.0,
+                w.utilization * 100.0
+            ),
+            _ => format!("{:.1}%", s.utilization * 100.0),
+        };
+        let _ = write!(
+            out,
+            " {:>6.2} {:>jw$} {:>6.2} {:>uw$} {:>7.1}ms {:>6.1}ms {:>7.2}%",
             s.group_ratio,
-            s.jain,
+            rttfair_lab::gridtable::jain_cell(s, worst.as_ref()),
             s.stdr,
-            s.utilization * 100.0,
+            util,
             s.qdelay_mean_ms,
             s.rtt_p95_ms,
             s.retrans_ratio * 100.0
         );
+        if ttf {
+            let _ = write!(out, "  {}", time_to_fair_cell(r.reps.iter().copied()));
+        }
+        out.push('\n');
     }
     for r in results {
-        println!("results: {}", r.dir.display());
+        let _ = writeln!(out, "results: {}", r.dir.display());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::path::PathBuf;
+
+    use super::*;
+
+    fn summary(jain: f64, util: f64) -> Summary {
+        Summary {
+            jain,
+            utilization: util,
+            group_ratio: 1.08,
+            stdr: 0.04,
+            qdelay_mean_ms: 4.6,
+            rtt_p95_ms: 55.4,
+            retrans_ratio: 0.0001,
+            goodput_mbit_by_group: BTreeMap::from([
+                ("long".to_string(), 9.13),
+                ("short".to_string(), 9.82),
+            ]),
+            ..Summary::default()
+        }
+    }
+
+    /// With one repetition per run, the table `lab compare` and the demo
+    /// print (the demo's rows in README.md have this layout).
+    #[test]
+    fn one_repetition_prints_the_table_as_it_was() {
+        let (q, b) = (summary(0.999, 0.99), summary(0.724, 0.984));
+        let dir = PathBuf::from("lab-out/two-flow-deep-qfair");
+        let rows = [
+            TableRun {
+                label: "qfair".into(),
+                mean: &q,
+                reps: vec![&q],
+                dir: &dir,
+            },
+            TableRun {
+                label: "bbr".into(),
+                mean: &b,
+                reps: vec![&b],
+                dir: &dir,
+            },
+        ];
+        assert_eq!(
+            table_text(&rows),
+            "cca           long Mb/s   short Mb/s  ratio   jain   stdr    util    qdelay  rtt p95  retrans\n\
+             qfair              9.13         9.82   1.08  0.999   0.04   99.0%     4.6ms   55.4ms    0.01%\n\
+             bbr                9.13         9.82   1.08  0.724   0.04   98.4%     4.6ms   55.4ms    0.01%\n\
+             results: lab-out/two-flow-deep-qfair\n\
+             results: lab-out/two-flow-deep-qfair\n"
+        );
+    }
+
+    /// Three repetitions of a late joiner: Jain and utilization as mean
+    /// (worst), each repetition's time to fair last; a run with one
+    /// repetition shows its mean alone.
+    #[test]
+    fn several_repetitions_print_mean_worst_and_time_to_fair() {
+        use rttfair_lab::results::TimeToFair;
+        let with_ttf = |jain: f64, util: f64, seconds: Option<f64>| Summary {
+            time_to_fair: Some(TimeToFair {
+                flow: 0,
+                event_s: 20.0,
+                share_mbit: 9.56,
+                seconds,
+                watched_s: 60.0,
+            }),
+            ..summary(jain, util)
+        };
+        let reps = [
+            with_ttf(0.999, 0.99, Some(1.0)),
+            with_ttf(0.93, 0.97, Some(10.0)),
+            with_ttf(0.98, 0.98, None),
+        ];
+        let mean = rttfair_lab::summary::mean_summary(&reps);
+        let one = with_ttf(0.7, 0.984, None);
+        let dir = PathBuf::from("out");
+        let rows = [
+            TableRun {
+                label: "qfair".into(),
+                mean: &mean,
+                reps: reps.iter().collect(),
+                dir: &dir,
+            },
+            TableRun {
+                label: "bbr".into(),
+                mean: &one,
+                reps: vec![&one],
+                dir: &dir,
+            },
+        ];
+        let text = table_text(&rows);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[..3],
+            [
+                "cca           long Mb/s   short Mb/s  ratio          jain   stdr            util    qdelay  rtt p95  retrans  time to fair",
+                "qfair              9.13         9.82   1.08 0.970 (0.930)   0.04   98.0% (97.0%)     4.6ms   55.4ms    0.01%  1 s / 10 s / never (60 s)",
+                "bbr                9.13         9.82   1.08         0.700   0.04           98.4%     4.6ms   55.4ms    0.01%  never (60 s)",
+            ]
+        );
     }
 }

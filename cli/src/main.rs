@@ -208,6 +208,12 @@ pub enum LabCommand {
         common: LabArgs,
     },
     /// Run one scenario once per CCA and print the results side by side.
+    ///
+    /// A row per CCA. With several repetitions (`--reps`), Jain's index and
+    /// utilization are the mean with the worst repetition in brackets; for
+    /// a scenario with a late joiner or an RTT change, a last column gives
+    /// each repetition's time to fair. `--json` adds each repetition's
+    /// summary (`reps`) and the worst of them (`worst`).
     Compare {
         /// A scenario TOML file, or an embedded scenario's name.
         scenario: String,
@@ -269,6 +275,26 @@ pub enum LabCommand {
         #[arg(long, value_name = "DIR")]
         out: std::path::PathBuf,
     },
+    /// Print run folders of one scenario side by side: one Markdown table,
+    /// a row per CCA, repetitions pooled over the folders.
+    ///
+    /// The folders are what `lab run` and `lab compare` write (scenario.toml,
+    /// summary.json, rep<N>/); the same CCA's folders from several
+    /// invocations (e.g. two `--out`s) pool their repetitions. Per CCA:
+    /// each group's mean goodput, Jain's index and utilization as mean
+    /// (worst repetition in brackets, with several), mean queueing delay and
+    /// retransmissions, each repetition's time to fair when the scenario
+    /// has a late joiner or an RTT change (recomputed from goodput.csv for
+    /// folders written before summaries held it), and the repetitions.
+    /// Refused, in one line: a folder without summary.json (unfinished),
+    /// folders whose scenarios differ other than in repetitions and CCAs
+    /// ("different scenarios"), a folder given twice. Writes nothing.
+    Table {
+        /// Run folders (`<out>/<scenario>-<cca>`), e.g. rep1/qfair-loss-*
+        /// rep2/qfair-loss-*.
+        #[arg(required = true, value_name = "RUN_DIR")]
+        dirs: Vec<std::path::PathBuf>,
+    },
     /// List the embedded scenarios.
     Scenarios,
 }
@@ -310,7 +336,9 @@ fn main() -> ExitCode {
 /// cleaned up, not cut off.
 fn prints_only(c: &Command) -> bool {
     match c {
-        Command::Lab { command } => matches!(command, LabCommand::Scenarios),
+        Command::Lab { command } => {
+            matches!(command, LabCommand::Scenarios | LabCommand::Table { .. })
+        }
         Command::Daemon { .. } | Command::Demo { .. } => false,
         _ => true,
     }

@@ -144,6 +144,29 @@ pub fn read_run_summary(run_dir: &Path) -> Result<StoredRun> {
     serde_json::from_str(&text).with_context(|| format!("parse {}", path.display()))
 }
 
+/// One row of a repetition's goodput.csv, as [`write_rep`] writes it
+/// (the other columns are not read).
+#[derive(Debug, Deserialize)]
+struct GoodputRow {
+    t: f64,
+    flow: usize,
+    goodput_bps: f64,
+}
+
+/// Flow `flow`'s goodput series from a repetition's goodput.csv:
+/// (interval end, bit/s), in file order.
+pub fn read_goodput_of(path: &Path, flow: usize) -> Result<Vec<(f64, f64)>> {
+    let mut r = csv::Reader::from_path(path).with_context(|| format!("read {}", path.display()))?;
+    let mut out = Vec::new();
+    for row in r.deserialize() {
+        let row: GoodputRow = row.with_context(|| format!("parse {}", path.display()))?;
+        if row.flow == flow {
+            out.push((row.t, row.goodput_bps));
+        }
+    }
+    Ok(out)
+}
+
 /// The columns sweep.csv appends after the group goodputs: the worst of
 /// each point's repetitions (see [`crate::results::Worst`]) and how many
 /// there were. Last, so readers of the older columns keep working.

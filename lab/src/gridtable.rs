@@ -28,10 +28,7 @@ pub const METRICS: [Metric; 4] = [
     Metric {
         title: "Jain's index (mean; worst of the repetitions in brackets)",
         value: |s| s.jain,
-        cell: |s, w| match w {
-            Some(w) if w.reps > 1 => format!("{:.3} ({:.3})", s.jain, w.jain),
-            _ => format!("{:.3}", s.jain),
-        },
+        cell: jain_cell,
     },
     Metric {
         title: "utilization",
@@ -49,6 +46,16 @@ pub const METRICS: [Metric; 4] = [
         cell: |s, _| format!("{:.2} %", s.retrans_ratio * 100.0),
     },
 ];
+
+/// Jain's index as a cell: the mean, and the worst repetition in
+/// brackets when there were several ("0.981 (0.935)"). Every table of
+/// the lab writes Jain this way (`lab table` and `lab compare` too).
+pub fn jain_cell(s: &Summary, w: Option<&Worst>) -> String {
+    match w {
+        Some(w) if w.reps > 1 => format!("{:.3} ({:.3})", s.jain, w.jain),
+        _ => format!("{:.3}", s.jain),
+    }
+}
 
 /// A Markdown table: the header row, the rule, one line per row.
 pub fn markdown(head: &[String], rows: &[Vec<String>]) -> String {

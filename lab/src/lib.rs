@@ -24,6 +24,8 @@
 //! - [`scoreboard`]: which bytes of a connection arrived, so each segment
 //!   says how much goodput it adds (retransmissions and holes handled).
 //! - [`summary`]: metrics of a repetition from its series, and their mean.
+//! - [`time_to_fair`]: how long a late joiner (or a flow whose path RTT
+//!   changes) takes to hold its fair share.
 //! - [`files`]: every CSV/JSON of the results folder.
 //! - [`plot`]: PNG plots of a repetition and of a sweep.
 //! - [`sweep_plots`]: which plots a sweep folder has: its metrics as data
@@ -31,6 +33,8 @@
 //! - [`gridtable`]: grid results as Markdown tables, one per metric (mean,
 //!   Jain's worst repetition in brackets), for sweeps, fairness-grid and
 //!   a sweep folder's compare.md (CCAs side by side).
+//! - [`runtable`]: run folders of one scenario side by side in one
+//!   Markdown table, repetitions pooled, mean and worst (`lab table`).
 //! - [`provenance`]: provenance.json, what a folder was produced with.
 //!
 //! Execution:
@@ -103,6 +107,7 @@ pub mod rcvbytes;
 pub mod results;
 pub mod resume;
 pub mod run;
+pub mod runtable;
 pub mod scenario;
 pub mod scoreboard;
 pub mod selfcheck;
@@ -112,4 +117,5 @@ pub mod sweep;
 pub mod sweep_plots;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
+pub mod time_to_fair;
 pub mod topology;

@@ -194,6 +194,37 @@ pub struct Summary {
     /// First time after which Jain's index of the interval goodputs stays >= 0.95.
     pub convergence_s: Option<f64>,
     pub flow_goodput_mbit: Vec<f64>,
+    /// How long the flow with an event (a late joiner, or a path whose
+    /// RTT changes) took to reach its fair share (see
+    /// [`crate::time_to_fair`]); `None` when the scenario has no such
+    /// event, and in folders written before it existed (`lab table`
+    /// recomputes it there from goodput.csv). In a run's mean summary:
+    /// the mean of the repetitions' seconds, `None` seconds if any
+    /// repetition never got there (as `convergence_s`).
+    #[serde(default)]
+    pub time_to_fair: Option<TimeToFair>,
+}
+
+/// The late-joiner / path-RTT-change metric of one repetition: which flow
+/// was followed from which event, the share it should get, and the first
+/// second after the event from which it held that share. Its own type
+/// because "no event" (no value at all) and "never fair" (`seconds`
+/// `None`) are different answers.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TimeToFair {
+    /// The followed flow's index in the run (goodput.csv's `flow`).
+    pub flow: usize,
+    /// When its event happened, s since the run's start: its path's RTT
+    /// change, else its start.
+    pub event_s: f64,
+    /// Its fair share: the link's goodput capacity over the flows running
+    /// at the event, Mbit/s.
+    pub share_mbit: f64,
+    /// Seconds after the event from which its per-second goodput stayed
+    /// within the tolerance of the share; `None`: never within the run.
+    pub seconds: Option<f64>,
+    /// How long the run went on after the event (what "never" means), s.
+    pub watched_s: f64,
 }
 
 /// One repetition.

@@ -8,7 +8,7 @@ use rttfair_loader::fairness as metrics;
 use crate::accounting::WindowAccounting;
 use crate::plan::Plan;
 use crate::qstats::QueueSample;
-use crate::results::{FlowResult, Summary, Worst};
+use crate::results::{FlowResult, Summary, TimeToFair, Worst};
 
 /// All metrics of one repetition, from its raw series and the window's
 /// accounting (which gave each flow's `mean_goodput`).
@@ -58,6 +58,13 @@ pub fn summarize(
         random_loss_drops,
         convergence_s: metrics::convergence_time(&times, &series, 0.95),
         flow_goodput_mbit: goodputs.iter().map(|g| g / 1e6).collect(),
+        time_to_fair: crate::time_to_fair::event(&plan.scenario).map(|e| {
+            let series = flows
+                .iter()
+                .find(|f| f.spec.index == e.flow)
+                .map_or(&[][..], |f| &f.goodput[..]);
+            e.measure(series)
+        }),
     }
 }
 
@@ -195,7 +202,23 @@ pub fn mean_summary(all: &[Summary]) -> Summary {
                 )
             })
             .collect(),
+        time_to_fair: mean_time_to_fair(all),
     }
+}
+
+/// The repetitions' time to fair: the first's event and share, the mean
+/// of their seconds, `None` seconds if any never got there (as
+/// `convergence_s`); `None` without an event. One repetition: its own.
+fn mean_time_to_fair(all: &[Summary]) -> Option<TimeToFair> {
+    let first = all.first()?.time_to_fair?;
+    let seconds: Vec<f64> = all
+        .iter()
+        .filter_map(|s| s.time_to_fair.and_then(|t| t.seconds))
+        .collect();
+    Some(TimeToFair {
+        seconds: (seconds.len() == all.len()).then(|| metrics::mean(&seconds)),
+        ..first
+    })
 }
 
 /// The worst of the repetitions' summaries, metric by metric (see
@@ -278,6 +301,106 @@ mod tests {
             })
         );
         assert_eq!(worst_of(&[]), None);
+    }
+
+    fn ttf(seconds: Option<f64>) -> Summary {
+        Summary {
+            time_to_fair: Some(TimeToFair {
+                flow: 1,
+                event_s: 20.0,
+                share_mbit: 9.56,
+                seconds,
+                watched_s: 60.0,
+            }),
+            ..Summary::default()
+        }
+    }
+
+    #[test]
+    fn the_mean_time_to_fair_is_the_mean_seconds_or_never_if_any_never() {
+        let m = mean_summary(&[ttf(Some(1.0)), ttf(Some(4.0))])
+            .time_to_fair
+            .unwrap();
+        assert_eq!((m.flow, m.event_s, m.seconds), (1, 20.0, Some(2.5)));
+        let m = mean_summary(&[ttf(Some(1.0)), ttf(None)])
+            .time_to_fair
+            .unwrap();
+        assert_eq!(m.seconds, None);
+        assert_eq!(mean_summary(&[ttf(None)]), ttf(None));
+        assert_eq!(mean_summary(&[Summary::default()]).time_to_fair, None);
+    }
+
+    /// A repetition's summary follows the scenario's late joiner (flow 0
+    /// here, listed first) through its own goodput series: the other
+    /// flow's series is fair throughout and must not be the one read.
+    #[test]
+    fn summarize_measures_the_time_to_fair_of_the_joiner() {
+        let mut scenario = crate::scenario::Scenario::from_toml(
+            "name = \"lj\"\nduration_s = 40\n\
+             [bottleneck]\nrate_mbit = 20\nbuffer = { bdp = 1.0, rtt_ms = 50.0 }\n\
+             [[flows]]\ncca = \"qfair\"\nrtt_ms = 10\nstart_s = 20\n\
+             [[flows]]\ncca = \"qfair\"\nrtt_ms = 50\n",
+        )
+        .unwrap();
+        let half = 20e6 * 1448.0 / 1514.0 / 2.0;
+        let flows_of = |plan: &Plan| -> Vec<FlowResult> {
+            plan.flows
+                .iter()
+                .map(|spec| {
+                    let joiner = spec.index == 0;
+                    let goodput = (1..=40)
+                        .filter(|&t| !joiner || t > 20)
+                        // The joiner is at a third of its share until 23 s.
+                        .map(|t| (t as f64, if joiner && t <= 23 { half / 3.0 } else { half }))
+                        .collect();
+                    FlowResult {
+                        spec: spec.clone(),
+                        goodput,
+                        rtt_ms: vec![],
+                        retransmits: 0,
+                        bytes_received: 0,
+                        mean_goodput: half,
+                        congestion: "qfair".into(),
+                    }
+                })
+                .collect()
+        };
+        let plan = Plan::resolve(&scenario).unwrap();
+        let s = summarize(
+            &plan,
+            &flows_of(&plan),
+            &[],
+            &WindowAccounting::default(),
+            0,
+            0,
+        );
+        let t = s.time_to_fair.unwrap();
+        assert_eq!(
+            (t.flow, t.event_s, t.seconds, t.watched_s),
+            (0, 20.0, Some(4.0), 20.0)
+        );
+        // Both flows from the start: no event, no figure.
+        scenario.flows[0].start_s = 0.0;
+        let plan = Plan::resolve(&scenario).unwrap();
+        let s = summarize(
+            &plan,
+            &flows_of(&plan),
+            &[],
+            &WindowAccounting::default(),
+            0,
+            0,
+        );
+        assert_eq!(s.time_to_fair, None);
+    }
+
+    /// A summary.json written before the field existed still reads, as
+    /// "not known" (`lab table` then recomputes it from goodput.csv).
+    #[test]
+    fn a_summary_without_time_to_fair_reads_as_none() {
+        let mut v = serde_json::to_value(ttf(Some(3.0))).unwrap();
+        v.as_object_mut().unwrap().remove("time_to_fair").unwrap();
+        let back: Summary = serde_json::from_value(v).unwrap();
+        assert_eq!(back.time_to_fair, None);
     }
 
     #[test]

@@ -101,6 +101,24 @@ pub fn write_run_folder(dir: &Path, plan: &Plan, prov: &RunProvenance, finished:
     }
 }
 
+/// A finished run folder of `scenario` as `lab run` leaves it, with
+/// these repetitions and their mean as its summary, this build's
+/// environment and objects, a passed self-check: for the readers of run
+/// folders (`lab table`).
+pub fn write_finished_run(dir: &Path, scenario: &Scenario, reps: &[Summary]) {
+    let plan = Plan::resolve(scenario).unwrap();
+    let prov = RunProvenance {
+        environment: Environment::current(),
+        ccas: plan.ccas.iter().map(|c| CcaObject::of(c)).collect(),
+        tunables: BTreeMap::new(),
+        scenario: provenance::scenario_text(scenario).unwrap(),
+        self_check: passed_self_check(),
+    };
+    let mean = crate::summary::mean_summary(reps);
+    let finished = Finished { reps, mean: &mean };
+    write_run_folder(dir, &plan, &prov, Some(finished));
+}
+
 /// Replace the repetitions of the finished run in `run_dir` (a folder
 /// [`write_run_folder`] wrote): a run folder that disagrees with its
 /// sweep's row.
