@@ -600,7 +600,7 @@ fn lab_merge_puts_sweeps_of_other_ccas_side_by_side() {
 /// one line, and so is an unfinished one.
 #[test]
 fn lab_table_puts_run_folders_of_one_scenario_side_by_side() {
-    use rttfair_lab::results::{Summary, TimeToFair};
+    use rttfair_lab::results::Summary;
     use rttfair_lab::testkit;
 
     let root_dir = testkit::temp_folder("table-cli");
@@ -609,13 +609,7 @@ fn lab_table_puts_run_folders_of_one_scenario_side_by_side() {
     let rep = |jain: f64, seconds: Option<f64>| Summary {
         jain,
         utilization: 0.99,
-        time_to_fair: Some(TimeToFair {
-            flow: 0,
-            event_s: 20.0,
-            share_mbit: 9.56,
-            seconds,
-            watched_s: 60.0,
-        }),
+        time_to_fair: Some(testkit::late_joiner_time_to_fair(0, seconds)),
         ..Summary::default()
     };
     let folder = |out: &str, cca: &str, reps: &[Summary]| {

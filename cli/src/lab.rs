@@ -470,15 +470,8 @@ mod tests {
     /// repetition shows its mean alone.
     #[test]
     fn several_repetitions_print_mean_worst_and_time_to_fair() {
-        use rttfair_lab::results::TimeToFair;
         let with_ttf = |jain: f64, util: f64, seconds: Option<f64>| Summary {
-            time_to_fair: Some(TimeToFair {
-                flow: 0,
-                event_s: 20.0,
-                share_mbit: 9.56,
-                seconds,
-                watched_s: 60.0,
-            }),
+            time_to_fair: Some(rttfair_lab::testkit::late_joiner_time_to_fair(0, seconds)),
             ..summary(jain, util)
         };
         let reps = [

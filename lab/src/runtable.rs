@@ -251,7 +251,6 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::results::TimeToFair;
     use crate::testkit::{temp_folder, write_finished_run};
 
     /// The late-joiner scenario of the time-to-fair fixtures (a real run's
@@ -276,13 +275,7 @@ mod tests {
                 ("first-50ms".to_string(), 19.0 - joiner),
                 ("joiner-10ms".to_string(), joiner),
             ]),
-            time_to_fair: Some(TimeToFair {
-                flow: 0,
-                event_s: 20.0,
-                share_mbit: 9.56,
-                seconds,
-                watched_s: 60.0,
-            }),
+            time_to_fair: Some(crate::testkit::late_joiner_time_to_fair(0, seconds)),
             ..Summary::default()
         }
     }

@@ -305,13 +305,7 @@ mod tests {
 
     fn ttf(seconds: Option<f64>) -> Summary {
         Summary {
-            time_to_fair: Some(TimeToFair {
-                flow: 1,
-                event_s: 20.0,
-                share_mbit: 9.56,
-                seconds,
-                watched_s: 60.0,
-            }),
+            time_to_fair: Some(crate::testkit::late_joiner_time_to_fair(1, seconds)),
             ..Summary::default()
         }
     }
@@ -365,32 +359,19 @@ mod tests {
                 })
                 .collect()
         };
-        let plan = Plan::resolve(&scenario).unwrap();
-        let s = summarize(
-            &plan,
-            &flows_of(&plan),
-            &[],
-            &WindowAccounting::default(),
-            0,
-            0,
-        );
-        let t = s.time_to_fair.unwrap();
+        let time_to_fair_of = |scenario: &crate::scenario::Scenario| {
+            let plan = Plan::resolve(scenario).unwrap();
+            let flows = flows_of(&plan);
+            summarize(&plan, &flows, &[], &WindowAccounting::default(), 0, 0).time_to_fair
+        };
+        let t = time_to_fair_of(&scenario).unwrap();
         assert_eq!(
             (t.flow, t.event_s, t.seconds, t.watched_s),
             (0, 20.0, Some(4.0), 20.0)
         );
         // Both flows from the start: no event, no figure.
         scenario.flows[0].start_s = 0.0;
-        let plan = Plan::resolve(&scenario).unwrap();
-        let s = summarize(
-            &plan,
-            &flows_of(&plan),
-            &[],
-            &WindowAccounting::default(),
-            0,
-            0,
-        );
-        assert_eq!(s.time_to_fair, None);
+        assert_eq!(time_to_fair_of(&scenario), None);
     }
 
     /// A summary.json written before the field existed still reads, as

@@ -101,6 +101,21 @@ pub fn write_run_folder(dir: &Path, plan: &Plan, prov: &RunProvenance, finished:
     }
 }
 
+/// The time-to-fair record of `qfair-late-joiner`'s joiner (`flow`,
+/// joining at 20 s of 80, half of 20 Mbit/s's goodput capacity as its
+/// share) with `seconds` as its figure: the one record the tests of
+/// `lab table`, `lab compare`'s table and the mean summary build their
+/// repetitions from.
+pub fn late_joiner_time_to_fair(flow: usize, seconds: Option<f64>) -> crate::results::TimeToFair {
+    crate::results::TimeToFair {
+        flow,
+        event_s: 20.0,
+        share_mbit: 9.56,
+        seconds,
+        watched_s: 60.0,
+    }
+}
+
 /// A finished run folder of `scenario` as `lab run` leaves it, with
 /// these repetitions and their mean as its summary, this build's
 /// environment and objects, a passed self-check: for the readers of run

@@ -655,7 +655,10 @@ fn competitive_verdict_margin_does_not_grow_with_the_own_backlog() {
             "q^ {q} competitive {comp} q_d {qdef} minimum {m}: margin from {used}"
         );
     }
-    assert_eq!(unsafe { host_qf_default_backlog_delay_us(4096, 0) }, u32::MAX);
+    assert_eq!(
+        unsafe { host_qf_default_backlog_delay_us(4096, 0) },
+        u32::MAX
+    );
 }
 
 proptest! {
@@ -671,8 +674,7 @@ proptest! {
 }
 
 extern "C" {
-    fn host_qf_drain_emptied(m: u32, end_min: u32, r: u32, q_before: u32, competitive: i32)
-        -> i32;
+    fn host_qf_drain_emptied(m: u32, end_min: u32, r: u32, q_before: u32, competitive: i32) -> i32;
 }
 
 /// A drain's verdict (qf_drain_emptied): outside competitive mode the
