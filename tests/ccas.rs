@@ -105,13 +105,22 @@ fn adbbr_skips_probe_rtt_on_a_stable_path_where_bbr1_probes_every_10s() {
     for cca in ["bbr1", "adbbr"] {
         // The sampler sees both flows (same sender address in two netns):
         // keep this CCA's.
-        let last = samples
+        let mine: Vec<_> = samples
             .iter()
             .filter(|(_, _, f)| f.cca.map(|c| c.name()) == Some(cca))
-            .map(|(_, _, f)| f.probe_rtt_entries)
-            .max()
-            .unwrap_or(0);
-        println!("{cca}: {last} ProbeRTT entries in 31 s");
+            .collect();
+        // A failure must say which premise broke: no export read at all,
+        // or a flow whose minimum RTT kept being refreshed (each refresh
+        // restarts BBR's 10 s clock) rather than a ProbeRTT rule broken.
+        assert!(!mine.is_empty(), "no export of the {cca} flow was read in 31 s");
+        let last = mine.iter().map(|(_, _, f)| f.probe_rtt_entries).max().unwrap();
+        let min_rtts: Vec<_> = mine.iter().map(|(_, _, f)| f.min_rtt).collect();
+        println!(
+            "{cca}: {last} ProbeRTT entries in 31 s ({} samples, min RTT {:?} .. {:?})",
+            mine.len(),
+            min_rtts.iter().min().unwrap(),
+            min_rtts.iter().max().unwrap()
+        );
         entries.push(last);
     }
     // BBR's rule, not a measurement: RTprop expires 10 s after its last
