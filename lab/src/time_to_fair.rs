@@ -159,28 +159,11 @@ pub fn cells(reps: &[Option<TimeToFair>]) -> String {
 mod tests {
     use super::*;
 
-    /// Two flows through 20 Mbit/s: one from 0 s, one joining at 20 s;
-    /// 80 s runs. Each flow's share after the join is half the capacity.
+    /// The embedded late joiner, the scenario these tables are for: two
+    /// flows through 20 Mbit/s, flow 0 joining flow 1 at 20 s; 80 s runs.
+    /// Each flow's share after the join is half the capacity.
     fn late_joiner() -> Scenario {
-        Scenario::from_toml(
-            r#"
-name = "lj"
-duration_s = 80
-[bottleneck]
-rate_mbit = 20
-buffer = { bdp = 1.0, rtt_ms = 50.0 }
-[[flows]]
-group = "joiner"
-cca = "qfair"
-rtt_ms = 10
-start_s = 20
-[[flows]]
-group = "first"
-cca = "qfair"
-rtt_ms = 50
-"#,
-        )
-        .unwrap()
+        crate::builtin::resolve("qfair-late-joiner").unwrap()
     }
 
     const HALF: f64 = 20e6 * 1448.0 / 1514.0 / 2.0;
