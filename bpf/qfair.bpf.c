@@ -102,22 +102,23 @@
  * refreshed by near-minimum samples is the alternative
  * (qfair.drain_clock = 2).
  *
- * A drain whose lowest RTT does not come back within max(1 ms, q^/2) of R^
+ * A drain whose lowest RTT does not come back within max(1 ms, q^'/2) of R^
  * means a queue someone else holds: a loss-based flow (cubic) or a longer
- * path. Then qfair turns competitive: alpha may grow at 20 pkt/s up to
- * max(alpha_d, x^ 100 ms); the next successful drain ends it and clamps
- * alpha to alpha_d (with qfair.exit_drains = n > 1, only the n-th such
- * drain in a row; default 1, the first). A competitive flow's own backlog
- * inflates q^, and cubic's remaining queue, shrunk by that backlog, passed
- * the margin q^/2 drain after drain; so while competitive the margin is
- * max(1 ms, min(q^, alpha_d / x^) / 2), half the queue the flow would read
- * with only its default backlog at its rate: what qfair flows alone leave,
- * not what its competitive backlog leaves (qf_verdict_queue_us). And a
- * competitive flow's drain passes only if the queue is still within 1 ms
- * of R^ at its end (the last 8-16 ms): qfair flows, window-limited at x^,
- * leave the capacity a drain frees unused, cubic grows into it, so a queue
- * that touched zero just after cubic's back-off but is refilled by the
- * drain's end is cubic squeezed, not cubic gone (qf_drain_emptied).
+ * path. q^' = min(q^, (alpha_d + b) / x^) (qf_verdict_queue_us): half the
+ * queue the flow would read holding only its default backlog at its rate,
+ * what qfair flows alone leave; not q^ itself, which someone else's queue
+ * inflates (cubic's standing queue passed drains on a margin of q^/2 and
+ * kept a qfair flow beside it from ever turning competitive), and which a
+ * competitive flow's own backlog inflates too. Then qfair turns
+ * competitive: alpha may grow at 20 pkt/s up to max(alpha_d, x^ 100 ms);
+ * the next successful drain ends it and clamps alpha to alpha_d (with
+ * qfair.exit_drains = n > 1, only the n-th such drain in a row; default 1,
+ * the first). And a competitive flow's drain passes only if the queue is
+ * still within 1 ms of R^ at its end (the last 8-16 ms): qfair flows,
+ * window-limited at x^, leave the capacity a drain frees unused, cubic
+ * grows into it, so a queue that touched zero just after cubic's back-off
+ * but is refilled by the drain's end is cubic squeezed, not cubic gone
+ * (qf_drain_emptied).
  * With qfair.competitive = 2 (never) no drain starts it, and a flow
  * already competitive when the operator sets 2 leaves it the same way at
  * its next per-round update (at the latest at the next drain's end), where
@@ -582,19 +583,21 @@ static __noinline void qfair_update_round(struct sock *sk, struct rf_bbr *bbr,
 
 /*
  * Entering a drain: half the rate; cca_probe_rtt_cwnd (below) halves the
- * window. The verdict's margin is half of q^ now, or, for a competitive
- * flow, half of at most alpha_d / x^ (qf_verdict_queue_us): not the q^ its
- * own competitive backlog inflates. x^ and alpha_d are the last round's
- * (no round is measured during a drain).
+ * window. The verdict's margin is half of q^ now, at most half of
+ * (alpha_d + b) / x^ (qf_verdict_queue_us): the queue qfair flows alone
+ * would leave, not one someone else's queue, or the flow's own competitive
+ * backlog, inflates. x^, alpha_d and b are the last round's (no round is
+ * measured during a drain).
  */
-static __always_inline void qfair_begin_drain(struct sock *sk, struct qfair_hot *hot,
-					      struct qfair_flow *qf)
+static __always_inline void qfair_begin_drain(struct sock *sk, struct rf_bbr *bbr,
+					      struct qfair_hot *hot, struct qfair_flow *qf)
 {
+	__u32 alpha_star_d = qf->alpha_d_x1024 + qfair_burst_room_pkts(sk, bbr) * (__u32)QF_UNIT;
+
 	hot->flags |= QF_IN_DRAIN;
 	qf->drain_min_us = ~0U;
 	qf->drain_q_before_us =
-		qf_verdict_queue_us(qf->q_us, qf->competitive,
-				    qf_default_backlog_delay_us(qf->alpha_d_x1024, qf->xhat));
+		qf_verdict_queue_us(qf->q_us, qf_default_backlog_delay_us(alpha_star_d, qf->xhat));
 	qf->pacing_before_drain = sk->sk_pacing_rate;
 	sk->sk_pacing_rate = sk->sk_pacing_rate / 2;
 }
@@ -740,7 +743,7 @@ static __always_inline void cca_on_rate_sample(struct sock *sk, struct rf_bbr *b
 				return;
 			if (bbr->mode == RTTFAIR_MODE_PROBE_RTT) {
 				if (!(hot->flags & QF_IN_DRAIN))
-					qfair_begin_drain(sk, hot, qf);
+					qfair_begin_drain(sk, bbr, hot, qf);
 				if (rs->rtt_us > 0 && (__u32)rs->rtt_us < qf->drain_min_us)
 					qf->drain_min_us = (__u32)rs->rtt_us;
 				return;

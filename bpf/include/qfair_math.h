@@ -446,10 +446,12 @@ RF_INLINE bool qf_drain_emptied_queue(__u32 drain_min_us, __u32 rtprop_us, __u32
 }
 
 /*
- * The queueing delay of the flow's default backlog at its rate, alpha_d / x^
- * in microseconds (u32-saturated; no rate: "no bound", 0xffffffff): the q^
- * a qfair flow reads when qfair flows alone share the queue (each holds
- * alpha_d, x q = alpha_d, Eq. 2), whatever its rate.
+ * The queueing delay of the flow's default backlog at its rate, alpha*_d / x^
+ * in microseconds (u32-saturated; no rate: "no bound", 0xffffffff), the
+ * caller passing alpha*_d = alpha_d + b (Eq. 1's alpha* with alpha at its
+ * default, b the burst room): the q^ a qfair flow reads when qfair flows
+ * alone share the queue (each holds alpha*, x q = alpha*, Eq. 2), whatever
+ * its rate.
  */
 RF_INLINE __u32 qf_default_backlog_delay_us(__u32 alpha_d_x1024, __u64 bw)
 {
@@ -464,20 +466,26 @@ RF_INLINE __u32 qf_default_backlog_delay_us(__u32 alpha_d_x1024, __u64 bw)
 
 /*
  * The queue estimate a drain's verdict takes its margin from
- * (qf_drain_emptied_queue's q_before_us), chosen when the drain begins.
- * Outside competitive mode, q^ as it was: the rule between qfair flows is
- * unchanged. In competitive mode, at most alpha_d / x^ (above): q^ then
- * holds the flow's own competitive backlog (alpha up to x^ 100 ms), and a
- * margin of half of it let cubic's remaining queue, shrunk by that very
- * backlog, pass for an empty one (issue 14, docs/results.md "Why the long
- * qfair flow holds a quarter against cubic"). The margin a competitive flow
- * exits on is the one it would have with the default backlog at its rate:
- * "what is left once my backlog is gone is no more than qfair flows alone
- * would leave".
+ * (qf_drain_emptied_queue's q_before_us), chosen when the drain begins: q^,
+ * at most alpha*_d / x^ (above). The verdict asks "is what remains once my
+ * own backlog is gone more than qfair flows alone would leave?", and qfair
+ * flows alone leave q^ = alpha* / x^ with alpha <= alpha_d, so between them the
+ * bound only trims q^'s noise above its equilibrium. Someone else's queue
+ * inflates q^ and with it a margin of half of q^:
+ *  - at entry, cubic's standing queue made q^ 12-19 ms and drains that left
+ *    5.8-7 ms of it passed, so a qfair flow beside cubic never turned
+ *    competitive (issue 14, docs/results.md "A competitive exit that does not
+ *    loosen with the flow's own backlog", three flows; and the 24 % run of
+ *    its "Three runs of today's law against cubic");
+ *  - at exit, q^ holds the flow's own competitive backlog (alpha up to
+ *    x^ 100 ms), and cubic's remaining queue, shrunk by that very backlog,
+ *    passed for an empty one ("Why the long qfair flow holds a quarter
+ *    against cubic").
+ * One bound for both, with or without competitive mode.
  */
-RF_INLINE __u32 qf_verdict_queue_us(__u32 q_us, bool competitive, __u32 q_default_us)
+RF_INLINE __u32 qf_verdict_queue_us(__u32 q_us, __u32 q_default_us)
 {
-	return competitive && q_default_us < q_us ? q_default_us : q_us;
+	return q_default_us < q_us ? q_default_us : q_us;
 }
 
 /*
