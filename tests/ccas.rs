@@ -112,8 +112,15 @@ fn adbbr_skips_probe_rtt_on_a_stable_path_where_bbr1_probes_every_10s() {
         // A failure must say which premise broke: no export read at all,
         // or a flow whose minimum RTT kept being refreshed (each refresh
         // restarts BBR's 10 s clock) rather than a ProbeRTT rule broken.
-        assert!(!mine.is_empty(), "no export of the {cca} flow was read in 31 s");
-        let last = mine.iter().map(|(_, _, f)| f.probe_rtt_entries).max().unwrap();
+        assert!(
+            !mine.is_empty(),
+            "no export of the {cca} flow was read in 31 s"
+        );
+        let last = mine
+            .iter()
+            .map(|(_, _, f)| f.probe_rtt_entries)
+            .max()
+            .unwrap();
         let min_rtts: Vec<_> = mine.iter().map(|(_, _, f)| f.min_rtt).collect();
         println!(
             "{cca}: {last} ProbeRTT entries in 31 s ({} samples, min RTT {:?} .. {:?})",

@@ -633,9 +633,18 @@ fn verdict_margin_does_not_grow_with_someone_elses_queue() {
         unsafe { host_qf_default_backlog_delay_us(alpha_d, x) }
     };
     let (exit, fast, slow) = (q_default(863.0), q_default(337.0), q_default(242.0));
-    assert!((4_500..4_600).contains(&exit), "alpha_d / x^ at 863 pkt/s = {exit} us");
-    assert!((10_500..10_700).contains(&fast), "alpha_d / x^ at 337 pkt/s = {fast} us");
-    assert!((14_300..14_500).contains(&slow), "alpha_d / x^ at 242 pkt/s = {slow} us");
+    assert!(
+        (4_500..4_600).contains(&exit),
+        "alpha_d / x^ at 863 pkt/s = {exit} us"
+    );
+    assert!(
+        (10_500..10_700).contains(&fast),
+        "alpha_d / x^ at 337 pkt/s = {fast} us"
+    );
+    assert!(
+        (14_300..14_500).contains(&slow),
+        "alpha_d / x^ at 242 pkt/s = {slow} us"
+    );
     let (t, f) = (true, false);
     // (q^ before, q_default, drain minimum, emptied?)
     let cases: [(u32, u32, u32, bool); 13] = [
@@ -666,7 +675,10 @@ fn verdict_margin_does_not_grow_with_someone_elses_queue() {
     for (q, qdef, m, want) in cases {
         let used = unsafe { host_qf_verdict_queue_us(q, qdef) };
         let emptied = unsafe { host_qf_drain_emptied_queue(m, r, used) } != 0;
-        assert_eq!(emptied, want, "q^ {q} q_d {qdef} minimum {m}: margin from {used}");
+        assert_eq!(
+            emptied, want,
+            "q^ {q} q_d {qdef} minimum {m}: margin from {used}"
+        );
     }
     assert_eq!(
         unsafe { host_qf_default_backlog_delay_us(4096, 0) },
