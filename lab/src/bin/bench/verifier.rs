@@ -16,8 +16,8 @@ pub fn run() -> Result<()> {
         std::process::id()
     ));
     println!(
-        "{:<8} {:<18} {:>6} {:>9} {:>8} {:>7} {:>6}  {}",
-        "cca", "program", "insns", "verified", "xlated", "jited", "stack", "frames"
+        "{:<8} {:<18} {:>6} {:>9} {:>8} {:>7} {:>6}  frames",
+        "cca", "program", "insns", "verified", "xlated", "jited", "stack"
     );
     for cca in Cca::ALL {
         let stats = lifecycle::inspect_programs(cca, &scratch)?;
