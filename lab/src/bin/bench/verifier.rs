@@ -26,7 +26,7 @@ pub fn run() -> Result<()> {
             total += p.verified_insns as u64;
             let join = |f: &[u32]| f.iter().map(u32::to_string).collect::<Vec<_>>().join("+");
             let mut frames = join(&p.stack_frames);
-            if p.stack_frames_logged != p.stack_frames {
+            if !p.stack_frames_logged.is_empty() && p.stack_frames_logged != p.stack_frames {
                 frames = format!("{frames} (log {})", join(&p.stack_frames_logged));
             }
             println!(
