@@ -244,7 +244,7 @@ static __always_inline struct qfair_hot *qfair_hot_of(struct rf_bbr *bbr)
 	return (struct qfair_hot *)bbr->cca_hot;
 }
 
-/* Each tunable and its default, for qfair_params(). */
+/* Each tunable and its default (qfair_tun_*() below). */
 #define QFAIR_TUNABLE_DEFAULTS(X)                                                \
 	X(alpha0_x1024, QFAIR_DEF_ALPHA0_X1024)                                  \
 	X(k_alpha_x1024, QFAIR_DEF_K_ALPHA_X1024)                                \
@@ -256,7 +256,31 @@ static __always_inline struct qfair_hot *qfair_hot_of(struct rf_bbr *bbr)
 	X(o_cap_x256, QFAIR_DEF_O_CAP_X256)                                      \
 	X(exit_drains, QFAIR_DEF_EXIT_DRAINS)
 
-RTTFAIR_TUNABLES_IN_FORCE(qfair_params, QFAIR_TUNABLES_MAP, QFAIR_TUNABLE_DEFAULTS);
+/*
+ * The tunables in force, read field by field where each is used: `set` is
+ * the map's entry (qfair_tunables_set(), once per round or event; NULL: all
+ * defaults) and qfair_tun_<field>(set) the field where user space set it
+ * (non-zero), else its default -- RTTFAIR_TUNABLES_IN_FORCE's rule for one
+ * field. Not a copy of the whole struct: nine values copied up front stay
+ * live across the per-round update and cost its stack frame a slot each
+ * (the verifier's 512-byte limit is for the whole call chain, and qfair's
+ * was at it; docs/results.md, "Stack depth of every CCA program").
+ */
+static __always_inline const struct qfair_tunables *qfair_tunables_set(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&QFAIR_TUNABLES_MAP, &zero);
+}
+
+#define QFAIR_TUNABLE_IN_FORCE(field, def)                                       \
+	static __always_inline __u32 qfair_tun_##field(const struct qfair_tunables *set) \
+	{                                                                        \
+		__u32 v = set ? set->field : 0;                                  \
+                                                                                 \
+		return v ?: (__u32)(def);                                        \
+	}
+QFAIR_TUNABLE_DEFAULTS(QFAIR_TUNABLE_IN_FORCE)
 
 static __always_inline bool qfair_cruising(const struct rf_bbr *bbr)
 {
@@ -354,14 +378,14 @@ static __always_inline void qfair_set_burst_room_share(struct sock *sk, const st
 
 /* The tcp ms clock of the next drain. Wall clock: the next TAI multiple of
  * the period, the same instant for every qfair sender whose clock agrees. */
-static __always_inline __u32 qfair_next_drain_ms(__u32 now_ms, const struct qfair_tunables *p,
-						 __u32 local_delay_ms)
+static __always_inline __u32 qfair_next_drain_ms(__u32 now_ms, __u32 drain_clock,
+						 __u32 drain_period_ms, __u32 local_delay_ms)
 {
 	__u64 period_ns, tai, to_next_ms;
 
-	if (p->drain_clock == QFAIR_CLOCK_LOCAL)
+	if (drain_clock == QFAIR_CLOCK_LOCAL)
 		return (now_ms + local_delay_ms) ?: 1;
-	period_ns = (__u64)p->drain_period_ms * NSEC_PER_MSEC;
+	period_ns = (__u64)drain_period_ms * NSEC_PER_MSEC;
 	tai = bpf_ktime_get_tai_ns();
 	to_next_ms = (period_ns - tai % period_ns) / NSEC_PER_MSEC;
 	return (now_ms + (__u32)to_next_ms) ?: 1;
@@ -395,15 +419,19 @@ static __always_inline void qfair_startup_round(struct tcp_sock *tp, struct rf_b
 	qfair_start_measurement_interval(tp, qf);
 }
 
-/* Leaving Drain for ProbeBW: the law takes over from BBR's gains. */
-static __always_inline void qfair_enter_cruise(struct sock *sk, struct rf_bbr *bbr,
-					       struct qfair_hot *hot, struct qfair_flow *qf,
-					       const struct qfair_tunables *p)
+/* Leaving Drain for ProbeBW: the law takes over from BBR's gains. Once per
+ * flow; a subprogram of its own so that its frame is not the per-round
+ * update's (the stack the verifier counts is per chain of calls). */
+static __noinline void qfair_enter_cruise(struct sock *sk, struct rf_bbr *bbr,
+					  struct qfair_flow *qf)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
+	struct qfair_hot *hot = qfair_hot_of(bbr);
+	const struct qfair_tunables *set = qfair_tunables_set();
 
 	qf->xhat = bbr_btlbw(bbr);
-	qf->alpha_d_x1024 = qf_alpha_d_x1024(qf->xhat, p->alpha0_x1024, p->k_alpha_x1024);
+	qf->alpha_d_x1024 = qf_alpha_d_x1024(qf->xhat, qfair_tun_alpha0_x1024(set),
+					     qfair_tun_k_alpha_x1024(set));
 	qf->alpha_x1024 = qf->alpha_d_x1024;
 	qf->gain_x256 = QF_GAIN_UNIT;
 	hot->w = qf_target_cwnd(qf->xhat, bbr->min_rtt_us, QF_GAIN_UNIT, qf->alpha_x1024);
@@ -412,7 +440,8 @@ static __always_inline void qfair_enter_cruise(struct sock *sk, struct rf_bbr *b
 	qf->push_rounds = 0;
 	qf->offset_x65536 = 0;
 	hot->flags |= QF_CRUISE;
-	hot->next_drain_ms = qfair_next_drain_ms(tcp_now_ms(tp), p, QFAIR_FIRST_DRAIN_MS);
+	hot->next_drain_ms = qfair_next_drain_ms(tcp_now_ms(tp), qfair_tun_drain_clock(set),
+						 qfair_tun_drain_period_ms(set), QFAIR_FIRST_DRAIN_MS);
 	qfair_start_measurement_interval(tp, qf);
 }
 
@@ -428,11 +457,12 @@ static __always_inline void qfair_leave_competitive(struct qfair_flow *qf)
 }
 
 /* Competitive mode after a drain's verdict (QF_VERDICT_*), or after a
- * per-round update (QF_VERDICT_NONE: only the setting can end it there). */
-static __always_inline void qfair_update_competitive(struct qfair_flow *qf,
-						     const struct qfair_tunables *p, __u32 verdict)
+ * per-round update (QF_VERDICT_NONE: only the setting, qfair.competitive,
+ * can end it there). */
+static __always_inline void qfair_update_competitive(struct qfair_flow *qf, __u32 competitive,
+						     __u32 verdict)
 {
-	if (qf_competitive_next(qf->competitive, p->competitive == QFAIR_COMPETITIVE_ON, verdict))
+	if (qf_competitive_next(qf->competitive, competitive == QFAIR_COMPETITIVE_ON, verdict))
 		qf->competitive = 1;
 	else if (qf->competitive)
 		qfair_leave_competitive(qf);
@@ -469,46 +499,51 @@ static __always_inline __u32 qfair_alpha_plus_offset(const struct qfair_flow *qf
 }
 
 /*
- * Once per round trip (and at most once per millisecond): Eq. 3-9 and 8b,
- * and the local drain clock. A BPF subprogram of its own, so its arithmetic
- * is verified once, not per path of the per-ACK code.
+ * The per-round update (qfair_update_round, below) calls three BPF
+ * subprograms in turn, estimates (Eq. 3-7), window (Eq. 8, 8b and 1) and
+ * pacing (Eq. 9): the verifier refuses a program whose frames along a chain
+ * of calls sum to more than 512 bytes, cong_control's own frame (the core's
+ * export record and spills) is 384, and as one subprogram the update's live
+ * values (x^, D, the tunables, the terms of Eq. 7-9) took 128 bytes of
+ * spill slots: the chain was at exactly 512 (docs/results.md, "Stack depth
+ * of every CCA program"). Each part holds only its own values. What a part
+ * needs from the one before is in qf (x^, D, q^, a^, alpha) and hot (w),
+ * or passed (b); the interval's dt, delivered and lost each reads from the
+ * same fields, which no part writes before the last one starts the next
+ * interval. Each tunable is still read once per round, by the part that
+ * uses it.
  */
-static __noinline void qfair_update_round(struct sock *sk, struct rf_bbr *bbr,
-					  struct qfair_flow *qf, bool app_limited)
+
+/* The interval the per-round update measures: its length, and the packets
+ * delivered and lost in it. */
+static __always_inline __u64 qfair_interval_us(const struct tcp_sock *tp,
+					       const struct qfair_flow *qf)
+{
+	return tp->tcp_mstamp - qf->round_mstamp;
+}
+
+static __always_inline __u32 qfair_interval_delivered(const struct tcp_sock *tp,
+						      const struct qfair_flow *qf)
+{
+	return tp->delivered - qf->round_delivered;
+}
+
+static __always_inline __u32 qfair_interval_lost(const struct tcp_sock *tp,
+						 const struct qfair_flow *qf)
+{
+	return tp->lost - qf->round_lost;
+}
+
+/* The per-round update's first part: Eq. 3-7, the estimates and alpha. */
+static __noinline void qfair_round_estimates(struct sock *sk, struct rf_bbr *bbr,
+					     struct qfair_flow *qf)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct qfair_hot *hot = qfair_hot_of(bbr);
-	struct qfair_tunables p;
-	__u64 dt_us, sample, alpha_hi, pace, pipe;
-	__u32 delivered, lost, rtprop = bbr->min_rtt_us, d_us, ai, room_pkts, target, dir;
-
-	if (!(hot->flags & QF_CRUISE)) {
-		if (bbr->mode == RTTFAIR_MODE_STARTUP) {
-			qfair_startup_round(tp, bbr, qf);
-		} else if (bbr->mode == RTTFAIR_MODE_PROBE_BW && bbr->full_bw_reached &&
-			   rtprop != ~0U) {
-			p = qfair_params();
-			qfair_enter_cruise(sk, bbr, hot, qf, &p);
-		}
-		return;
-	}
-	if (bbr->mode != RTTFAIR_MODE_PROBE_BW)
-		return; /* a drain: measured when it ends */
-	if (hot->flags & QF_SKIP_ROUND) {
-		hot->flags &= ~QF_SKIP_ROUND;
-		qfair_start_measurement_interval(tp, qf);
-		return;
-	}
-	dt_us = tp->tcp_mstamp - qf->round_mstamp;
-	if (dt_us < QFAIR_MIN_ROUND_US)
-		return; /* let the interval grow past 1 ms */
-	delivered = tp->delivered - qf->round_delivered;
-	lost = tp->lost - qf->round_lost;
-	if (app_limited || rtprop == ~0U || !rtprop) {
-		qfair_start_measurement_interval(tp, qf);
-		return;
-	}
-	p = qfair_params();
+	const struct qfair_tunables *set = qfair_tunables_set();
+	__u64 dt_us = qfair_interval_us(tp, qf), sample, alpha_hi;
+	__u32 delivered = qfair_interval_delivered(tp, qf), lost = qfair_interval_lost(tp, qf);
+	__u32 rtprop = bbr->min_rtt_us, d_us, ai;
 
 	/* Eq. 3: the rate the flow sends at over the interval (delivered plus
 	 * lost), smoothed. With the delivery rate alone, a loss rate p leaves
@@ -531,8 +566,9 @@ static __noinline void qfair_update_round(struct sock *sk, struct rf_bbr *bbr,
 	/* Eq. 6-7: the backlog target. Competitive mode ends here, before it
 	 * widens alpha's range, if the operator has since set
 	 * qfair.competitive = 2. */
-	qf->alpha_d_x1024 = qf_alpha_d_x1024(qf->xhat, p.alpha0_x1024, p.k_alpha_x1024);
-	qfair_update_competitive(qf, &p, QF_VERDICT_NONE);
+	qf->alpha_d_x1024 = qf_alpha_d_x1024(qf->xhat, qfair_tun_alpha0_x1024(set),
+					     qfair_tun_k_alpha_x1024(set));
+	qfair_update_competitive(qf, qfair_tun_competitive(set), QF_VERDICT_NONE);
 	alpha_hi = qf->alpha_d_x1024;
 	ai = QFAIR_AI_X1024;
 	if (qf->competitive) {
@@ -546,6 +582,20 @@ static __noinline void qfair_update_round(struct sock *sk, struct rf_bbr *bbr,
 					      tp->tcp_mstamp - qf->last_cut_mstamp);
 	if (lost)
 		qf->last_cut_mstamp = tp->tcp_mstamp;
+}
+
+/*
+ * The per-round update's second part: Eq. 8 and 8b from the first part's
+ * estimates in qf, and Eq. 1's window. Returns this round's burst room b in
+ * packets, which the pacing rate needs too.
+ */
+static __noinline __u32 qfair_round_window(struct sock *sk, struct rf_bbr *bbr,
+					   struct qfair_flow *qf)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	const struct qfair_tunables *set = qfair_tunables_set();
+	__u32 rtprop = bbr->min_rtt_us, room_pkts, target, dir;
+	__u64 pipe;
 
 	/* Eq. 8-9: correction, window, pacing. The backlog the window really
 	 * holds is alpha plus the burst room in cwnd: g steers to that, so
@@ -556,29 +606,91 @@ static __noinline void qfair_update_round(struct sock *sk, struct rf_bbr *bbr,
 	 * microsecond flow below what its window allows (w = 24-34 packets
 	 * beside 135 of burst room). */
 	pipe = qf_pkts_x1024(qf->xhat, rtprop);
-	qfair_set_burst_room_share(sk, bbr, hot, qf->xhat);
+	qfair_set_burst_room_share(sk, bbr, qfair_hot_of(bbr), qf->xhat);
 	room_pkts = qfair_burst_room_pkts(sk, bbr);
 	target = qf->alpha_x1024 + room_pkts * (__u32)QF_UNIT; /* alpha* = alpha + b */
 	dir = qf_push_dir(target, qf->backlog_x1024);
 	qf->push_rounds = (__u8)qf_push_rounds(qf->push_dir, qf->push_rounds, dir);
 	if (dir != QF_PUSH_NONE)
 		qf->push_dir = (__u8)dir;
-	qf->offset_x65536 = qfair_offset(qf, target, dt_us, lost,
-					 tp->tcp_mstamp - qf->last_cut_mstamp, p.o_cap_x256);
-	qf->gain_x256 = (__u16)qf_gain_x256(d_us, p.tau_g_ms * 1000, target, qf->backlog_x1024,
-					    p.g_cap_x256, pipe,
+	qf->offset_x65536 = qfair_offset(qf, target, qfair_interval_us(tp, qf),
+					 qfair_interval_lost(tp, qf),
+					 tp->tcp_mstamp - qf->last_cut_mstamp,
+					 qfair_tun_o_cap_x256(set));
+	qf->gain_x256 = (__u16)qf_gain_x256(qf->d_us, qfair_tun_tau_g_ms(set) * 1000, target,
+					    qf->backlog_x1024, qfair_tun_g_cap_x256(set), pipe,
 					    qf_velocity_shift(qf->push_rounds));
-	hot->w = qf_target_cwnd(qf->xhat, rtprop, qf->gain_x256,
-				qfair_alpha_plus_offset(qf));
-	pace = qf_pacing_rate(hot->w + room_pkts, d_us, tp->mss_cache);
+	qfair_hot_of(bbr)->w = qf_target_cwnd(qf->xhat, rtprop, qf->gain_x256,
+					      qfair_alpha_plus_offset(qf));
+	return room_pkts;
+}
+
+/*
+ * The per-round update's last part: Eq. 9's pacing rate for the window w
+ * and burst room the parts before set, the local drain clock, and the next
+ * interval's start.
+ */
+static __noinline void qfair_round_pacing(struct sock *sk, struct rf_bbr *bbr,
+					  struct qfair_flow *qf, __u32 room_pkts)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct qfair_hot *hot = qfair_hot_of(bbr);
+	const struct qfair_tunables *set = qfair_tunables_set();
+	__u32 rtprop = bbr->min_rtt_us;
+	__u64 pace;
+
+	pace = qf_pacing_rate(hot->w + room_pkts, qf->d_us, tp->mss_cache);
 	if (pace)
 		sk->sk_pacing_rate = rf_min(pace, (__u64)sk->sk_max_pacing_rate);
 
 	/* Local drain clock: a near-minimum RTT in this bucket postpones it. */
-	if (p.drain_clock == QFAIR_CLOCK_LOCAL &&
-	    hot->bkt_min_us <= rtprop + rf_max((__u32)QFAIR_NEAR_MIN_US, rtprop / 16))
-		hot->next_drain_ms = qfair_next_drain_ms(tcp_now_ms(tp), &p, p.drain_period_ms);
+	if (qfair_tun_drain_clock(set) == QFAIR_CLOCK_LOCAL &&
+	    hot->bkt_min_us <= rtprop + rf_max((__u32)QFAIR_NEAR_MIN_US, rtprop / 16)) {
+		__u32 period_ms = qfair_tun_drain_period_ms(set);
+
+		hot->next_drain_ms = qfair_next_drain_ms(tcp_now_ms(tp), QFAIR_CLOCK_LOCAL,
+							 period_ms, period_ms);
+	}
 	qfair_start_measurement_interval(tp, qf);
+}
+
+/*
+ * Once per round trip (and at most once per millisecond): Eq. 3-9 and 8b,
+ * and the local drain clock. A BPF subprogram of its own, so its arithmetic
+ * is verified once, not per path of the per-ACK code; it decides whether
+ * the round is measured and leaves the law to the three parts above.
+ */
+static __noinline void qfair_update_round(struct sock *sk, struct rf_bbr *bbr,
+					  struct qfair_flow *qf, bool app_limited)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct qfair_hot *hot = qfair_hot_of(bbr);
+	__u32 rtprop = bbr->min_rtt_us;
+
+	if (!(hot->flags & QF_CRUISE)) {
+		if (bbr->mode == RTTFAIR_MODE_STARTUP) {
+			qfair_startup_round(tp, bbr, qf);
+		} else if (bbr->mode == RTTFAIR_MODE_PROBE_BW && bbr->full_bw_reached &&
+			   rtprop != ~0U) {
+			qfair_enter_cruise(sk, bbr, qf);
+		}
+		return;
+	}
+	if (bbr->mode != RTTFAIR_MODE_PROBE_BW)
+		return; /* a drain: measured when it ends */
+	if (hot->flags & QF_SKIP_ROUND) {
+		hot->flags &= ~QF_SKIP_ROUND;
+		qfair_start_measurement_interval(tp, qf);
+		return;
+	}
+	if (qfair_interval_us(tp, qf) < QFAIR_MIN_ROUND_US)
+		return; /* let the interval grow past 1 ms */
+	if (app_limited || rtprop == ~0U || !rtprop) {
+		qfair_start_measurement_interval(tp, qf);
+		return;
+	}
+	qfair_round_estimates(sk, bbr, qf);
+	qfair_round_pacing(sk, bbr, qf, qfair_round_window(sk, bbr, qf));
 }
 
 /*
@@ -641,28 +753,29 @@ static __always_inline bool qfair_raise_min_rtt_on_longer_path(struct rf_bbr *bb
  * shrunk while qfair was competitive, can pass one; qf_exit_verdict).
  * n = 1: as before.
  */
-static __always_inline __u32 qfair_exit_verdict(struct qfair_flow *qf,
-						 const struct qfair_tunables *p, __u32 verdict)
+static __always_inline __u32 qfair_exit_verdict(struct qfair_flow *qf, __u32 exit_drains,
+						 __u32 verdict)
 {
 	qf->emptied_streak = (__u8)qf_emptied_streak(qf->emptied_streak, qf->competitive, verdict);
-	return qf_exit_verdict(verdict, qf->emptied_streak, p->exit_drains);
+	return qf_exit_verdict(verdict, qf->emptied_streak, exit_drains);
 }
 
 /* A drain ended: did the queue empty? Then schedule the next one. */
 static __always_inline void qfair_end_drain(struct sock *sk, struct rf_bbr *bbr,
 					    struct qfair_hot *hot, struct qfair_flow *qf)
 {
-	struct qfair_tunables p = qfair_params();
+	const struct qfair_tunables *set = qfair_tunables_set();
 	__u32 m = qf->drain_min_us, now = tcp_now_ms(tcp_sk(sk));
+	__u32 competitive = qfair_tun_competitive(set), period_ms = qfair_tun_drain_period_ms(set);
 
 	hot->flags &= ~QF_IN_DRAIN;
 	hot->flags |= QF_SKIP_ROUND;
 	if (qf->pacing_before_drain)
 		sk->sk_pacing_rate = qf->pacing_before_drain;
-	hot->next_drain_ms = qfair_next_drain_ms(now, &p, p.drain_period_ms);
+	hot->next_drain_ms = qfair_next_drain_ms(now, qfair_tun_drain_clock(set), period_ms, period_ms);
 	if (m == ~0U) {
 		/* no RTT sample in the drain: no verdict */
-		qfair_update_competitive(qf, &p, QF_VERDICT_NONE);
+		qfair_update_competitive(qf, competitive, QF_VERDICT_NONE);
 		return;
 	}
 
@@ -673,11 +786,15 @@ static __always_inline void qfair_end_drain(struct sock *sk, struct rf_bbr *bbr,
 	    qf_drain_emptied(m, rf_min(qf->last_bkt_min_us, hot->bkt_min_us), bbr->min_rtt_us,
 			     qf->drain_q_before_us, qf->competitive)) {
 		qf->drains_ok++;
-		qfair_update_competitive(qf, &p, qfair_exit_verdict(qf, &p, QF_VERDICT_EMPTIED));
+		qfair_update_competitive(qf, competitive,
+					 qfair_exit_verdict(qf, qfair_tun_exit_drains(set),
+							    QF_VERDICT_EMPTIED));
 		return;
 	}
 	qf->drains_failed++;
-	qfair_update_competitive(qf, &p, qfair_exit_verdict(qf, &p, QF_VERDICT_FOUND_QUEUE));
+	qfair_update_competitive(qf, competitive,
+				 qfair_exit_verdict(qf, qfair_tun_exit_drains(set),
+						    QF_VERDICT_FOUND_QUEUE));
 }
 
 /* Fold the finished bucket's minimum into the round's sum (Eq. 4). */

@@ -56,6 +56,7 @@ pub mod migrate;
 pub mod objects;
 pub mod preflight;
 pub mod sockets;
+pub mod stack_depth;
 pub mod tunables;
 
 pub use bpffs::BpfFs;

@@ -17,7 +17,7 @@ use crate::abi::maps;
 use crate::bpffs::BpfFs;
 use crate::cca::Cca;
 use crate::error::{Error, Result};
-use crate::{flows, kernel, objects, preflight};
+use crate::{flows, kernel, objects, preflight, stack_depth};
 
 /// Knobs of a load that matter only when the shared maps are first created.
 #[derive(Debug, Clone, Default)]
@@ -39,6 +39,9 @@ pub struct Opened {
 pub struct Loaded {
     cca: Cca,
     obj: Object,
+    /// What libbpf printed while loading (the verifier's logs, where a log
+    /// level was asked for).
+    log: String,
 }
 
 /// Step 3: the CCA is registered for as long as `link` lives (or is pinned).
@@ -166,7 +169,11 @@ impl Opened {
         libbpf_rs::set_print(prev);
         let log = VERIFIER_LOG.lock().map(|l| l.clone()).unwrap_or_default();
         match res {
-            Ok(obj) => Ok(Loaded { cca: self.cca, obj }),
+            Ok(obj) => Ok(Loaded {
+                cca: self.cca,
+                obj,
+                log,
+            }),
             Err(e) => Err(classify_load_error(self.cca, e, &log)),
         }
     }
@@ -386,15 +393,32 @@ pub struct ProgramStats {
     pub verified_insns: u32,
     pub xlated_bytes: u32,
     pub jited_bytes: u32,
+    /// Each subprogram's stack frame as the verifier checks it (main first;
+    /// [`stack_depth::frame_depths`]).
+    pub stack_frames: Vec<u32>,
+    /// The same as the verifier log prints them ("stack depth"), after the
+    /// verifier's own rewrites (an inlined bpf_loop adds 24 bytes); empty if
+    /// the log had none.
+    pub stack_frames_logged: Vec<u32>,
+    /// The deepest chain of calls' stack, which the verifier refuses above
+    /// 512 bytes ([`stack_depth::deepest_chain`]).
+    pub stack_bytes: Option<u32>,
 }
 
 /// Load `cca` without registering it and report each program's verifier and
-/// JIT figures. `scratch` must be a bpffs root nobody else uses; its maps are
-/// removed afterwards.
+/// JIT figures, its stack among them (the programs are loaded at the
+/// verifier's stats log level for that). `scratch` must be a bpffs root
+/// nobody else uses; its maps are removed afterwards.
 pub fn inspect_programs(cca: Cca, scratch: &BpfFs) -> Result<Vec<ProgramStats>> {
     scratch.ensure()?;
     let res = (|| {
-        let loaded = open(cca, scratch, &LoadOptions::default())?.load()?;
+        let mut opened = open(cca, scratch, &LoadOptions::default())?;
+        for mut prog in opened.obj.progs_mut() {
+            // the stats alone (stack depth, processed insns), no trace
+            prog.set_log_level(stack_depth::BPF_LOG_STATS);
+        }
+        let loaded = opened.load()?;
+        let jit = stack_depth::kernel_jits();
         let mut out = Vec::new();
         for prog in loaded.obj.progs() {
             use std::os::fd::{AsFd, AsRawFd};
@@ -413,12 +437,18 @@ pub fn inspect_programs(cca: Cca, scratch: &BpfFs) -> Result<Vec<ProgramStats>> 
                     std::io::Error::last_os_error(),
                 ));
             }
+            let name = prog.name().to_string_lossy().into_owned();
+            let stack_frames = stack_depth::frame_depths(prog.insns());
             out.push(ProgramStats {
-                name: prog.name().to_string_lossy().into_owned(),
                 insns: prog.insn_cnt(),
                 verified_insns: info.verified_insns,
                 xlated_bytes: info.xlated_prog_len,
                 jited_bytes: info.jited_prog_len,
+                stack_bytes: stack_depth::deepest_chain(prog.insns(), &stack_frames, jit),
+                stack_frames,
+                stack_frames_logged: stack_depth::parse_stack_depths(&loaded.log, &name)
+                    .unwrap_or_default(),
+                name,
             });
         }
         Ok(out)
