@@ -104,38 +104,57 @@ struct fairtt_flow {
 
 RTTFAIR_SK_STORAGE(fairtt_sk, struct fairtt_flow, fairtt_flow_of);
 
-struct fairtt_params {
-	__u32 beta_ppm, gamma_ppm, tol_pct, scope;
-	__u64 window_ns;
-};
-
 /*
- * The tunables in force, converted for use: the window in ns. Not
- * RTTFAIR_TUNABLES_IN_FORCE (rttfair_cca_maps.h): the conversion on read
- * would then follow the default's choice, one instruction more.
+ * The tunables in force, read field by field where each is used: `set` is
+ * the map's entry (fairtt_tunables_set(); NULL: all defaults) and
+ * fairtt_tun_<field>(set) the field where user space set it (non-zero),
+ * else its default -- RTTFAIR_TUNABLES_IN_FORCE's rule for one field. Not
+ * a copy of the whole struct: copied up front, the five values stayed live
+ * across the per-round update and cost its stack frame a slot each (the
+ * verifier's 512-byte limit is for the whole call chain, and fairtt's was
+ * at it; docs/results.md, "fairtt's stack"). The window is converted to ns
+ * on read.
  */
-static __always_inline struct fairtt_params fairtt_params(void)
+static __always_inline const struct fairtt_tunables *fairtt_tunables_set(void)
 {
-	struct fairtt_params p = {
-		FAIRTT_DEF_BETA_PPM, FAIRTT_DEF_GAMMA_PPM, FAIRTT_DEF_TOL_PCT, FAIRTT_DEF_SCOPE,
-		FAIRTT_DEF_WINDOW_MS * NSEC_PER_MSEC,
-	};
 	__u32 zero = 0;
-	struct fairtt_tunables *t = bpf_map_lookup_elem(&FAIRTT_TUNABLES_MAP, &zero);
 
-	if (t) {
-		if (t->beta_ppm)
-			p.beta_ppm = t->beta_ppm;
-		if (t->gamma_ppm)
-			p.gamma_ppm = t->gamma_ppm;
-		if (t->tolerance_pct)
-			p.tol_pct = t->tolerance_pct;
-		if (t->window_ms)
-			p.window_ns = (__u64)t->window_ms * NSEC_PER_MSEC;
-		if (t->scope)
-			p.scope = t->scope;
-	}
-	return p;
+	return bpf_map_lookup_elem(&FAIRTT_TUNABLES_MAP, &zero);
+}
+
+static __always_inline __u32 fairtt_tun_beta_ppm(const struct fairtt_tunables *set)
+{
+	__u32 v = set ? set->beta_ppm : 0;
+
+	return v ?: FAIRTT_DEF_BETA_PPM;
+}
+
+static __always_inline __u32 fairtt_tun_gamma_ppm(const struct fairtt_tunables *set)
+{
+	__u32 v = set ? set->gamma_ppm : 0;
+
+	return v ?: FAIRTT_DEF_GAMMA_PPM;
+}
+
+static __always_inline __u32 fairtt_tun_tol_pct(const struct fairtt_tunables *set)
+{
+	__u32 v = set ? set->tolerance_pct : 0;
+
+	return v ?: FAIRTT_DEF_TOL_PCT;
+}
+
+static __always_inline __u32 fairtt_tun_scope(const struct fairtt_tunables *set)
+{
+	__u32 v = set ? set->scope : 0;
+
+	return v ?: FAIRTT_DEF_SCOPE;
+}
+
+static __always_inline __u64 fairtt_tun_window_ns(const struct fairtt_tunables *set)
+{
+	__u32 v = set ? set->window_ms : 0;
+
+	return (__u64)(v ?: FAIRTT_DEF_WINDOW_MS) * NSEC_PER_MSEC;
 }
 
 static __always_inline struct fairtt_hot *fairtt_hot_of(struct rf_bbr *bbr)
@@ -169,10 +188,28 @@ static __always_inline bool fairtt_leave(struct fairtt_flow *ff)
 }
 
 /*
+ * The per-round update (fairtt_update_round, below) calls BPF subprograms
+ * in turn, each holding only its own values: the verifier refuses a program
+ * whose frames along a chain of calls sum to more than 512 bytes,
+ * cong_control's own frame (the core's export record and spills) is 368,
+ * and as one subprogram the update took 128 bytes (the five tunables
+ * copied as a struct, the registry scan's state, the ring sum and the
+ * values live across them) plus the scan callback's 16: exactly 512
+ * (docs/results.md, "fairtt's stack"). Now Eq. 6 (fairtt_round_wminrtt),
+ * Wfcount (fairtt_wfcount: fairtt_scan_start, the bpf_loop over the
+ * registry, fairtt_scan_join) and Eq. 5 (fairtt_round_alpha) in turn. What
+ * a part needs from the one before is in ff (the ring) and bbr (min_rtt_us,
+ * which no part writes) or passed (Wfcount); each tunable is still read
+ * once per round, by the part that uses it.
+ */
+
+/*
  * State of one pass over the registry (bpf_loop callback context). Active
  * slots are collected as a bit mask, not counted: a counter would give the
  * verifier a new exact value per iteration and it would walk every
- * combination of the 32 iterations instead of converging.
+ * combination of the 32 iterations instead of converging. The slot numbers
+ * and the scope flag are bytes (slots < FAIRTT_REGISTRY_SLOTS): the whole
+ * is 48 bytes of fairtt_wfcount's frame.
  */
 struct fairtt_scan {
 	__u64 now, window_ns;
@@ -180,9 +217,11 @@ struct fairtt_scan {
 	__u64 free_seen;       /* last_seen_ns of the free slot, for the claim */
 	__u32 min_rtt_us, tol_pct;
 	__u32 scope_id;        /* this flow's namespace or address */
-	__u32 scoped;          /* 1: count only slots of scope_id */
-	__s32 mine, free;
+	__s8 mine, free;       /* our class's slot, the first free one; -1: none */
+	__u8 scoped;           /* 1: count only slots of scope_id */
 };
+
+_Static_assert(FAIRTT_REGISTRY_SLOTS <= 127, "a slot number must fit fairtt_scan.mine");
 
 static __always_inline __u32 fairtt_popcount(__u64 x)
 {
@@ -218,66 +257,6 @@ static long fairtt_scan_slot(__u64 i, void *ctx)
 	return 0;
 }
 
-/*
- * Wfcount_t (Alg. 1 line 4): refresh this flow's minRTT class in the host
- * registry and count the classes active in the window. One pass over
- * FAIRTT_REGISTRY_SLOTS (bpf_loop, so the verifier checks one iteration),
- * once per round trip.
- */
-static __always_inline __u32 fairtt_wfcount(struct fairtt_flow *ff, __u32 min_rtt_us,
-					    __u32 scope_id, const struct fairtt_params *p)
-{
-	struct fairtt_scan sc = {
-		.now = bpf_ktime_get_ns(),
-		.window_ns = p->window_ns,
-		.min_rtt_us = min_rtt_us,
-		.tol_pct = p->tol_pct,
-		.scope_id = scope_id,
-		.scoped = p->scope != FAIRTT_SCOPE_HOST,
-		.mine = -1,
-		.free = -1,
-	};
-	struct fairtt_slot *s;
-	__u32 key, count;
-
-	bpf_loop(FAIRTT_REGISTRY_SLOTS, fairtt_scan_slot, &sc, 0);
-	count = fairtt_popcount(sc.active);
-	if (sc.mine >= 0) {
-		key = sc.mine;
-		s = bpf_map_lookup_elem(&FAIRTT_REGISTRY_MAP, &key);
-		if (s) {
-			s->last_seen_ns = sc.now;
-			if (ff->slot != (__u8)key) {
-				/* Changed class (e.g. RTprop re-sampled): a flow
-				 * counts in one class only. */
-				if (fairtt_leave(ff) && count > 1)
-					count--;
-				__sync_fetch_and_add(&s->flows, 1);
-				ff->slot = key;
-			}
-		}
-	} else if (sc.free >= 0) {
-		key = sc.free;
-		s = bpf_map_lookup_elem(&FAIRTT_REGISTRY_MAP, &key);
-		/* Claim the slot by moving its last_seen_ns from the value the scan
-		 * saw to now: of flows on other CPUs racing for it, one wins. A
-		 * loser's class is active all the same (the winner shares it or
-		 * holds another); it counts it now and joins a slot next round. */
-		if (s && __sync_val_compare_and_swap(&s->last_seen_ns, sc.free_seen, sc.now) ==
-				 sc.free_seen) {
-			/* Our old class stops counting if we were its last flow. */
-			if (fairtt_leave(ff) && count > 0)
-				count--;
-			s->min_rtt_us = min_rtt_us;
-			s->scope_id = scope_id;
-			s->flows = 1;
-			ff->slot = key;
-		}
-		count++;
-	}
-	return count ? count : 1;
-}
-
 /* Who this flow counts with under fairtt.scope: its namespace or address
  * (host scope ignores it). */
 static __always_inline __u32 fairtt_scope_id(const struct sock *sk, __u32 scope)
@@ -291,6 +270,87 @@ static __always_inline __u32 fairtt_scope_id(const struct sock *sk, __u32 scope)
 	addr = skc->skc_family == AF_INET6 ? skc->skc_v6_rcv_saddr.in6_u.u6_addr32[3]
 					   : skc->skc_rcv_saddr;
 	return addr ^ (netns * 2654435761U); /* the address within its namespace */
+}
+
+/* Wfcount's first part: the scan's start state, from the tunables. A
+ * subprogram of its own so that the tunables lookup's key is not a slot of
+ * fairtt_wfcount's frame. */
+static __noinline void fairtt_scan_start(struct sock *sk, struct fairtt_scan *sc,
+					 __u32 min_rtt_us)
+{
+	const struct fairtt_tunables *set = fairtt_tunables_set();
+	__u32 scope = fairtt_tun_scope(set);
+
+	sc->now = bpf_ktime_get_ns();
+	sc->window_ns = fairtt_tun_window_ns(set);
+	sc->active = 0;
+	sc->free_seen = 0;
+	sc->min_rtt_us = min_rtt_us;
+	sc->tol_pct = fairtt_tun_tol_pct(set);
+	sc->scope_id = fairtt_scope_id(sk, scope);
+	sc->mine = -1;
+	sc->free = -1;
+	sc->scoped = scope != FAIRTT_SCOPE_HOST;
+}
+
+/* Wfcount's last part: from the scan, refresh this flow's class (join it,
+ * or claim the free slot for it) and return the count. */
+static __noinline __u32 fairtt_scan_join(struct fairtt_flow *ff, const struct fairtt_scan *sc)
+{
+	struct fairtt_slot *s;
+	__u32 key, count;
+
+	count = fairtt_popcount(sc->active);
+	if (sc->mine >= 0) {
+		key = sc->mine;
+		s = bpf_map_lookup_elem(&FAIRTT_REGISTRY_MAP, &key);
+		if (s) {
+			s->last_seen_ns = sc->now;
+			if (ff->slot != (__u8)key) {
+				/* Changed class (e.g. RTprop re-sampled): a flow
+				 * counts in one class only. */
+				if (fairtt_leave(ff) && count > 1)
+					count--;
+				__sync_fetch_and_add(&s->flows, 1);
+				ff->slot = key;
+			}
+		}
+	} else if (sc->free >= 0) {
+		key = sc->free;
+		s = bpf_map_lookup_elem(&FAIRTT_REGISTRY_MAP, &key);
+		/* Claim the slot by moving its last_seen_ns from the value the scan
+		 * saw to now: of flows on other CPUs racing for it, one wins. A
+		 * loser's class is active all the same (the winner shares it or
+		 * holds another); it counts it now and joins a slot next round. */
+		if (s && __sync_val_compare_and_swap(&s->last_seen_ns, sc->free_seen, sc->now) ==
+				 sc->free_seen) {
+			/* Our old class stops counting if we were its last flow. */
+			if (fairtt_leave(ff) && count > 0)
+				count--;
+			s->min_rtt_us = sc->min_rtt_us;
+			s->scope_id = sc->scope_id;
+			s->flows = 1;
+			ff->slot = key;
+		}
+		count++;
+	}
+	return count ? count : 1;
+}
+
+/*
+ * Wfcount_t (Alg. 1 line 4): refresh this flow's minRTT class in the host
+ * registry and count the classes active in the window. One pass over
+ * FAIRTT_REGISTRY_SLOTS (bpf_loop, so the verifier checks one iteration),
+ * once per round trip. Its frame is the scan's state alone.
+ */
+static __noinline __u32 fairtt_wfcount(struct sock *sk, struct fairtt_flow *ff,
+				       __u32 min_rtt_us)
+{
+	struct fairtt_scan sc;
+
+	fairtt_scan_start(sk, &sc, min_rtt_us);
+	bpf_loop(FAIRTT_REGISTRY_SLOTS, fairtt_scan_slot, &sc, 0);
+	return fairtt_scan_join(ff, &sc);
 }
 
 /* Eq. 7: W_t = min(|Rx|, |Tx|) in packets, capped at the ring size. */
@@ -318,24 +378,20 @@ static long fairtt_add_recent(__u64 i, void *ctx)
 	return 0;
 }
 
-/*
- * Once per round trip: minRTT sample -> WminRTT (Eq. 6) -> alpha (Eq. 5).
- * A separate BPF subprogram (__noinline): the tunables' constant-or-loaded
- * values stay inside it instead of multiplying the verifier's states in the
- * per-ACK path (inlined, cong_control cost the verifier ~600k instructions).
- */
-static __noinline void fairtt_update_round(struct sock *sk, struct rf_bbr *bbr,
-					   struct fairtt_flow *ff)
+/* The per-round update's first part: gamma for the per-ACK coefficient, and
+ * this round's minRTT sample into WminRTT (Eq. 6) and the ring. Returns
+ * false (the round ends here) when there is no sample yet. */
+static __noinline bool fairtt_round_wminrtt(struct rf_bbr *bbr, struct fairtt_flow *ff)
 {
-	struct fairtt_params p = fairtt_params();
-	struct fairtt_ring_sum rs = { .ff = ff };
+	const struct fairtt_tunables *set = fairtt_tunables_set();
 	struct fairtt_hot *h = fairtt_hot_of(bbr);
-	__u32 min_rtt = bbr->min_rtt_us, w, wminrtt;
+	__u32 min_rtt = bbr->min_rtt_us, wminrtt;
 
-	h->gamma_ppm = p.gamma_ppm;
+	h->gamma_ppm = fairtt_tun_gamma_ppm(set);
 	if (min_rtt == ~0U || min_rtt == 0)
-		return;
-	wminrtt = fairtt_wminrtt_us(ff->minrtt_sum_us, ff->minrtt_n, min_rtt, p.beta_ppm);
+		return false;
+	wminrtt = fairtt_wminrtt_us(ff->minrtt_sum_us, ff->minrtt_n, min_rtt,
+				    fairtt_tun_beta_ppm(set));
 	h->wminrtt_us = wminrtt;
 	ff->minrtt_sum_us += min_rtt;
 	ff->minrtt_n++;
@@ -343,13 +399,41 @@ static __noinline void fairtt_update_round(struct sock *sk, struct rf_bbr *bbr,
 	ff->ring_pos = (ff->ring_pos + 1) & (FAIRTT_RING - 1);
 	if (ff->ring_len < FAIRTT_RING)
 		ff->ring_len++;
+	return true;
+}
+
+/* The per-round update's last part: alpha_t (Eq. 5) from the WminRTTs of the
+ * last W_t rounds in the ring and this round's Wfcount. */
+static __noinline __u32 fairtt_round_alpha(struct sock *sk, const struct fairtt_flow *ff,
+					   __u32 wfcount)
+{
+	struct fairtt_ring_sum rs = { .ff = ff };
+	__u32 w = rf_min(fairtt_window_rounds(sk), ff->ring_len);
 
 	/* The last W_t WminRTTs (bpf_loop: a plain loop here cost the verifier
 	 * over half a million instructions). */
-	w = rf_min(fairtt_window_rounds(sk), ff->ring_len);
 	bpf_loop(w, fairtt_add_recent, &rs, 0);
-	h->wfcount = fairtt_wfcount(ff, min_rtt, fairtt_scope_id(sk, p.scope), &p);
-	h->alpha_us = fairtt_alpha_us(h->wfcount, rs.sum, w);
+	return fairtt_alpha_us(wfcount, rs.sum, w);
+}
+
+/*
+ * Once per round trip: minRTT sample -> WminRTT (Eq. 6) -> Wfcount -> alpha
+ * (Eq. 5). A separate BPF subprogram (__noinline), as are its parts: the
+ * tunables' constant-or-loaded values stay inside them instead of
+ * multiplying the verifier's states in the per-ACK path (inlined,
+ * cong_control cost the verifier ~600k instructions). The ring's sum for
+ * alpha is taken after the registry pass, which writes only ff->slot and
+ * the registry.
+ */
+static __noinline void fairtt_update_round(struct sock *sk, struct rf_bbr *bbr,
+					   struct fairtt_flow *ff)
+{
+	struct fairtt_hot *h = fairtt_hot_of(bbr);
+
+	if (!fairtt_round_wminrtt(bbr, ff))
+		return;
+	h->wfcount = fairtt_wfcount(sk, ff, bbr->min_rtt_us);
+	h->alpha_us = fairtt_round_alpha(sk, ff, h->wfcount);
 }
 
 static __always_inline void cca_init(struct sock *sk, struct rf_bbr *bbr)
