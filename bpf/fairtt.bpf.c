@@ -113,49 +113,19 @@ RTTFAIR_SK_STORAGE(fairtt_sk, struct fairtt_flow, fairtt_flow_of);
  * across the per-round update and cost its stack frame a slot each (the
  * verifier's 512-byte limit is for the whole call chain, and fairtt's was
  * at it; docs/results.md, "fairtt's stack"). The window is converted to ns
- * on read.
+ * where it is read.
  */
-static __always_inline const struct fairtt_tunables *fairtt_tunables_set(void)
-{
-	__u32 zero = 0;
+#define FAIRTT_TUNABLE_DEFAULTS(X)                                               \
+	X(beta_ppm, FAIRTT_DEF_BETA_PPM)                                         \
+	X(gamma_ppm, FAIRTT_DEF_GAMMA_PPM)                                       \
+	X(window_ms, FAIRTT_DEF_WINDOW_MS)                                       \
+	X(tolerance_pct, FAIRTT_DEF_TOL_PCT)                                     \
+	X(scope, FAIRTT_DEF_SCOPE)
 
-	return bpf_map_lookup_elem(&FAIRTT_TUNABLES_MAP, &zero);
-}
-
-static __always_inline __u32 fairtt_tun_beta_ppm(const struct fairtt_tunables *set)
-{
-	__u32 v = set ? set->beta_ppm : 0;
-
-	return v ?: FAIRTT_DEF_BETA_PPM;
-}
-
-static __always_inline __u32 fairtt_tun_gamma_ppm(const struct fairtt_tunables *set)
-{
-	__u32 v = set ? set->gamma_ppm : 0;
-
-	return v ?: FAIRTT_DEF_GAMMA_PPM;
-}
-
-static __always_inline __u32 fairtt_tun_tol_pct(const struct fairtt_tunables *set)
-{
-	__u32 v = set ? set->tolerance_pct : 0;
-
-	return v ?: FAIRTT_DEF_TOL_PCT;
-}
-
-static __always_inline __u32 fairtt_tun_scope(const struct fairtt_tunables *set)
-{
-	__u32 v = set ? set->scope : 0;
-
-	return v ?: FAIRTT_DEF_SCOPE;
-}
-
-static __always_inline __u64 fairtt_tun_window_ns(const struct fairtt_tunables *set)
-{
-	__u32 v = set ? set->window_ms : 0;
-
-	return (__u64)(v ?: FAIRTT_DEF_WINDOW_MS) * NSEC_PER_MSEC;
-}
+RTTFAIR_TUNABLES_SET(fairtt_tunables_set, FAIRTT_TUNABLES_MAP);
+#define FAIRTT_TUN(field, def) RTTFAIR_TUNABLE_FIELD(fairtt_tun_##field, struct fairtt_tunables, field, def)
+FAIRTT_TUNABLE_DEFAULTS(FAIRTT_TUN)
+RTTFAIR_TUNABLES_COMPLETE(struct fairtt_tunables, FAIRTT_TUNABLE_DEFAULTS);
 
 static __always_inline struct fairtt_hot *fairtt_hot_of(struct rf_bbr *bbr)
 {
@@ -282,11 +252,11 @@ static __noinline void fairtt_scan_start(struct sock *sk, struct fairtt_scan *sc
 	__u32 scope = fairtt_tun_scope(set);
 
 	sc->now = bpf_ktime_get_ns();
-	sc->window_ns = fairtt_tun_window_ns(set);
+	sc->window_ns = (__u64)fairtt_tun_window_ms(set) * NSEC_PER_MSEC;
 	sc->active = 0;
 	sc->free_seen = 0;
 	sc->min_rtt_us = min_rtt_us;
-	sc->tol_pct = fairtt_tun_tol_pct(set);
+	sc->tol_pct = fairtt_tun_tolerance_pct(set);
 	sc->scope_id = fairtt_scope_id(sk, scope);
 	sc->mine = -1;
 	sc->free = -1;

@@ -260,27 +260,17 @@ static __always_inline struct qfair_hot *qfair_hot_of(struct rf_bbr *bbr)
  * The tunables in force, read field by field where each is used: `set` is
  * the map's entry (qfair_tunables_set(), once per round or event; NULL: all
  * defaults) and qfair_tun_<field>(set) the field where user space set it
- * (non-zero), else its default -- RTTFAIR_TUNABLES_IN_FORCE's rule for one
- * field. Not a copy of the whole struct: nine values copied up front stay
- * live across the per-round update and cost its stack frame a slot each
- * (the verifier's 512-byte limit is for the whole call chain, and qfair's
- * was at it; docs/results.md, "Stack depth of every CCA program").
+ * (non-zero), else its default: RTTFAIR_TUNABLES_IN_FORCE's rule for one
+ * field (RTTFAIR_TUNABLE_FIELD). Not a copy of the whole struct: nine
+ * values copied up front stay live across the per-round update and cost
+ * its stack frame a slot each (the verifier's 512-byte limit is for the
+ * whole call chain, and qfair's was at it; docs/results.md, "Stack depth
+ * of every CCA program").
  */
-static __always_inline const struct qfair_tunables *qfair_tunables_set(void)
-{
-	__u32 zero = 0;
-
-	return bpf_map_lookup_elem(&QFAIR_TUNABLES_MAP, &zero);
-}
-
-#define QFAIR_TUNABLE_IN_FORCE(field, def)                                       \
-	static __always_inline __u32 qfair_tun_##field(const struct qfair_tunables *set) \
-	{                                                                        \
-		__u32 v = set ? set->field : 0;                                  \
-                                                                                 \
-		return v ?: (__u32)(def);                                        \
-	}
-QFAIR_TUNABLE_DEFAULTS(QFAIR_TUNABLE_IN_FORCE)
+RTTFAIR_TUNABLES_SET(qfair_tunables_set, QFAIR_TUNABLES_MAP);
+#define QFAIR_TUN(field, def) RTTFAIR_TUNABLE_FIELD(qfair_tun_##field, struct qfair_tunables, field, def)
+QFAIR_TUNABLE_DEFAULTS(QFAIR_TUN)
+RTTFAIR_TUNABLES_COMPLETE(struct qfair_tunables, QFAIR_TUNABLE_DEFAULTS);
 
 static __always_inline bool qfair_cruising(const struct rf_bbr *bbr)
 {

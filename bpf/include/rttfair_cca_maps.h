@@ -104,4 +104,29 @@
 		return p;                                                        \
 	}
 
+/*
+ * The same rule read one field at a time, where each field is used:
+ *
+ *	RTTFAIR_TUNABLES_SET(set_fn, map)
+ *		static const tunables_type *set_fn(void): the map's entry
+ *		(NULL: every field at its default), looked up once per round
+ *		trip or event;
+ *	RTTFAIR_TUNABLE_FIELD(fn, tunables_type, field, default)
+ *		static __u32 fn(const tunables_type *set): `field` where user
+ *		space set it (non-zero), else its default.
+ *	RTTFAIR_TUNABLES_COMPLETE(tunables_type, DEFAULTS)
+ *		the build fails unless DEFAULTS lists every field, as above.
+ *
+ * For a per-round update near the verifier's stack limit: a struct copied
+ * up front keeps every field live across the update, a stack slot each
+ * (the 512 bytes are for the whole call chain; docs/results.md, "Stack
+ * depth of every CCA program"). A CCA binds its accessor names once, e.g.
+ * `#define X_TUN(field, def) RTTFAIR_TUNABLE_FIELD(x_tun_##field, struct
+ * x_tunables, field, def)` and `X_TUNABLE_DEFAULTS(X_TUN)`.
+ */
+#define RTTFAIR_TUNABLES_SET(set_fn, map)                                         	static __always_inline const __typeof__(*(map).value) *set_fn(void)      	{                                                                        		__u32 zero = 0;                                                                                                                                   		return bpf_map_lookup_elem(&(map), &zero);                       	}
+#define RTTFAIR_TUNABLE_FIELD(fn, tunables_type, field, def)                     	static __always_inline __u32 fn(const tunables_type *set)                	{                                                                        		__u32 v = set ? set->field : 0;                                                                                                                   		return v ?: (__u32)(def);                                        	}
+#define RTTFAIR_TUNABLE_FIELD_SIZE(field, def) +sizeof(__u32)
+#define RTTFAIR_TUNABLES_COMPLETE(tunables_type, DEFAULTS)                       	_Static_assert(sizeof(tunables_type) == 0 DEFAULTS(RTTFAIR_TUNABLE_FIELD_SIZE), 		       #DEFAULTS " must list every field of the tunables")
+
 #endif /* RTTFAIR_CCA_MAPS_H */
