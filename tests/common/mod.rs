@@ -8,6 +8,7 @@
 
 pub mod daemon;
 pub mod dumbbell;
+pub mod rtprop;
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
