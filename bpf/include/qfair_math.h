@@ -469,8 +469,9 @@ RF_INLINE __u32 qf_default_backlog_delay_us(__u32 alpha_d_x1024, __u64 bw)
  * (qf_drain_emptied_queue's q_before_us), chosen when the drain begins: q^,
  * at most alpha*_d / x^ (above). The verdict asks "is what remains once my
  * own backlog is gone more than qfair flows alone would leave?", and qfair
- * flows alone leave q^ = alpha* / x^ with alpha <= alpha_d, so between them the
- * bound only trims q^'s noise above its equilibrium. Someone else's queue
+ * flows alone leave q^ = alpha* / x^ with alpha <= alpha_d, so between them
+ * the bound only trims q^'s noise above its equilibrium (both grids re-run
+ * on it: docs/results.md "The same bound at entry"). Someone else's queue
  * inflates q^ and with it a margin of half of q^:
  *  - at entry, cubic's standing queue made q^ 12-19 ms and drains that left
  *    5.8-7 ms of it passed, so a qfair flow beside cubic never turned
