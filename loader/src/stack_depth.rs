@@ -15,7 +15,8 @@
 //! ([`frame_depths`]); the log's figures are shown beside them.
 
 use libbpf_rs::libbpf_sys::{
-    bpf_insn, BPF_CALL, BPF_DW, BPF_IMM, BPF_JMP, BPF_LD, BPF_PSEUDO_CALL, BPF_PSEUDO_FUNC,
+    bpf_insn, BPF_ADD, BPF_ALU64, BPF_CALL, BPF_DW, BPF_IMM, BPF_JMP, BPF_JMP32, BPF_K, BPF_LD,
+    BPF_LDX, BPF_MOV, BPF_PSEUDO_CALL, BPF_PSEUDO_FUNC, BPF_REG_10, BPF_ST, BPF_STX, BPF_X,
 };
 
 /// The verifier log level that prints the per-subprogram stack depth (and
@@ -81,6 +82,18 @@ pub fn subprog_starts(insns: &[bpf_insn]) -> Vec<usize> {
     starts
 }
 
+/// Each subprogram's instructions, `start..end`, in [`subprog_starts`]
+/// order: a subprogram runs to the next one's start (the last to the end).
+fn subprog_ranges(insns: &[bpf_insn]) -> Vec<(usize, usize)> {
+    let starts = subprog_starts(insns);
+    let ends = starts
+        .iter()
+        .skip(1)
+        .copied()
+        .chain(std::iter::once(insns.len()));
+    starts.iter().copied().zip(ends).collect()
+}
+
 /// Each subprogram's frame as the verifier checks it: the deepest offset
 /// below the frame pointer (r10) its instructions load from, store to or
 /// take the address of (`rX = r10; rX += -N`, a pointer handed to a
@@ -88,47 +101,37 @@ pub fn subprog_starts(insns: &[bpf_insn]) -> Vec<usize> {
 /// not from its paths: an access in dead code would count (clang leaves
 /// none).
 pub fn frame_depths(insns: &[bpf_insn]) -> Vec<u32> {
-    const FP: u8 = 10;
-    const LDX: u8 = 0x01;
-    const ST: u8 = 0x02;
-    const STX: u8 = 0x03;
-    const JMP: u8 = 0x05;
-    const JMP32: u8 = 0x06;
-    const MOV64_X: u8 = 0xbf;
-    const ADD64_K: u8 = 0x07;
-    let starts = subprog_starts(insns);
-    let ends = starts
-        .iter()
-        .skip(1)
-        .copied()
-        .chain(std::iter::once(insns.len()));
-    starts
-        .iter()
-        .zip(ends)
-        .map(|(&start, end)| {
+    const FP: usize = BPF_REG_10 as usize;
+    let (ldx, st, stx) = (BPF_LDX as u8, BPF_ST as u8, BPF_STX as u8);
+    let (jmp, jmp32) = (BPF_JMP as u8, BPF_JMP32 as u8);
+    let mov64_x = (BPF_ALU64 | BPF_MOV | BPF_X) as u8;
+    let add64_k = (BPF_ALU64 | BPF_ADD | BPF_K) as u8;
+    subprog_ranges(insns)
+        .into_iter()
+        .map(|(start, end)| {
             // registers holding r10 + offset (None: anything else)
             let mut fp_off: [Option<i64>; 11] = [None; 11];
             let mut deepest: i64 = 0;
             let mut i = start;
             while i < end {
                 let insn = &insns[i];
-                let (dst, src) = (usize::from(insn.dst_reg()), insn.src_reg());
+                let (dst, src) = (usize::from(insn.dst_reg()), usize::from(insn.src_reg()));
                 let class = insn.code & 0x07;
                 let off = i64::from(insn.off);
                 // a load from or a store to the stack
-                if (class == LDX && src == FP) || ((class == ST || class == STX) && dst == 10) {
+                if (class == ldx && src == FP) || ((class == st || class == stx) && dst == FP) {
                     deepest = deepest.max(-off);
                 }
                 // what the instruction leaves in the registers
-                if insn.code == MOV64_X && src == FP && dst < 11 {
+                if insn.code == mov64_x && src == FP && dst <= FP {
                     fp_off[dst] = Some(0);
-                } else if insn.code == ADD64_K && dst < 11 && fp_off[dst].is_some() {
+                } else if insn.code == add64_k && dst <= FP && fp_off[dst].is_some() {
                     let o = fp_off[dst].unwrap_or(0) + i64::from(insn.imm);
                     fp_off[dst] = Some(o);
                     deepest = deepest.max(-o);
                 } else if u32::from(insn.code) == BPF_JMP | BPF_CALL {
                     fp_off[..6].iter_mut().for_each(|r| *r = None);
-                } else if class != ST && class != STX && class != JMP && class != JMP32 {
+                } else if class != st && class != stx && class != jmp && class != jmp32 {
                     if let Some(r) = fp_off.get_mut(dst) {
                         *r = None;
                     }
@@ -157,19 +160,14 @@ pub fn frame_depths(insns: &[bpf_insn]) -> Vec<u32> {
 /// the verifier; the rttfair programs use no timers (async callbacks, which
 /// run on a stack of their own) and no private stack.
 pub fn deepest_chain(insns: &[bpf_insn], depths: &[u32], jit: bool) -> Option<u32> {
-    let starts = subprog_starts(insns);
-    if starts.len() != depths.len() || starts.iter().any(|&s| s >= insns.len()) {
+    let ranges = subprog_ranges(insns);
+    if ranges.len() != depths.len() || ranges.iter().any(|&(s, _)| s >= insns.len()) {
         return None;
     }
-    let ends: Vec<usize> = starts
-        .iter()
-        .skip(1)
-        .copied()
-        .chain(std::iter::once(insns.len()))
-        .collect();
+    let starts: Vec<usize> = ranges.iter().map(|&(s, _)| s).collect();
     let callees: Vec<Vec<usize>> = (0..starts.len())
         .map(|s| {
-            (starts[s]..ends[s])
+            (ranges[s].0..ranges[s].1)
                 .filter_map(|i| callee(insns, i))
                 .filter_map(|t| starts.binary_search(&t).ok())
                 .collect()
