@@ -19,7 +19,7 @@
 #ifndef RTTFAIR_ABI_H
 #define RTTFAIR_ABI_H
 
-#define RTTFAIR_ABI_VERSION 5
+#define RTTFAIR_ABI_VERSION 6
 
 /*
  * A pinned map's name: its base name, "_v", the ABI version. BPF code names
