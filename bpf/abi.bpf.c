@@ -2,7 +2,8 @@
 /*
  * Not a program: the anchor from which libbpf-cargo generates the Rust mirror
  * of rttfair_abi.h (loader/src/abi.rs). Every ABI type is referenced here so
- * it lands in this object's BTF, and so in the generated `types` module.
+ * it lands in this object's BTF, and so in the generated `types` module and
+ * in the layout record the version test checks (loader/src/abi/layout.rs).
  * This object is compiled, never loaded.
  */
 #include "vmlinux.h"

@@ -36,6 +36,7 @@ const OBJECTS: &[&str] = &[
     "lab_loss",
     "lab_arrivals",
     "testdata/reject",
+    "testdata/abi_layout",
 ];
 
 /// The objects whose generated skeleton some module includes (`skeleton!`).

@@ -8,9 +8,14 @@
  * types from the objects' BTF (see loader/src/abi.rs), and the loader checks
  * at run time that a pinned map's value size matches the generated type.
  *
- * Compatibility rule: a change to any struct below bumps RTTFAIR_ABI_VERSION,
- * and the version is part of every pinned map's name (…_v<N>), so a new build
- * never reuses a pinned map with an older layout by accident.
+ * Compatibility rule: a change to any struct or enum below bumps
+ * RTTFAIR_ABI_VERSION, and the version is part of every pinned map's name
+ * (…_v<N>), so a new build never reuses a pinned map with an older layout by
+ * accident. Enforced: loader/tests/data/abi-layout.txt records every layout
+ * of this version, and a loader test (loader/src/abi/layout.rs) fails when
+ * the compiled layout differs from it under the same version. A new type may
+ * be added without a bump; a new struct or enum must also be referenced in
+ * bpf/abi.bpf.c (the test checks that too).
  *
  * Units are in the field names: _us microseconds, _ns nanoseconds, _bps bytes
  * per second, _x256 fixed point with 8 fractional bits (BBR_UNIT),
@@ -19,7 +24,7 @@
 #ifndef RTTFAIR_ABI_H
 #define RTTFAIR_ABI_H
 
-#define RTTFAIR_ABI_VERSION 5
+#define RTTFAIR_ABI_VERSION 6
 
 /*
  * A pinned map's name: its base name, "_v", the ABI version. BPF code names

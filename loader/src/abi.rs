@@ -6,12 +6,17 @@
 //! crate-private: [`crate::export`] gives them their meaning (units, enums,
 //! the CCA-specific fields) once, and everyone else reads that. The tests in
 //! [`crate::objects`] check the generated layouts against the map definitions
-//! inside each CCA object.
+//! inside each CCA object, and the test in `layout` that no layout changes
+//! without a bump of the ABI version.
 //!
 //! What is public is what names things across the boundary: the ABI version
 //! and, derived from it, the pinned maps' names ([`maps`]).
 
 skeleton!(generated, "abi.skel.rs");
+
+/// The version rule's test: the recorded layout of this ABI version.
+#[cfg(test)]
+mod layout;
 
 use generated::types;
 
