@@ -355,7 +355,7 @@ fn table_text(results: &[TableRun]) -> String {
     let several = results.iter().any(|r| r.reps.len() > 1);
     let ttf = has_time_to_fair(results.iter().flat_map(|r| r.reps.iter().copied()));
     let (jw, uw) = if several { (13, 15) } else { (6, 7) };
-    let groups: Vec<String> = first.mean.goodput_mbit_by_group.keys().cloned().collect();
+    let groups: Vec<String> = first.mean.groups();
     let _ = write!(out, "{:<10}", "cca");
     for g in &groups {
         let _ = write!(out, " {:>12}", format!("{g} Mb/s"));

@@ -183,7 +183,7 @@ pub const SWEEP_WORST_COLUMNS: [&str; 5] = [
 pub fn write_sweep(dir: &Path, sweep: &Sweep, points: &[SweepPoint]) -> Result<()> {
     let groups: Vec<String> = points
         .first()
-        .map(|p| p.summary.goodput_mbit_by_group.keys().cloned().collect())
+        .map(|p| p.summary.groups())
         .unwrap_or_default();
     let mut head = vec![
         "cca".to_string(),

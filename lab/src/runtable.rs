@@ -197,7 +197,7 @@ impl Table {
         let groups: Vec<String> = self
             .rows
             .first()
-            .map(|r| r.mean.goodput_mbit_by_group.keys().cloned().collect())
+            .map(|r| r.mean.groups())
             .unwrap_or_default();
         let ttf = has_time_to_fair(self.rows.iter().flat_map(|r| &r.reps));
         let mut head = vec!["cca".to_string()];
