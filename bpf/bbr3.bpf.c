@@ -122,20 +122,11 @@ static __always_inline void bbr3_export_create(struct sock *sk, struct bbr3 *b,
 					       struct bbr3_cold *cold,
 					       const struct rate_sample *rs)
 {
-	struct rttfair_flow f = {};
-	__u64 id = cold->flow_id;
+	struct rttfair_flow *f = rttfair_flow_insert(sk, cold->flow_id, bpf_ktime_get_ns());
 
-	f.abi_version = RTTFAIR_ABI_VERSION;
-	f.cca = RTTFAIR_CCA;
-	rttfair_fill_identity(&f, sk);
-	f.first_ns = bpf_ktime_get_ns();
-	bbr3_export_fill(sk, b, cold, &f, rs);
-	if (!bpf_map_update_elem(&RTTFAIR_FLOWS_MAP, &id, &f, BPF_NOEXIST)) {
-		cold->exported = 1;
-	} else if (cold->exported != 2) {
-		cold->exported = 2;
-		rttfair_count(RTTFAIR_CCA, export_failed, 1);
-	}
+	if (f)
+		bbr3_export_fill(sk, b, cold, f, rs);
+	cold->exported = rttfair_flow_publish(f, cold->exported);
 }
 
 /* Refresh in place, at most once per round and per export interval. */

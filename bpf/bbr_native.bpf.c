@@ -53,20 +53,11 @@ static __always_inline void bbr_native_fill(struct sock *sk, struct bbr_native_f
 
 static __always_inline void bbr_native_export_create(struct sock *sk, struct bbr_native_flow *nf)
 {
-	struct rttfair_flow f = {};
-	__u64 id = nf->flow_id;
+	struct rttfair_flow *f = rttfair_flow_insert(sk, nf->flow_id, nf->first_ns);
 
-	f.abi_version = RTTFAIR_ABI_VERSION;
-	f.cca = RTTFAIR_CCA;
-	f.first_ns = nf->first_ns;
-	rttfair_fill_identity(&f, sk);
-	bbr_native_fill(sk, nf, &f);
-	if (!bpf_map_update_elem(&RTTFAIR_FLOWS_MAP, &id, &f, BPF_NOEXIST)) {
-		nf->exported = 1;
-	} else if (nf->exported != 2) {
-		nf->exported = 2;
-		rttfair_count(RTTFAIR_CCA, export_failed, 1);
-	}
+	if (f)
+		bbr_native_fill(sk, nf, f);
+	nf->exported = rttfair_flow_publish(f, nf->exported);
 }
 
 SEC("struct_ops")

@@ -161,10 +161,11 @@ static __always_inline bool fairtt_leave(struct fairtt_flow *ff)
  * The per-round update (fairtt_update_round, below) calls BPF subprograms
  * in turn, each holding only its own values: the verifier refuses a program
  * whose frames along a chain of calls sum to more than 512 bytes,
- * cong_control's own frame (the core's export record and spills) is 368,
- * and as one subprogram the update took 128 bytes (the five tunables
- * copied as a struct, the registry scan's state, the ring sum and the
- * values live across them) plus the scan callback's 16: exactly 512
+ * cong_control's own frame was 368 (the core's 280-byte export record, since
+ * moved off the stack: 80 now, docs/results.md, "The export record off the
+ * stack"), and as one subprogram the update took 128 bytes (the five
+ * tunables copied as a struct, the registry scan's state, the ring sum and
+ * the values live across them) plus the scan callback's 16: exactly 512
  * (docs/results.md, "fairtt's stack"). Now Eq. 6 (fairtt_round_wminrtt),
  * Wfcount (fairtt_wfcount: fairtt_scan_start, the bpf_loop over the
  * registry, fairtt_scan_join) and Eq. 5 (fairtt_round_alpha) in turn. What

@@ -492,11 +492,13 @@ static __always_inline __u32 qfair_alpha_plus_offset(const struct qfair_flow *qf
  * The per-round update (qfair_update_round, below) calls three BPF
  * subprograms in turn, estimates (Eq. 3-7), window (Eq. 8, 8b and 1) and
  * pacing (Eq. 9): the verifier refuses a program whose frames along a chain
- * of calls sum to more than 512 bytes, cong_control's own frame (the core's
- * export record and spills) is 384, and as one subprogram the update's live
- * values (x^, D, the tunables, the terms of Eq. 7-9) took 128 bytes of
- * spill slots: the chain was at exactly 512 (docs/results.md, "Stack depth
- * of every CCA program"). Each part holds only its own values. What a part
+ * of calls sum to more than 512 bytes, cong_control's own frame was 384 (the
+ * core's 280-byte export record, since moved off the stack: 96 now,
+ * docs/results.md, "The export record off the stack"), and as one
+ * subprogram the update's live values (x^, D, the tunables, the terms of
+ * Eq. 7-9) took 128 bytes of spill slots: the chain was at exactly 512
+ * (docs/results.md, "Stack depth of every CCA program"). Each part holds
+ * only its own values. What a part
  * needs from the one before is in qf (x^, D, q^, a^, alpha) and hot (w),
  * or passed (b); the interval's dt, delivered and lost each reads from the
  * same fields, which no part writes before the last one starts the next

@@ -1048,25 +1048,16 @@ static __always_inline void bbr_export_fill(struct sock *sk, struct rf_bbr *bbr,
 	cca_export(sk, bbr, f);
 }
 
-/* Create the flow's entry; on a full map count it (once) and go on controlling. */
+/* Create the flow's entry, filled in place (rttfair_maps.h: no record on
+ * the stack); on a full map count it (once), retry later and go on
+ * controlling. */
 static __always_inline void bbr_export_create(struct sock *sk, struct rf_bbr *bbr)
 {
-	struct rttfair_flow f = {};
-	__u64 id = bbr->flow_id; /* map keys must live on the stack */
-	long err;
+	struct rttfair_flow *f = rttfair_flow_insert(sk, bbr->flow_id, bpf_ktime_get_ns());
 
-	f.abi_version = RTTFAIR_ABI_VERSION;
-	f.cca = RTTFAIR_CCA;
-	rttfair_fill_identity(&f, sk);
-	f.first_ns = bpf_ktime_get_ns();
-	bbr_export_fill(sk, bbr, &f);
-	err = bpf_map_update_elem(&RTTFAIR_FLOWS_MAP, &id, &f, BPF_NOEXIST);
-	if (!err) {
-		bbr->exported = 1;
-	} else if (bbr->exported != 2) {
-		bbr->exported = 2; /* failed: count the flow once, retry later */
-		rttfair_count(RTTFAIR_CCA, export_failed, 1);
-	}
+	if (f)
+		bbr_export_fill(sk, bbr, f);
+	bbr->exported = rttfair_flow_publish(f, bbr->exported);
 }
 
 /* Refresh in place, at most once per round trip and per export interval. */

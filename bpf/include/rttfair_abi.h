@@ -76,12 +76,13 @@ enum rttfair_adbbr_regime {
 
 /*
  * One entry per socket that uses a project CCA, keyed by a host-unique flow
- * id (u64, allocated from rttfair_ids at init). Inserted in init, refreshed at
+ * id (u64, allocated from rttfair_ids at init). Inserted in init (blank,
+ * then filled in place: rttfair_maps.h, rttfair_flow_insert), refreshed at
  * most once per packet-timed round trip (and not more often than every
  * RTTFAIR_EXPORT_MIN_INTERVAL_US), deleted in release.
  */
 struct rttfair_flow {
-	__u32 abi_version;     /* RTTFAIR_ABI_VERSION of the writer */
+	__u32 abi_version;     /* RTTFAIR_ABI_VERSION of the writer; 0 until filled */
 	__u8 cca;              /* enum rttfair_cca_id */
 	__u8 mode;             /* enum rttfair_mode */
 	__u8 cycle_idx;        /* ProbeBW gain-cycle phase, 0..7 */

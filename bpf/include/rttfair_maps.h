@@ -75,4 +75,79 @@ static __always_inline __u64 rttfair_next_flow_id(void)
 	return __sync_fetch_and_add(next, 1) + 1;
 }
 
+/* ---- Creating a flow's entry in RTTFAIR_FLOWS_MAP ---------------------------
+ *
+ * Every exporter (bbr_core.h, bbr3.bpf.c, bbr_native.bpf.c) creates its
+ * flow's entry the same way, once per flow (at init, and again after a
+ * failed insert), never per ACK:
+ *
+ *	f = rttfair_flow_insert(sk, id, first_ns);
+ *	if (f)
+ *		fill f in place, as a refresh does;
+ *	state = rttfair_flow_publish(f, state);
+ *
+ * Why not build the record on the stack and insert it whole: 280 bytes in
+ * the exporter's deepest call chain (cong_control), of the verifier's 512.
+ * The entry is inserted from a blank record in .rodata and filled through
+ * the map's pointer, which costs no stack. Not from a per-CPU scratch record
+ * either: a CCA's program can be interrupted on its CPU by a softirq that
+ * runs another flow's program (a socket's backlog is processed with BHs
+ * enabled), which would overwrite the scratch between fill and insert.
+ *
+ * What a reader sees: the entry exists from the insert on, blank until
+ * filled. abi_version is written last (rttfair_flow_publish), and the one
+ * reader of the map (loader/src/flows.rs, FlowReader::flows: the CLI, the
+ * daemon, the lab's bpf.csv sampler) skips an entry whose abi_version is
+ * not its own, so an entry being created is not listed, and one is listed
+ * only once it is filled. (A refresh later writes a listed entry in place,
+ * field by field, as it always has: a reader's copy is not atomic.)
+ */
+
+/* The blank record an entry starts from. const: in .rodata, not on the stack. */
+static const struct rttfair_flow rttfair_flow_blank = {};
+
+/*
+ * Insert flow `id`'s entry (BPF_NOEXIST) and return it with what never
+ * changes filled in: the CCA, the socket's identity, `first_ns`. NULL when
+ * it could not be inserted: the map is full (or the id already has an
+ * entry). The caller fills the rest in place, then rttfair_flow_publish().
+ */
+static __always_inline struct rttfair_flow *rttfair_flow_insert(const struct sock *sk, __u64 id,
+								 __u64 first_ns)
+{
+	struct rttfair_flow *f;
+
+	if (bpf_map_update_elem(&RTTFAIR_FLOWS_MAP, &id, &rttfair_flow_blank, BPF_NOEXIST))
+		return NULL;
+	/* Only this flow's release deletes it, and the socket is locked. */
+	f = bpf_map_lookup_elem(&RTTFAIR_FLOWS_MAP, &id);
+	if (!f)
+		return NULL;
+	f->cca = RTTFAIR_CCA;
+	rttfair_fill_identity(f, sk);
+	f->first_ns = first_ns;
+	return f;
+}
+
+/*
+ * After rttfair_flow_insert(): make the filled entry `f` visible to readers,
+ * or, when there is none (NULL), count the flow in export_failed -- once:
+ * `exported` is the flow's export state before (0 none, 1 has an entry,
+ * 2 insert failed and counted), a retry that fails again is not counted.
+ * Returns the new state (1 or 2). The CCA goes on controlling either way.
+ */
+static __always_inline __u8 rttfair_flow_publish(struct rttfair_flow *f, __u8 exported)
+{
+	if (f) {
+		/* Every field's store before the version's: the compiler keeps
+		 * the order past this barrier, x86 keeps it for other CPUs. */
+		asm volatile("" ::: "memory");
+		f->abi_version = RTTFAIR_ABI_VERSION;
+		return 1;
+	}
+	if (exported != 2)
+		rttfair_count(RTTFAIR_CCA, export_failed, 1);
+	return 2;
+}
+
 #endif /* RTTFAIR_MAPS_H */

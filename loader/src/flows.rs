@@ -46,11 +46,7 @@ impl FlowReader {
             };
             let id = u64::from_ne_bytes(k);
             match self.flows.lookup(&key, MapFlags::ANY) {
-                Ok(Some(v)) => {
-                    if let Some(raw) = abi::from_bytes::<RawFlow>(&v) {
-                        out.push(Flow::decode(id, &raw));
-                    }
-                }
+                Ok(Some(v)) => out.extend(decode_entry(id, &v)),
                 Ok(None) => {}
                 Err(e) => return Err(Error::bpf("read flow entry", e)),
             }
@@ -101,9 +97,7 @@ impl FlowReader {
                 0
             };
             for i in 0..(count as usize).min(BATCH) {
-                if let Some(raw) = abi::from_bytes::<RawFlow>(&vals[i * vsize..(i + 1) * vsize]) {
-                    out.push(Flow::decode(keys[i], &raw));
-                }
+                out.extend(decode_entry(keys[i], &vals[i * vsize..(i + 1) * vsize]));
             }
             match errno {
                 0 => {}
@@ -127,6 +121,19 @@ impl FlowReader {
             .map(|r| Counters::decode(&r))
             .unwrap_or_default())
     }
+}
+
+/// The flow in one entry of the per-flow map, or `None` when the entry is
+/// not one yet (or not of this layout). A CCA inserts its flow's entry blank
+/// and fills it in place, writing `abi_version` last (`rttfair_flow_insert`
+/// and `rttfair_flow_publish` in bpf/include/rttfair_maps.h), so an entry
+/// read in between, with abi_version 0 and no CCA or addresses, is skipped
+/// here rather than listed as a flow of no CCA by every reader (the CLI, the
+/// daemon, the lab's sampler).
+fn decode_entry(id: u64, bytes: &[u8]) -> Option<Flow> {
+    abi::from_bytes::<RawFlow>(bytes)
+        .filter(|raw| raw.abi_version == abi::ABI_VERSION)
+        .map(|raw| Flow::decode(id, &raw))
 }
 
 /// Sockets currently using `cca`: flows initialised minus flows released.
@@ -153,4 +160,36 @@ pub fn write_synthetic(fs: &BpfFs, flows: &[Flow]) -> Result<()> {
         .map_err(|e| Error::bpf("write synthetic flow", e))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An entry a CCA has inserted but not yet filled is no flow; a filled
+    /// one decodes as written; bytes of another size are no entry.
+    #[test]
+    fn entries_are_listed_only_once_published() {
+        let flow = Flow {
+            id: 9,
+            cca: Some(Cca::Bbr1),
+            netns: 4026531840,
+            local: ([10, 0, 0, 1], 40000).into(),
+            peer: ([10, 0, 0, 2], 5201).into(),
+            cwnd: 10,
+            ..Flow::default()
+        };
+        let filled = abi::to_bytes(&flow.encode());
+        assert_eq!(decode_entry(9, &filled), Some(flow));
+
+        let blank = vec![0u8; std::mem::size_of::<RawFlow>()];
+        assert_eq!(decode_entry(9, &blank), None, "blank entry listed");
+
+        // Filled but for the version, as a reader may copy it mid-create.
+        let mut unpublished = flow.encode();
+        unpublished.abi_version = 0;
+        assert_eq!(decode_entry(9, &abi::to_bytes(&unpublished)), None);
+
+        assert_eq!(decode_entry(9, &filled[1..]), None, "short entry decoded");
+    }
 }
