@@ -139,10 +139,11 @@ static __always_inline struct rttfair_flow *rttfair_flow_insert(const struct soc
 static __always_inline __u8 rttfair_flow_publish(struct rttfair_flow *f, __u8 exported)
 {
 	if (f) {
-		/* Every field's store before the version's: the compiler keeps
-		 * the order past this barrier, x86 keeps it for other CPUs. */
-		asm volatile("" ::: "memory");
-		f->abi_version = RTTFAIR_ABI_VERSION;
+		/* Every field's store before the version's, on every
+		 * architecture: an atomic exchange (BPF_XCHG) is fully ordered,
+		 * where a plain store after a compiler barrier is ordered only
+		 * on x86. Once per flow, so its cost does not matter. */
+		__sync_lock_test_and_set(&f->abi_version, RTTFAIR_ABI_VERSION);
 		return 1;
 	}
 	if (exported != 2)
