@@ -296,3 +296,54 @@ fn forced_unload_leaves_open_connections_working() {
     let (received, sent) = flow.finish();
     assert_eq!(received, sent, "connection broke after a forced unload");
 }
+
+/// rttfairctl with `args`, for checks that need no root and no kernel: its
+/// bpffs root is a path that does not exist, so nothing real is read.
+fn host_run(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_rttfairctl"))
+        .env("RTTFAIR_BPFFS", "/nonexistent/rttfair-host-test")
+        .args(args)
+        .output()
+        .expect("spawn rttfairctl")
+}
+
+/// A command line clap refuses (unknown subcommand, missing argument, bad
+/// number, conflicting flags) is one line like every other error, with
+/// clap's usage exit code; help and version still print in full and exit 0.
+#[test]
+fn a_refused_command_line_is_one_line_and_exit_code_2() {
+    let cases: [(&[&str], &str); 5] = [
+        (&["nosuchcmd"], "unrecognized subcommand 'nosuchcmd'"),
+        (&["load"], "required arguments were not provided: <CCA>"),
+        (
+            &["flows", "--watch", "abc"],
+            "invalid value 'abc' for '--watch",
+        ),
+        (
+            &["migrate", "--from", "a", "--to", "b", "--port", "70000"],
+            "70000",
+        ),
+        (
+            &["unload", "x", "--force", "--migrate-to", "y"],
+            "'--force' cannot be used with '--migrate-to",
+        ),
+    ];
+    for (args, needle) in cases {
+        let out = host_run(args);
+        let line = assert_one_line_error(&out, needle);
+        assert!(line.starts_with("rttfairctl: error: "), "{args:?}: {line}");
+        assert!(!line.contains("error: error"), "{args:?}: {line}");
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {line}");
+    }
+    for args in [
+        &["--help"][..],
+        &["help"],
+        &["load", "--help"],
+        &["--version"],
+    ] {
+        let out = host_run(args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {out:?}");
+        assert!(!out.stdout.is_empty(), "{args:?}: nothing printed");
+        assert!(out.stderr.is_empty(), "{args:?}: {out:?}");
+    }
+}

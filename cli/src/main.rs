@@ -316,7 +316,10 @@ pub struct LabArgs {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
     logging::init();
     if prints_only(&cli.command) {
         die_quietly_on_closed_stdout();
@@ -328,6 +331,36 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// A command line clap refused. Help and version (`--help`, `help`,
+/// `--version`, and a command given without its subcommand) print as clap
+/// prints them; every other refusal is one line like any other error, with
+/// clap's usage exit code (2).
+fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
+        _ => {
+            eprintln!("rttfairctl: error: {}", usage_line(&e.to_string()));
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Clap's message on one line: its first paragraph (the error, with the
+/// names it lists on the lines below, e.g. the missing arguments or the
+/// possible values) and its tips, without the usage and "try --help"
+/// lines and without clap's own "error: " prefix.
+fn usage_line(message: &str) -> String {
+    let mut lines = message.lines().map(str::trim);
+    let first: Vec<&str> = lines.by_ref().take_while(|l| !l.is_empty()).collect();
+    let first = first.join(" ");
+    let mut parts = vec![first.strip_prefix("error: ").unwrap_or(&first)];
+    parts.extend(lines.filter(|l| l.starts_with("tip:")));
+    parts.join("; ")
 }
 
 /// Commands whose only output is what they print, so that `rttfairctl
@@ -369,7 +402,56 @@ fn one_line(e: &anyhow::Error) -> String {
 
 #[cfg(test)]
 mod tests {
-    use clap::CommandFactory;
+    use clap::{CommandFactory, Parser};
+
+    /// Clap's refusal of `args` as `main` prints it.
+    fn refusal(args: &[&str]) -> String {
+        let e =
+            super::Cli::try_parse_from(std::iter::once("rttfairctl").chain(args.iter().copied()))
+                .expect_err("refused");
+        super::usage_line(&e.to_string())
+    }
+
+    /// A refused command line is one line that keeps what clap says is
+    /// wrong (the names it lists below its first line, its tip) and drops
+    /// the usage and the "error: " prefix that `main` writes itself.
+    #[test]
+    fn a_refused_command_line_is_one_line_naming_the_problem() {
+        let cases: [(&[&str], &str); 5] = [
+            (
+                &["lod"],
+                "unrecognized subcommand 'lod'; tip: a similar subcommand exists: 'load'",
+            ),
+            (
+                &["load"],
+                "the following required arguments were not provided: <CCA>...",
+            ),
+            (
+                &["flows", "--watch", "abc"],
+                "invalid value 'abc' for '--watch <SECS>'",
+            ),
+            (
+                &["unload", "x", "--force", "--migrate-to", "y"],
+                "the argument '--force' cannot be used with '--migrate-to <CCA>'",
+            ),
+            (
+                &["completions", "nosh"],
+                "[possible values: bash, elvish, fish, powershell, zsh]",
+            ),
+        ];
+        for (args, expected) in cases {
+            let line = refusal(args);
+            assert!(line.contains(expected), "{args:?}: {line}");
+            assert!(
+                !line.contains('\n') && !line.starts_with("error"),
+                "{args:?}: {line}"
+            );
+            assert!(
+                !line.contains("Usage") && !line.contains("--help"),
+                "{args:?}: {line}"
+            );
+        }
+    }
 
     /// Every argument of every (sub)command says what it is for.
     #[test]
