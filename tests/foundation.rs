@@ -347,3 +347,16 @@ fn a_refused_command_line_is_one_line_and_exit_code_2() {
         assert!(out.stderr.is_empty(), "{args:?}: {out:?}");
     }
 }
+
+/// `flows --watch` with an interval no `Duration` holds is refused in one
+/// line before anything is read, instead of a panic after the first table.
+#[test]
+fn an_unbounded_watch_interval_is_one_line_not_a_panic() {
+    for bad in ["1e20", "0.01", "NaN"] {
+        let line = assert_one_line_error(&host_run(&["flows", "--watch", bad]), "--watch");
+        assert!(
+            line.contains("between 0.1 and 3600 seconds"),
+            "{bad}: {line}"
+        );
+    }
+}

@@ -428,13 +428,14 @@ fn list(fs: &BpfFs, out: &Out) -> Result<()> {
     Ok(())
 }
 
-fn flows(fs: &BpfFs, out: &Out, watch: Option<f64>, cca: Option<&str>, native: bool) -> Result<()> {
+fn flows(
+    fs: &BpfFs,
+    out: &Out,
+    watch: Option<Duration>,
+    cca: Option<&str>,
+    native: bool,
+) -> Result<()> {
     let filter = cca.map(str::parse::<Cca>).transpose()?;
-    if let Some(w) = watch {
-        if !(w.is_finite() && w >= 0.1) {
-            bail!("--watch must be a number of seconds >= 0.1, got {w}");
-        }
-    }
     let sockets = native
         .then(rttfair_loader::sockets::SocketReader::open)
         .transpose()?;
@@ -475,7 +476,7 @@ fn flows(fs: &BpfFs, out: &Out, watch: Option<f64>, cca: Option<&str>, native: b
             }
         }
         match watch {
-            Some(w) => std::thread::sleep(Duration::from_secs_f64(w)),
+            Some(w) => std::thread::sleep(w),
             None => return Ok(()),
         }
     }

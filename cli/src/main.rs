@@ -138,9 +138,9 @@ pub enum Command {
     /// Per-flow BBR estimates of every socket on a rttfair CCA (what `ss -ti`
     /// cannot show for BPF congestion controls).
     Flows {
-        /// Refresh every N seconds until interrupted.
-        #[arg(long, value_name = "SECS")]
-        watch: Option<f64>,
+        /// Refresh every N seconds (0.1 to 3600) until interrupted.
+        #[arg(long, value_name = "SECS", value_parser = watch_interval)]
+        watch: Option<std::time::Duration>,
         /// Only flows of this CCA.
         #[arg(long, value_name = "CCA")]
         cca: Option<String>,
@@ -315,6 +315,24 @@ pub struct LabArgs {
     pub quiet: bool,
 }
 
+/// The refresh interval of `flows --watch`: seconds between 0.1 (faster
+/// only redraws the same table) and an hour (longer is no watch, and
+/// `Duration` cannot hold every float anyway).
+fn watch_interval(arg: &str) -> Result<std::time::Duration, String> {
+    const RANGE: std::ops::RangeInclusive<f64> = 0.1..=3600.0;
+    let secs: f64 = arg
+        .parse()
+        .map_err(|_| "not a number of seconds".to_string())?;
+    if !RANGE.contains(&secs) {
+        return Err(format!(
+            "must be between {} and {} seconds",
+            RANGE.start(),
+            RANGE.end()
+        ));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -451,6 +469,24 @@ mod tests {
                 "{args:?}: {line}"
             );
         }
+    }
+
+    /// `flows --watch` takes 0.1 to 3600 seconds; anything else (a huge
+    /// number that no `Duration` holds, NaN, too fast) is refused while
+    /// parsing, before anything is read.
+    #[test]
+    fn watch_interval_is_bounded() {
+        use std::time::Duration;
+        assert_eq!(super::watch_interval("0.1"), Ok(Duration::from_millis(100)));
+        assert_eq!(super::watch_interval("3600"), Ok(Duration::from_secs(3600)));
+        for bad in ["0.09", "3600.5", "1e20", "NaN", "inf", "-1", "abc"] {
+            assert!(super::watch_interval(bad).is_err(), "{bad} accepted");
+        }
+        let line = refusal(&["flows", "--watch", "1e20"]);
+        assert!(
+            line.contains("must be between 0.1 and 3600 seconds"),
+            "{line}"
+        );
     }
 
     /// Every argument of every (sub)command says what it is for.
