@@ -360,3 +360,17 @@ fn an_unbounded_watch_interval_is_one_line_not_a_panic() {
         );
     }
 }
+
+/// `demo --seconds` has one valid range, checked in one place before the
+/// demo loads anything, and the CLI reports that check's message. (Only
+/// values the lab's scenario check refuses as well are tried here, so a
+/// broken check cannot start a demo.)
+#[test]
+fn demo_seconds_outside_its_range_is_one_line_naming_the_range() {
+    for bad in ["0", "4000", "NaN"] {
+        assert_one_line_error(
+            &host_run(&["demo", "--seconds", bad, "--out", "/nonexistent/demo"]),
+            "--seconds must be between 5 and 600",
+        );
+    }
+}

@@ -171,7 +171,7 @@ pub enum Command {
     /// The guided tour: real flows through an emulated bottleneck with native
     /// and rttfair CCAs side by side. Leaves the host as it found it.
     Demo {
-        /// Seconds per CCA (default: the scenario's 40).
+        /// Seconds per CCA, 5 to 600 (default: the scenario's 40).
         #[arg(long)]
         seconds: Option<f64>,
         /// Leave the CCAs the demo loaded registered afterwards.
