@@ -697,3 +697,44 @@ fn a_fractional_flow_count_sweep_is_refused_in_one_line() {
     );
     assert!(line.contains("sweep.x.values[1]"), "{line}");
 }
+
+/// `lab sweep` (here with `--dry-run`) and `lab compare` check every
+/// `--cca` before the first run: an unavailable one at the end of the list
+/// is refused in one line naming it, before the ones before it run for
+/// minutes or hours. `compare` runs as an unprivileged user when the test
+/// is root, so a missing check fails the test on the first run's
+/// permission error instead of running an experiment.
+#[test]
+fn an_unavailable_cca_is_refused_before_any_run() {
+    let sweep = std::process::Command::new(env!("CARGO_BIN_EXE_rttfairctl"))
+        .args([
+            "lab",
+            "sweep",
+            "seed000-grid",
+            "--cca",
+            "cubic,qfair,bbbr",
+            "--dry-run",
+        ])
+        .output()
+        .expect("spawn rttfairctl");
+    assert_one_line_error(&sweep, "congestion control 'bbbr' is neither");
+    let mut compare = std::process::Command::new(env!("CARGO_BIN_EXE_rttfairctl"));
+    compare
+        .args([
+            "lab",
+            "compare",
+            "ci-smoke",
+            "--cca",
+            "cubic,bbbr",
+            "--quiet",
+        ])
+        .args(["--out", "/nonexistent/rttfair-lab-test"])
+        .env("RTTFAIR_BPFFS", "/nonexistent/rttfair-lab-test");
+    if nix::unistd::geteuid().is_root() {
+        use std::os::unix::process::CommandExt;
+        compare.uid(65534).gid(65534);
+    }
+    let out = compare.output().expect("spawn rttfairctl");
+    assert_one_line_error(&out, "congestion control 'bbbr' is neither");
+    assert!(!std::path::Path::new("/nonexistent/rttfair-lab-test").exists());
+}
