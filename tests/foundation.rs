@@ -374,3 +374,35 @@ fn demo_seconds_outside_its_range_is_one_line_naming_the_range() {
         );
     }
 }
+
+/// `unload A B --migrate-to X` checks its arguments before it reads or
+/// moves anything: a CCA named twice, a target that is not registered or
+/// is one of the CCAs going, each refused in one line. (The per-CCA checks
+/// that also come first are unit tests of `lifecycle::check_unload_state`.)
+#[test]
+fn unload_with_migration_refuses_bad_arguments_before_moving_anything() {
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &[
+                "unload",
+                "fairtt",
+                "adbbr",
+                "fairtt",
+                "--migrate-to",
+                "reno",
+            ],
+            "fairtt is named twice",
+        ),
+        (
+            &["unload", "fairtt", "adbbr", "--migrate-to", "nosuchcca"],
+            "nosuchcca (the --migrate-to target) is not a registered congestion control",
+        ),
+        (
+            &["unload", "fairtt", "adbbr", "--migrate-to", "adbbr"],
+            "adbbr is one of the CCAs being unloaded",
+        ),
+    ];
+    for (args, needle) in cases {
+        assert_one_line_error(&host_run(args), needle);
+    }
+}
