@@ -296,3 +296,113 @@ fn forced_unload_leaves_open_connections_working() {
     let (received, sent) = flow.finish();
     assert_eq!(received, sent, "connection broke after a forced unload");
 }
+
+/// rttfairctl with `args`, for checks that need no root and no kernel: its
+/// bpffs root is a path that does not exist, so nothing real is read.
+fn host_run(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_rttfairctl"))
+        .env("RTTFAIR_BPFFS", "/nonexistent/rttfair-host-test")
+        .args(args)
+        .output()
+        .expect("spawn rttfairctl")
+}
+
+/// A command line clap refuses (unknown subcommand, missing argument, bad
+/// number, conflicting flags) is one line like every other error, with
+/// clap's usage exit code; help and version still print in full and exit 0.
+#[test]
+fn a_refused_command_line_is_one_line_and_exit_code_2() {
+    let cases: [(&[&str], &str); 5] = [
+        (&["nosuchcmd"], "unrecognized subcommand 'nosuchcmd'"),
+        (&["load"], "required arguments were not provided: <CCA>"),
+        (
+            &["flows", "--watch", "abc"],
+            "invalid value 'abc' for '--watch",
+        ),
+        (
+            &["migrate", "--from", "a", "--to", "b", "--port", "70000"],
+            "70000",
+        ),
+        (
+            &["unload", "x", "--force", "--migrate-to", "y"],
+            "'--force' cannot be used with '--migrate-to",
+        ),
+    ];
+    for (args, needle) in cases {
+        let out = host_run(args);
+        let line = assert_one_line_error(&out, needle);
+        assert!(line.starts_with("rttfairctl: error: "), "{args:?}: {line}");
+        assert!(!line.contains("error: error"), "{args:?}: {line}");
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {line}");
+    }
+    for args in [
+        &["--help"][..],
+        &["help"],
+        &["load", "--help"],
+        &["--version"],
+    ] {
+        let out = host_run(args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {out:?}");
+        assert!(!out.stdout.is_empty(), "{args:?}: nothing printed");
+        assert!(out.stderr.is_empty(), "{args:?}: {out:?}");
+    }
+}
+
+/// `flows --watch` with an interval no `Duration` holds is refused in one
+/// line before anything is read, instead of a panic after the first table.
+#[test]
+fn an_unbounded_watch_interval_is_one_line_not_a_panic() {
+    for bad in ["1e20", "0.01", "NaN"] {
+        let line = assert_one_line_error(&host_run(&["flows", "--watch", bad]), "--watch");
+        assert!(
+            line.contains("between 0.1 and 3600 seconds"),
+            "{bad}: {line}"
+        );
+    }
+}
+
+/// `demo --seconds` has one valid range, checked in one place before the
+/// demo loads anything, and the CLI reports that check's message. (Only
+/// values the lab's scenario check refuses as well are tried here, so a
+/// broken check cannot start a demo.)
+#[test]
+fn demo_seconds_outside_its_range_is_one_line_naming_the_range() {
+    for bad in ["0", "4000", "NaN"] {
+        assert_one_line_error(
+            &host_run(&["demo", "--seconds", bad, "--out", "/nonexistent/demo"]),
+            "--seconds must be between 5 and 600",
+        );
+    }
+}
+
+/// `unload A B --migrate-to X` checks its arguments before it reads or
+/// moves anything: a CCA named twice, a target that is not registered or
+/// is one of the CCAs going, each refused in one line. (The per-CCA checks
+/// that also come first are unit tests of `lifecycle::check_unload_state`.)
+#[test]
+fn unload_with_migration_refuses_bad_arguments_before_moving_anything() {
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &[
+                "unload",
+                "fairtt",
+                "adbbr",
+                "fairtt",
+                "--migrate-to",
+                "reno",
+            ],
+            "fairtt is named twice",
+        ),
+        (
+            &["unload", "fairtt", "adbbr", "--migrate-to", "nosuchcca"],
+            "nosuchcca (the --migrate-to target) is not a registered congestion control",
+        ),
+        (
+            &["unload", "fairtt", "adbbr", "--migrate-to", "adbbr"],
+            "adbbr is one of the CCAs being unloaded",
+        ),
+    ];
+    for (args, needle) in cases {
+        assert_one_line_error(&host_run(args), needle);
+    }
+}

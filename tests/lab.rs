@@ -667,3 +667,74 @@ fn lab_table_puts_run_folders_of_one_scenario_side_by_side() {
     let o = table(false, &[&q1, &running.to_string_lossy()]);
     assert_one_line_error(&o, "no summary.json");
 }
+
+/// A sweep over `flows[N].count` with a fraction is refused at plan time
+/// (also by `--dry-run`) in one line naming the value, instead of listing
+/// a point that would quietly run a whole number of flows.
+#[test]
+fn a_fractional_flow_count_sweep_is_refused_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("count.toml");
+    std::fs::write(
+        &file,
+        "name = \"count\"\nduration_s = 10\nrepetitions = 1\n[bottleneck]\nrate_mbit = 10\nbuffer = { bdp = 1.0, rtt_ms = 20 }\n[[flows]]\ncca = \"cubic\"\nrtt_ms = 20\n[sweep]\nx = { param = \"flows[0].count\", values = [1, 1.5] }\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rttfairctl"))
+        .args([
+            "lab",
+            "sweep",
+            file.to_str().unwrap(),
+            "--cca",
+            "cubic",
+            "--dry-run",
+        ])
+        .output()
+        .expect("spawn rttfairctl");
+    let line = assert_one_line_error(
+        &out,
+        "flows[0].count must be a whole number of flows, got 1.5",
+    );
+    assert!(line.contains("sweep.x.values[1]"), "{line}");
+}
+
+/// `lab sweep` (here with `--dry-run`) and `lab compare` check every
+/// `--cca` before the first run: an unavailable one at the end of the list
+/// is refused in one line naming it, before the ones before it run for
+/// minutes or hours. `compare` runs as an unprivileged user when the test
+/// is root, so a missing check fails the test on the first run's
+/// permission error instead of running an experiment.
+#[test]
+fn an_unavailable_cca_is_refused_before_any_run() {
+    let sweep = std::process::Command::new(env!("CARGO_BIN_EXE_rttfairctl"))
+        .args([
+            "lab",
+            "sweep",
+            "seed000-grid",
+            "--cca",
+            "cubic,qfair,bbbr",
+            "--dry-run",
+        ])
+        .output()
+        .expect("spawn rttfairctl");
+    assert_one_line_error(&sweep, "congestion control 'bbbr' is neither");
+    let mut compare = std::process::Command::new(env!("CARGO_BIN_EXE_rttfairctl"));
+    compare
+        .args([
+            "lab",
+            "compare",
+            "ci-smoke",
+            "--cca",
+            "cubic,bbbr",
+            "--quiet",
+        ])
+        .args(["--out", "/nonexistent/rttfair-lab-test"])
+        .env("RTTFAIR_BPFFS", "/nonexistent/rttfair-lab-test");
+    if nix::unistd::geteuid().is_root() {
+        use std::os::unix::process::CommandExt;
+        compare.uid(65534).gid(65534);
+    }
+    let out = compare.output().expect("spawn rttfairctl");
+    assert_one_line_error(&out, "congestion control 'bbbr' is neither");
+    assert!(!std::path::Path::new("/nonexistent/rttfair-lab-test").exists());
+}

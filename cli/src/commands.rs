@@ -145,7 +145,7 @@ fn migrate(
         dst: dst.as_deref().map(parse_prefix).transpose()?,
         port,
     };
-    let r = migrate_all(from, to, netns.as_deref(), &filter)?;
+    let r = rttfair_loader::migrate::migrate_all(from, to, netns.as_deref(), &filter)?;
     if r.moved == 0 && r.failed.is_empty() {
         bail!(
             "no open connection on {from} matches{}",
@@ -243,11 +243,6 @@ fn demo(
     out: std::path::PathBuf,
     json: bool,
 ) -> Result<()> {
-    if let Some(s) = seconds {
-        if !(s.is_finite() && (5.0..=600.0).contains(&s)) {
-            bail!("--seconds must be between 5 and 600, got {s}");
-        }
-    }
     crate::demo::run(
         fs,
         &crate::demo::DemoOptions {
@@ -257,30 +252,6 @@ fn demo(
             json,
         },
     )
-}
-
-/// Migrate in one namespace, or in the current one and every named one.
-fn migrate_all(
-    from: &str,
-    to: &str,
-    netns: Option<&str>,
-    filter: &rttfair_loader::migrate::Filter,
-) -> Result<rttfair_loader::migrate::Report> {
-    use rttfair_loader::migrate;
-    if !rttfair_loader::kernel::is_registered(from)? {
-        bail!("{from} is not a registered congestion control");
-    }
-    if let Some(ns) = netns {
-        return Ok(migrate::migrate_in_netns(ns, from, to, filter)?);
-    }
-    let mut total = migrate::migrate_here(from, to, filter)?;
-    for ns in migrate::named_netns() {
-        // A namespace may vanish between listing and entering it.
-        if let Ok(r) = migrate::migrate_in_netns(&ns, from, to, filter) {
-            total.merge(r);
-        }
-    }
-    Ok(total)
 }
 
 fn describe(netns: &Option<String>, dst: &Option<String>, port: Option<u16>) -> String {
@@ -374,45 +345,22 @@ fn unload(
     force: bool,
     migrate_to: Option<&str>,
 ) -> Result<()> {
-    let ccas = parse_ccas(names)?;
-    let mut moved = Vec::new();
-    if let Some(to) = migrate_to {
-        for cca in &ccas {
-            let r = migrate_all(cca.name(), to, None, &Default::default())?;
-            moved.push((*cca, r.moved));
-        }
-    }
-    // Check all before changing any.
-    for cca in &ccas {
-        if !fs.link_pin(*cca).exists() {
-            lifecycle::unregister(*cca, fs, force)?; // reports the precise error
-        }
-        if !force {
-            let n = rttfair_loader::flows::live_sockets(fs, *cca).unwrap_or(0);
-            if n > 0 {
-                return Err(rttfair_loader::Error::InUse {
-                    cca: cca.to_string(),
-                    sockets: n,
-                }
-                .into());
-            }
-        }
-    }
-    for cca in &ccas {
-        lifecycle::unregister(*cca, fs, force)?;
-    }
-    let mut text: Vec<String> = moved
+    // Not deduplicated: the loader refuses a CCA named twice.
+    let ccas = names
         .iter()
+        .map(|n| n.parse::<Cca>())
+        .collect::<Result<Vec<_>, _>>()?;
+    let done = lifecycle::unload_all(&ccas, fs, force, migrate_to)?;
+    let mut text: Vec<String> = done
+        .iter()
+        .filter_map(|u| u.migrated.map(|n| (u.cca, n)))
         .map(|(c, n)| format!("{c}: moved {n} socket(s) to {}", migrate_to.unwrap_or("")))
         .collect();
-    text.extend(ccas.iter().map(|c| format!("{c}: unloaded")));
+    text.extend(done.iter().map(|u| format!("{}: unloaded", u.cca)));
     out.print(
-        json!(ccas
+        json!(done
             .iter()
-            .map(|c| {
-                let m = moved.iter().find(|(x, _)| x == c).map(|(_, n)| *n);
-                json!({ "cca": c.name(), "unloaded": true, "migrated": m, "migrated_to": migrate_to })
-            })
+            .map(|u| json!({ "cca": u.cca.name(), "unloaded": true, "migrated": u.migrated, "migrated_to": migrate_to }))
             .collect::<Vec<_>>()),
         format_args!("{}", text.join("\n")),
     )
@@ -428,13 +376,14 @@ fn list(fs: &BpfFs, out: &Out) -> Result<()> {
     Ok(())
 }
 
-fn flows(fs: &BpfFs, out: &Out, watch: Option<f64>, cca: Option<&str>, native: bool) -> Result<()> {
+fn flows(
+    fs: &BpfFs,
+    out: &Out,
+    watch: Option<Duration>,
+    cca: Option<&str>,
+    native: bool,
+) -> Result<()> {
     let filter = cca.map(str::parse::<Cca>).transpose()?;
-    if let Some(w) = watch {
-        if !(w.is_finite() && w >= 0.1) {
-            bail!("--watch must be a number of seconds >= 0.1, got {w}");
-        }
-    }
     let sockets = native
         .then(rttfair_loader::sockets::SocketReader::open)
         .transpose()?;
@@ -475,7 +424,7 @@ fn flows(fs: &BpfFs, out: &Out, watch: Option<f64>, cca: Option<&str>, native: b
             }
         }
         match watch {
-            Some(w) => std::thread::sleep(Duration::from_secs_f64(w)),
+            Some(w) => std::thread::sleep(w),
             None => return Ok(()),
         }
     }

@@ -108,17 +108,31 @@ pub fn run(fs: &BpfFs, opts: &DemoOptions) -> Result<()> {
     Ok(())
 }
 
+/// The seconds per CCA `demo --seconds` accepts: at least a few round
+/// trips of the 50 ms flow after the warm-up, and at most ten minutes per
+/// CCA (seven CCAs run one after the other). The only bound on the option.
+pub const SECONDS: std::ops::RangeInclusive<f64> = 5.0..=600.0;
+
 /// The demo's scenario (the embedded two-flow-deep), `seconds` long per
-/// CCA when given; refused, before anything is loaded, if that is no
-/// valid duration.
+/// CCA when given; refused, before anything is loaded, if `seconds` is
+/// outside [`SECONDS`].
 fn scenario(seconds: Option<f64>) -> Result<Scenario> {
     let mut scenario = builtin::resolve("two-flow-deep")?;
     if let Some(s) = seconds {
+        if !SECONDS.contains(&s) {
+            anyhow::bail!(
+                "--seconds must be between {} and {}, got {s}",
+                SECONDS.start(),
+                SECONDS.end()
+            );
+        }
         scenario.set_duration(s);
     }
+    // Any duration in SECONDS makes a valid scenario; this guards the
+    // embedded scenario itself.
     scenario
         .validate()
-        .map_err(|e| anyhow::anyhow!("--seconds: {e}"))?;
+        .map_err(|e| anyhow::anyhow!("two-flow-deep: {e}"))?;
     Ok(scenario)
 }
 
@@ -202,13 +216,20 @@ mod tests {
         }
     }
 
-    /// A duration the scenario refuses is refused before the demo loads
-    /// anything, with the option's name in the message.
+    /// `--seconds` outside 5..=600 (NaN too) is refused by the one check,
+    /// before the demo loads anything, naming the option and its range;
+    /// both ends are accepted and set the scenario's duration.
     #[test]
     fn a_bad_duration_is_refused_naming_the_option() {
-        for bad in [0.0, -1.0, f64::NAN] {
+        for bad in [0.0, -1.0, 4.9, 600.5, 4000.0, f64::NAN, f64::INFINITY] {
             let e = scenario(Some(bad)).unwrap_err().to_string();
-            assert!(e.starts_with("--seconds: "), "{bad}: {e}");
+            assert!(
+                e.starts_with("--seconds must be between 5 and 600, got "),
+                "{bad}: {e}"
+            );
+        }
+        for good in [5.0, 600.0] {
+            assert_eq!(scenario(Some(good)).unwrap().duration_s, good);
         }
         assert_eq!(scenario(None).unwrap().name, "two-flow-deep");
     }

@@ -4,6 +4,7 @@ use std::path::Path;
 
 use anyhow::{bail, Result};
 use rttfair_lab::builtin;
+use rttfair_lab::plan::Plan;
 use rttfair_lab::run::{self, RunOptions, RunResult, Summary};
 use rttfair_lab::scenario::Scenario;
 use rttfair_loader::BpfFs;
@@ -115,9 +116,16 @@ pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
             common,
         } => {
             let s = prepare(&scenario, &common)?;
+            // Every CCA's scenario and availability before the first run.
+            let plans = cca
+                .iter()
+                .map(|c| Plan::resolve(&s.with_cca(c)))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| anyhow::anyhow!("invalid scenario: {e}"))?;
+            rttfair_lab::ccas::check_available(&cca)?;
             let mut results = Vec::new();
-            for c in &cca {
-                results.push(run::run(&s.with_cca(c), &options(fs, &common))?);
+            for p in &plans {
+                results.push(run::run_plan(p, &options(fs, &common))?);
             }
             report(&results, json)
         }
@@ -184,6 +192,7 @@ fn dry_run_plan(
     use rttfair_lab::grid::{self, Shard};
     let expand = || grid::expand(s, sweep, ccas).map_err(|e| anyhow::anyhow!("{}: {e}", s.name));
     let all = expand()?;
+    rttfair_lab::ccas::check_available(ccas)?;
     let count = shard.map_or(1, |sh| sh.count);
     let mut shards = Vec::new();
     for index in 0..count {

@@ -138,9 +138,9 @@ pub enum Command {
     /// Per-flow BBR estimates of every socket on a rttfair CCA (what `ss -ti`
     /// cannot show for BPF congestion controls).
     Flows {
-        /// Refresh every N seconds until interrupted.
-        #[arg(long, value_name = "SECS")]
-        watch: Option<f64>,
+        /// Refresh every N seconds (0.1 to 3600) until interrupted.
+        #[arg(long, value_name = "SECS", value_parser = watch_interval)]
+        watch: Option<std::time::Duration>,
         /// Only flows of this CCA.
         #[arg(long, value_name = "CCA")]
         cca: Option<String>,
@@ -171,7 +171,7 @@ pub enum Command {
     /// The guided tour: real flows through an emulated bottleneck with native
     /// and rttfair CCAs side by side. Leaves the host as it found it.
     Demo {
-        /// Seconds per CCA (default: the scenario's 40).
+        /// Seconds per CCA, 5 to 600 (default: the scenario's 40).
         #[arg(long)]
         seconds: Option<f64>,
         /// Leave the CCAs the demo loaded registered afterwards.
@@ -315,8 +315,29 @@ pub struct LabArgs {
     pub quiet: bool,
 }
 
+/// The refresh interval of `flows --watch`: seconds between 0.1 (faster
+/// only redraws the same table) and an hour (longer is no watch, and
+/// `Duration` cannot hold every float anyway).
+fn watch_interval(arg: &str) -> Result<std::time::Duration, String> {
+    const RANGE: std::ops::RangeInclusive<f64> = 0.1..=3600.0;
+    let secs: f64 = arg
+        .parse()
+        .map_err(|_| "not a number of seconds".to_string())?;
+    if !RANGE.contains(&secs) {
+        return Err(format!(
+            "must be between {} and {} seconds",
+            RANGE.start(),
+            RANGE.end()
+        ));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
     logging::init();
     if prints_only(&cli.command) {
         die_quietly_on_closed_stdout();
@@ -328,6 +349,36 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// A command line clap refused. Help and version (`--help`, `help`,
+/// `--version`, and a command given without its subcommand) print as clap
+/// prints them; every other refusal is one line like any other error, with
+/// clap's usage exit code (2).
+fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
+        _ => {
+            eprintln!("rttfairctl: error: {}", usage_line(&e.to_string()));
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Clap's message on one line: its first paragraph (the error, with the
+/// names it lists on the lines below, e.g. the missing arguments or the
+/// possible values) and its tips, without the usage and "try --help"
+/// lines and without clap's own "error: " prefix.
+fn usage_line(message: &str) -> String {
+    let mut lines = message.lines().map(str::trim);
+    let first: Vec<&str> = lines.by_ref().take_while(|l| !l.is_empty()).collect();
+    let first = first.join(" ");
+    let mut parts = vec![first.strip_prefix("error: ").unwrap_or(&first)];
+    parts.extend(lines.filter(|l| l.starts_with("tip:")));
+    parts.join("; ")
 }
 
 /// Commands whose only output is what they print, so that `rttfairctl
@@ -369,7 +420,74 @@ fn one_line(e: &anyhow::Error) -> String {
 
 #[cfg(test)]
 mod tests {
-    use clap::CommandFactory;
+    use clap::{CommandFactory, Parser};
+
+    /// Clap's refusal of `args` as `main` prints it.
+    fn refusal(args: &[&str]) -> String {
+        let e =
+            super::Cli::try_parse_from(std::iter::once("rttfairctl").chain(args.iter().copied()))
+                .expect_err("refused");
+        super::usage_line(&e.to_string())
+    }
+
+    /// A refused command line is one line that keeps what clap says is
+    /// wrong (the names it lists below its first line, its tip) and drops
+    /// the usage and the "error: " prefix that `main` writes itself.
+    #[test]
+    fn a_refused_command_line_is_one_line_naming_the_problem() {
+        let cases: [(&[&str], &str); 5] = [
+            (
+                &["lod"],
+                "unrecognized subcommand 'lod'; tip: a similar subcommand exists: 'load'",
+            ),
+            (
+                &["load"],
+                "the following required arguments were not provided: <CCA>...",
+            ),
+            (
+                &["flows", "--watch", "abc"],
+                "invalid value 'abc' for '--watch <SECS>'",
+            ),
+            (
+                &["unload", "x", "--force", "--migrate-to", "y"],
+                "the argument '--force' cannot be used with '--migrate-to <CCA>'",
+            ),
+            (
+                &["completions", "nosh"],
+                "[possible values: bash, elvish, fish, powershell, zsh]",
+            ),
+        ];
+        for (args, expected) in cases {
+            let line = refusal(args);
+            assert!(line.contains(expected), "{args:?}: {line}");
+            assert!(
+                !line.contains('\n') && !line.starts_with("error"),
+                "{args:?}: {line}"
+            );
+            assert!(
+                !line.contains("Usage") && !line.contains("--help"),
+                "{args:?}: {line}"
+            );
+        }
+    }
+
+    /// `flows --watch` takes 0.1 to 3600 seconds; anything else (a huge
+    /// number that no `Duration` holds, NaN, too fast) is refused while
+    /// parsing, before anything is read.
+    #[test]
+    fn watch_interval_is_bounded() {
+        use std::time::Duration;
+        assert_eq!(super::watch_interval("0.1"), Ok(Duration::from_millis(100)));
+        assert_eq!(super::watch_interval("3600"), Ok(Duration::from_secs(3600)));
+        for bad in ["0.09", "3600.5", "1e20", "NaN", "inf", "-1", "abc"] {
+            assert!(super::watch_interval(bad).is_err(), "{bad} accepted");
+        }
+        let line = refusal(&["flows", "--watch", "1e20"]);
+        assert!(
+            line.contains("must be between 0.1 and 3600 seconds"),
+            "{line}"
+        );
+    }
 
     /// Every argument of every (sub)command says what it is for.
     #[test]

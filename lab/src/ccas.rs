@@ -118,11 +118,31 @@ pub fn adopt(fs: &BpfFs, cca: Cca) -> bool {
     std::fs::remove_file(marker(fs, cca)).is_ok()
 }
 
+/// Whether every one of `names` can run in an experiment, as
+/// [`CcaSession::ensure`] decides: one of rttfair's CCAs (loaded on demand)
+/// or one the kernel has available. Reads only the kernel's list, so a
+/// command that runs many experiments (`lab compare`, `lab sweep`, also
+/// with `--dry-run`) calls it once before the first, instead of finding an
+/// unavailable CCA when its turn comes, hours later.
+pub fn check_available(names: &[String]) -> Result<()> {
+    for name in names {
+        if name.parse::<Cca>().is_err() && !kernel::is_registered(name)? {
+            anyhow::bail!(
+                "congestion control '{name}' is neither one of rttfair's ({}) nor available in the kernel ({})",
+                Cca::valid_names(),
+                kernel::available_ccas()?.join(" ")
+            );
+        }
+    }
+    Ok(())
+}
+
 impl CcaSession {
     /// Ensure every project CCA among `names` is registered. Native names
     /// (cubic, bbr, reno) must already be available. Uses the installation
     /// at `fs`; CCAs already loaded there are used as they are.
     pub fn ensure(fs: &BpfFs, names: &[String]) -> Result<CcaSession> {
+        check_available(names)?;
         crate::netns::on_signal_exit(end_all_leases);
         let mut s = CcaSession {
             fs: fs.clone(),
@@ -169,12 +189,6 @@ impl CcaSession {
                             .context("set fairtt.scope for the lab")?;
                     }
                 }
-            } else if !kernel::is_registered(name)? {
-                anyhow::bail!(
-                    "congestion control '{name}' is neither one of rttfair's ({}) nor available in the kernel ({})",
-                    Cca::valid_names(),
-                    kernel::available_ccas()?.join(" ")
-                );
             }
         }
         Ok(s)
@@ -224,5 +238,21 @@ fn end_all_leases() {
         .unwrap_or_default();
     for lease in all {
         end_lease(lease);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// A project CCA (loaded on demand) and a kernel one that is always
+    /// built in pass; an unknown name is refused naming it, wherever it
+    /// stands in the list.
+    #[test]
+    fn check_available_names_the_first_unavailable_cca() {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        super::check_available(&names(&["qfair", "reno", "bbr3"])).unwrap();
+        let e = super::check_available(&names(&["reno", "qfair", "bbbr"]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("congestion control 'bbbr' is neither"), "{e}");
     }
 }

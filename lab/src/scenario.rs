@@ -474,7 +474,17 @@ impl Scenario {
                         f.one_way_delay_ms = None;
                     }
                     "loss_pct" => f.loss_pct = v,
-                    "count" => f.count = v as u32,
+                    // A fraction would be cut to a whole count, and two
+                    // points would run the same scenario.
+                    "count" => {
+                        if !(v.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&v)) {
+                            return Err(err(
+                                p,
+                                format!("{p} must be a whole number of flows, got {v}"),
+                            ));
+                        }
+                        f.count = v as u32;
+                    }
                     _ => return Err(unsupported(format!("{p}: {field} cannot be swept"))),
                 }
             }
@@ -823,6 +833,31 @@ one_way_delay_ms = 5
         // A type error found by the deserializer.
         let e = error_of(&OK.replace("duration_s = 10", "duration_s = \"long\""));
         assert_eq!((e.field.as_str(), e.line), ("duration_s", Some(3)), "{e}");
+    }
+
+    /// A sweep over a group's flow count takes whole numbers only: 1.5
+    /// is refused with the parameter and value (and, in a `[sweep]`
+    /// table, the value's position), not cut to 1.
+    #[test]
+    fn a_swept_flow_count_must_be_whole() {
+        let base = Scenario::from_toml(OK).unwrap();
+        assert_eq!(
+            base.with_param("flows[1].count", 3.0).unwrap().flows[1].count,
+            3
+        );
+        for bad in [1.5, 0.1, -1.0, f64::NAN, f64::INFINITY, 1e10] {
+            let e = base.with_param("flows[1].count", bad).unwrap_err();
+            assert_eq!(
+                e.reason,
+                format!("flows[1].count must be a whole number of flows, got {bad}"),
+                "{e}"
+            );
+        }
+        let e = error_of(&format!(
+            "{OK}\n[sweep]\nx = {{ param = \"flows[0].count\", values = [1, 1.5] }}\n"
+        ));
+        assert_eq!(e.field, "sweep.x.values[1]", "{e}");
+        assert!(e.reason.contains("whole number of flows, got 1.5"), "{e}");
     }
 
     #[test]

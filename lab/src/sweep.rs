@@ -74,6 +74,7 @@ pub fn run_selected(
 ) -> Result<(Vec<SweepPoint>, PathBuf)> {
     let mut plans =
         grid::expand(base, sweep, ccas).map_err(|e| anyhow::anyhow!("{}: {e}", base.name))?;
+    crate::ccas::check_available(ccas)?;
     if let Some(sh) = sel.shard {
         plans = sh.select(plans);
     }

@@ -372,6 +372,160 @@ pub fn unregister(cca: Cca, fs: &BpfFs, force: bool) -> Result<()> {
     Ok(())
 }
 
+/// What [`unload_all`] did to one CCA.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Unloaded {
+    pub cca: Cca,
+    /// With a migration target: how many sockets were moved to it first.
+    pub migrated: Option<u64>,
+}
+
+/// Unregister each of `ccas`, first moving their sockets to `migrate_to`
+/// (in every namespace) when given. Everything that can be checked is
+/// checked before the first socket moves or CCA goes, so a refusal changes
+/// nothing: the arguments ([`check_unload_args`]), the privileges, and each
+/// CCA's state ([`check_unload_state`]). The one refusal after a change:
+/// sockets a migration could not move keep every CCA loaded (the moved ones
+/// stay moved). Refuses while sockets use a CCA unless `force` or
+/// `migrate_to`.
+pub fn unload_all(
+    ccas: &[Cca],
+    fs: &BpfFs,
+    force: bool,
+    migrate_to: Option<&str>,
+) -> Result<Vec<Unloaded>> {
+    let target = migrate_to
+        .map(|t| kernel::is_registered(t).map(|r| (t, r)))
+        .transpose()?;
+    check_unload_args(ccas, force, target)?;
+    let what = format!(
+        "unloading {}",
+        ccas.iter().map(|c| c.name()).collect::<Vec<_>>().join(", ")
+    );
+    preflight::require(&what, preflight::UNREGISTER)?;
+    if migrate_to.is_some() {
+        preflight::require("migrating sockets", preflight::ITERATE_SOCKETS)?;
+    }
+    let mut registered = Vec::new();
+    for &cca in ccas {
+        let state = UnloadState {
+            pinned: fs.link_pin(cca).exists(),
+            registered: kernel::is_registered(cca.name())?,
+            sockets: flows::live_sockets(fs, cca).unwrap_or(0),
+        };
+        check_unload_state(cca, &fs.link_pin(cca), state, force || migrate_to.is_some())?;
+        registered.push(state.registered);
+    }
+    let mut done: Vec<Unloaded> = ccas
+        .iter()
+        .map(|&cca| Unloaded {
+            cca,
+            migrated: None,
+        })
+        .collect();
+    if let Some(to) = migrate_to {
+        for (u, registered) in done.iter_mut().zip(registered) {
+            // A stale pin (no registration) has no sockets to move.
+            let moved = if registered {
+                crate::migrate::migrate_all(u.cca.name(), to, None, &Default::default())?.moved
+            } else {
+                0
+            };
+            u.migrated = Some(moved);
+        }
+        for &cca in ccas {
+            let sockets = flows::live_sockets(fs, cca).unwrap_or(0);
+            if sockets > 0 {
+                return Err(Error::InUse {
+                    cca: cca.to_string(),
+                    sockets,
+                });
+            }
+        }
+    }
+    for &cca in ccas {
+        unregister(cca, fs, force)?;
+    }
+    Ok(done)
+}
+
+/// What [`unload_all`] checks of one CCA before changing anything.
+#[derive(Debug, Clone, Copy)]
+pub struct UnloadState {
+    /// This installation pinned its registration.
+    pub pinned: bool,
+    /// The kernel has a congestion control of its name.
+    pub registered: bool,
+    /// Sockets using it now.
+    pub sockets: u64,
+}
+
+/// The arguments of [`unload_all`], checked before anything is read: no
+/// CCA named twice, `force` and a migration not both (the sockets either
+/// stay or move), and a migration target that is registered and not one of
+/// the CCAs going. `target` is the target's name and whether it is
+/// registered.
+pub fn check_unload_args(ccas: &[Cca], force: bool, target: Option<(&str, bool)>) -> Result<()> {
+    for (i, cca) in ccas.iter().enumerate() {
+        if ccas[..i].contains(cca) {
+            return Err(Error::InvalidValue {
+                name: "the CCAs to unload".into(),
+                reason: format!("{cca} is named twice"),
+            });
+        }
+    }
+    let Some((to, registered)) = target else {
+        return Ok(());
+    };
+    let bad = |reason: String| Error::InvalidValue {
+        name: "--migrate-to".into(),
+        reason,
+    };
+    if force {
+        return Err(bad("the sockets cannot both stay (--force) and move".into()));
+    }
+    if ccas.iter().any(|c| c.name() == to) {
+        return Err(bad(format!("{to} is one of the CCAs being unloaded")));
+    }
+    if !registered {
+        return Err(Error::NotRegistered {
+            name: format!("{to} (the --migrate-to target)"),
+        });
+    }
+    Ok(())
+}
+
+/// One CCA's state, checked before [`unload_all`] changes anything: it
+/// must be pinned by this installation at `pin` (a registration without
+/// our pin is another program's), and unused unless its sockets may stay or move
+/// (`sockets_may_stay_or_move`: `force` or a migration).
+pub fn check_unload_state(
+    cca: Cca,
+    pin: &Path,
+    state: UnloadState,
+    sockets_may_stay_or_move: bool,
+) -> Result<()> {
+    if !state.pinned {
+        return Err(if state.registered {
+            Error::NameTaken {
+                name: cca.to_string(),
+                pin: pin.to_path_buf(),
+            }
+        } else {
+            Error::NotLoaded {
+                cca: cca.to_string(),
+            }
+        });
+    }
+    if !sockets_may_stay_or_move && state.sockets > 0 {
+        return Err(Error::InUse {
+            cca: cca.to_string(),
+            sockets: state.sockets,
+        });
+    }
+    Ok(())
+}
+
 /// With no CCA left, the shared maps go too, so the host is left as found.
 fn remove_shared_maps(fs: &BpfFs) {
     if let Ok(entries) = fs::read_dir(fs.maps_dir()) {
@@ -472,5 +626,84 @@ pub fn create_shared_maps(fs: &BpfFs, opts: &LoadOptions) -> Result<()> {
 pub fn remove_unused(fs: &BpfFs) {
     if !Cca::ALL.iter().any(|c| fs.link_pin(*c).exists()) {
         remove_shared_maps(fs);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{check_unload_args, check_unload_state, UnloadState};
+    use crate::{Cca, Error};
+
+    const LOADED: UnloadState = UnloadState {
+        pinned: true,
+        registered: true,
+        sockets: 0,
+    };
+
+    /// `unload A B --migrate-to X` is refused, before anything is read or
+    /// moved, when a CCA is named twice, when the sockets are asked both to
+    /// stay and to move, when X is one of the CCAs going, and when X is not
+    /// registered; a registered X that is not going passes.
+    #[test]
+    fn unload_arguments_are_checked_before_anything_moves() {
+        use Cca::{Adbbr, Fairtt};
+        let e = check_unload_args(&[Fairtt, Adbbr, Fairtt], false, None).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "invalid value for the CCAs to unload: fairtt is named twice"
+        );
+        let e = check_unload_args(&[Fairtt], true, Some(("cubic", true))).unwrap_err();
+        assert!(
+            e.to_string().starts_with("invalid value for --migrate-to"),
+            "{e}"
+        );
+        let e = check_unload_args(&[Fairtt, Adbbr], false, Some(("adbbr", true))).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "invalid value for --migrate-to: adbbr is one of the CCAs being unloaded"
+        );
+        let e = check_unload_args(&[Fairtt, Adbbr], false, Some(("cubicc", false))).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "cubicc (the --migrate-to target) is not a registered congestion control"
+        );
+        check_unload_args(&[Fairtt, Adbbr], false, Some(("cubic", true))).unwrap();
+        check_unload_args(&[Fairtt, Adbbr], true, None).unwrap();
+    }
+
+    /// Each CCA must be pinned by this installation: not loaded, or
+    /// registered by another program, is refused naming it; one in use is
+    /// refused unless its sockets may stay (--force) or move (a target).
+    #[test]
+    fn each_cca_must_be_ours_and_idle_unless_its_sockets_stay_or_move() {
+        let pin = std::path::PathBuf::from("/sys/fs/bpf/rttfair/links/adbbr");
+        let pin = pin.as_path();
+        let missing = UnloadState {
+            pinned: false,
+            registered: false,
+            ..LOADED
+        };
+        let e = check_unload_state(Cca::Adbbr, pin, missing, true).unwrap_err();
+        assert!(
+            matches!(e, Error::NotLoaded { ref cca } if cca == "adbbr"),
+            "{e}"
+        );
+        let foreign = UnloadState {
+            pinned: false,
+            ..LOADED
+        };
+        let e = check_unload_state(Cca::Adbbr, pin, foreign, true).unwrap_err();
+        assert!(
+            matches!(e, Error::NameTaken { ref name, .. } if name == "adbbr"),
+            "{e}"
+        );
+        let busy = UnloadState {
+            sockets: 3,
+            ..LOADED
+        };
+        let e = check_unload_state(Cca::Qfair, pin, busy, false).unwrap_err();
+        assert!(matches!(e, Error::InUse { sockets: 3, .. }), "{e}");
+        check_unload_state(Cca::Qfair, pin, busy, true).unwrap();
+        check_unload_state(Cca::Qfair, pin, LOADED, false).unwrap();
     }
 }

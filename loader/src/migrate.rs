@@ -158,6 +158,28 @@ pub fn migrate_in_netns(netns: &str, from: &str, to: &str, filter: &Filter) -> R
     .map_err(|_| Error::io("migrate thread", std::io::Error::other("panicked")))?
 }
 
+/// Move the sockets running `from` (and matching `filter`) to `to` in the
+/// named namespace `netns`, or, without one, in the calling thread's
+/// namespace and every named one, with the reports added up. A named
+/// namespace that vanishes between listing and entering it is skipped.
+pub fn migrate_all(from: &str, to: &str, netns: Option<&str>, filter: &Filter) -> Result<Report> {
+    if !kernel::is_registered(from)? {
+        return Err(Error::NotRegistered {
+            name: from.to_string(),
+        });
+    }
+    if let Some(ns) = netns {
+        return migrate_in_netns(ns, from, to, filter);
+    }
+    let mut total = migrate_here(from, to, filter)?;
+    for ns in named_netns() {
+        if let Ok(r) = migrate_in_netns(&ns, from, to, filter) {
+            total.merge(r);
+        }
+    }
+    Ok(total)
+}
+
 /// Named network namespaces (/run/netns).
 pub fn named_netns() -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir("/run/netns")
