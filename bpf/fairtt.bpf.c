@@ -110,7 +110,7 @@ RTTFAIR_SK_STORAGE(fairtt_sk, struct fairtt_flow, fairtt_flow_of);
  * The tunables in force, read field by field where each is used: `set` is
  * the map's entry (fairtt_tunables_set(); NULL: all defaults) and
  * fairtt_tun_<field>(set) the field where user space set it (non-zero),
- * else its default -- RTTFAIR_TUNABLES_IN_FORCE's rule for one field. Not
+ * else its default (rttfair_cca_maps.h's rule for one field). Not
  * a copy of the whole struct: copied up front, the five values stayed live
  * across the per-round update and cost its stack frame a slot each (the
  * verifier's 512-byte limit is for the whole call chain, and fairtt's was

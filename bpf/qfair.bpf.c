@@ -260,8 +260,8 @@ static __always_inline struct qfair_hot *qfair_hot_of(struct rf_bbr *bbr)
  * The tunables in force, read field by field where each is used: `set` is
  * the map's entry (qfair_tunables_set(), once per round or event; NULL: all
  * defaults) and qfair_tun_<field>(set) the field where user space set it
- * (non-zero), else its default: RTTFAIR_TUNABLES_IN_FORCE's rule for one
- * field (RTTFAIR_TUNABLE_FIELD). Not a copy of the whole struct: nine
+ * (non-zero), else its default: rttfair_cca_maps.h's rule for one field
+ * (RTTFAIR_TUNABLE_FIELD). Not a copy of the whole struct: nine
  * values copied up front stay live across the per-round update and cost
  * its stack frame a slot each (the verifier's 512-byte limit is for the
  * whole call chain, and qfair's was at it; docs/results.md, "Stack depth
