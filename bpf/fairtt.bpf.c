@@ -13,7 +13,9 @@
  *
  *   Wfcount_t  number of distinct minRTTs among active flows (Alg. 1 line 4)
  *   WminRTT_t  = beta * mean(past minRTTs) + (1 - beta) * minRTT_t     (Eq. 6)
- *   W_t        = min(|Rx|, |Tx|): the window, in round trips            (Eq. 7)
+ *   W_t        = min(|Rx|, |Tx|) in packets, capped at 16, used as the  (Eq. 7)
+ *                number of rounds Eq. 5 averages (the cap binds on any
+ *                path whose BDP is 5 packets or more: docs/algorithms.md)
  *   alpha_t    = Wfcount_t * mean of WminRTT over the last W_t rounds   (Eq. 5)
  *   in ProbeBW, when lastRTT_t > alpha_t:
  *     BDP_t    = BtlBw_t * RTprop_t * (minRTT_t * gamma / lastRTT_t)    (Alg. 1)
@@ -235,8 +237,11 @@ static __noinline __u32 fairtt_wfcount(struct sock *sk, struct fairtt_flow *ff,
 	return fairtt_scan_join(ff, &sc);
 }
 
-/* Eq. 7: W_t = min(|Rx|, |Tx|) in packets, capped at the ring size. */
-static __always_inline __u32 fairtt_window_rounds(struct sock *sk)
+/* Eq. 7: W_t = min(|Rx|, |Tx|) in packets (the peer's receive window and
+ * cwnd), capped at the ring size: the number of the latest WminRTTs Eq. 5
+ * averages. In ProbeBW, where alpha is used, cwnd >= 2 BDP + 3 TSO bursts,
+ * so the cap binds wherever the BDP is 5 packets or more. */
+static __always_inline __u32 fairtt_window_len(struct sock *sk)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	__u32 mss = tp->mss_cache ?: 1;
@@ -290,7 +295,7 @@ static __noinline __u32 fairtt_round_alpha(struct sock *sk, const struct fairtt_
 					   __u32 wfcount)
 {
 	struct fairtt_ring_sum rs = { .ff = ff };
-	__u32 w = rf_min(fairtt_window_rounds(sk), ff->ring_len);
+	__u32 w = rf_min(fairtt_window_len(sk), ff->ring_len);
 
 	/* The last W_t WminRTTs (bpf_loop: a plain loop here cost the verifier
 	 * over half a million instructions). */
