@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * adbbr: Ad-BBR (seed 003_ef85492fd8507648.txt) on the rttfair BBR core.
+ * adbbr: Ad-BBR on the rttfair BBR core. The paper (equation and algorithm
+ * numbers below are its):
+ * M. Wang, X. Zhang, F. Jing, M. Gao, "Ad-BBR: Enhancing Round-Trip Time
+ * Fairness and Transmission Stability in TCP-BBR", Future Internet 17(5),
+ * 189, 2025, doi:10.3390/fi17050189.
  *
  * The model
  * ---------

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * fairtt: FaiRTT (seed 001_49c85951144fc9fa.txt) on the rttfair BBR core.
+ * fairtt: FaiRTT on the rttfair BBR core. The paper (equation, algorithm
+ * and section numbers below are its):
+ * A. Abrol, P. Murali Mohan, T. Truong-Huu, "FaiRTT: An Empirical Approach
+ * for Enhanced RTT Fairness and Bottleneck Throughput in BBR", arXiv
+ * preprint arXiv:2403.19973, 2024.
  *
  * The model
  * ---------

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Ad-BBR's equations in fixed point (seed 003_ef85492fd8507648.txt).
+ * Ad-BBR's equations in fixed point, numbered as in
+ * M. Wang, X. Zhang, F. Jing, M. Gao, "Ad-BBR: Enhancing Round-Trip Time
+ * Fairness and Transmission Stability in TCP-BBR", Future Internet 17(5),
+ * 189, 2025, doi:10.3390/fi17050189.
  * Pure functions, tested on the host against f64 (loader/src/math.rs).
  * Units: microseconds (_us), parts per million (_ppm), factors x1024.
  */
