@@ -173,26 +173,20 @@ static long adbbr_sum_sample(__u64 i, void *ctx)
 	return 0;
 }
 
-static long adbbr_isqrt_step(__u64 i, void *ctx)
-{
-	rf_isqrt_step(ctx);
-	return 0;
-}
-
-/* Alg. 3 lines 1-4: the standard deviation of the RTT history (bpf_loop
- * keeps both loops at one verified iteration each). */
-static __always_inline __u32 adbbr_history_std(const struct adbbr_flow *af)
+/* Alg. 3 lines 1-4: the standard deviation of the RTT history (the sum
+ * through bpf_loop, so the verifier checks one iteration; the square root
+ * is rf_isqrt's straight code). A subprogram of its own, once per round:
+ * the square root's seven branches are walked here, not multiplied into
+ * the per-ACK path. */
+static __noinline __u32 adbbr_history_std(const struct adbbr_flow *af)
 {
 	struct adbbr_sums s = { .af = af };
-	struct rf_isqrt st;
 	__u32 n = rf_min(af->hist_len, (__u32)ADBBR_HIST);
 
 	if (n < 2)
 		return 0;
 	bpf_loop(n, adbbr_sum_sample, &s, 0);
-	rf_isqrt_init(&st, adbbr_variance(s.sum, s.sum_sq, n));
-	bpf_loop(RF_ISQRT_STEPS, adbbr_isqrt_step, &st, 0);
-	return (__u32)st.res;
+	return adbbr_std_us(s.sum, s.sum_sq, n);
 }
 
 static __always_inline void cca_init(struct sock *sk, struct rf_bbr *bbr)

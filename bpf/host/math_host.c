@@ -20,11 +20,10 @@ __u32 host_adbbr_gamma_x1024(__u32 r, __u32 n, __u32 m, __u32 ref) { return adbb
 __u32 host_adbbr_pacing_factor_x1024(__u32 r, __u32 n, __u32 m, __u32 ref, __u32 f) { return adbbr_pacing_factor_x1024(r, n, m, ref, f); }
 __u64 host_adbbr_alpha_threshold_us(__u32 rt, __u32 a, __u32 f) { return adbbr_alpha_threshold_us(rt, a, f); }
 __u64 host_adbbr_apply_factor(__u64 r, __u32 f) { return adbbr_apply_factor(r, f); }
-__u32 host_rf_isqrt64(__u64 x) { return rf_isqrt64(x); }
+__u64 host_rf_isqrt(__u64 x) { return rf_isqrt(x); }
 __u32 host_adbbr_std_us(__u64 s, __u64 q, __u32 n) { return adbbr_std_us(s, q, n); }
 __u32 host_adbbr_y_us(__u32 s, __u32 x, __u32 z) { return adbbr_y_us(s, x, z); }
 #include "qfair_math.h"
-__u64 host_qf_isqrt(__u64 x) { return qf_isqrt(x); }
 __u32 host_qf_alpha_d_x1024(__u64 bw, __u32 a0, __u32 k) { return qf_alpha_d_x1024(bw, a0, k); }
 __u32 host_qf_alpha_step_x1024(__u32 a, __u64 dt, __u32 lost, __u32 ai, __u32 hi, __u64 since) { return qf_alpha_step_x1024(a, dt, lost, ai, hi, since); }
 __u64 host_qf_alpha_after_halvings(__u64 a, __u64 t) { return qf_alpha_after_halvings(a, t); }

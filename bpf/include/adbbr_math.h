@@ -10,11 +10,8 @@
 #ifndef RTTFAIR_ADBBR_MATH_H
 #define RTTFAIR_ADBBR_MATH_H
 
-#include "rf_types.h"
+#include "rf_math.h"
 
-#ifndef PPM
-#define PPM 1000000ULL
-#endif
 #define FACTOR_UNIT 1024U
 
 /* Regimes of Alg. 2 (values match enum rttfair_adbbr_regime). */
@@ -116,47 +113,6 @@ RF_INLINE __u64 adbbr_apply_factor(__u64 rate, __u32 factor_x1024)
 }
 
 /*
- * Integer square root (floor) by the digit-by-digit method: 32 steps of
- * rf_isqrt_step(). The BPF program runs the steps through bpf_loop (so the
- * verifier checks one step, not 2^32 paths); rf_isqrt64() runs them
- * directly and is what the host tests exercise.
- */
-struct rf_isqrt {
-	__u64 x, res, bit;
-};
-
-RF_INLINE void rf_isqrt_init(struct rf_isqrt *st, __u64 x)
-{
-	st->x = x;
-	st->res = 0;
-	st->bit = 1ULL << 62;
-}
-
-RF_INLINE void rf_isqrt_step(struct rf_isqrt *st)
-{
-	if (st->x >= st->res + st->bit) {
-		st->x -= st->res + st->bit;
-		st->res = (st->res >> 1) + st->bit;
-	} else {
-		st->res >>= 1;
-	}
-	st->bit >>= 2;
-}
-
-#define RF_ISQRT_STEPS 32
-
-RF_INLINE __u32 rf_isqrt64(__u64 x)
-{
-	struct rf_isqrt st;
-	int i;
-
-	rf_isqrt_init(&st, x);
-	for (i = 0; i < RF_ISQRT_STEPS; i++)
-		rf_isqrt_step(&st);
-	return (__u32)st.res;
-}
-
-/*
  * The variance (us^2) of n samples from their sum and sum of squares:
  * (sum_sq - sum^2 / n) / n, which keeps the mean's fraction (sum^2 fits u64
  * while sum < 2^32, i.e. 16 samples of RTTs below ~268 s); beyond that the
@@ -181,7 +137,7 @@ RF_INLINE __u64 adbbr_variance(__u64 sum, __u64 sum_sq, __u32 n)
  * squares (us, us^2). */
 RF_INLINE __u32 adbbr_std_us(__u64 sum, __u64 sum_sq, __u32 n)
 {
-	return rf_isqrt64(adbbr_variance(sum, sum_sq, n));
+	return (__u32)rf_isqrt(adbbr_variance(sum, sum_sq, n));
 }
 
 /* Eq. 13: Y = max(X * std, Z_min). */

@@ -13,9 +13,8 @@
 #ifndef RTTFAIR_FAIRTT_MATH_H
 #define RTTFAIR_FAIRTT_MATH_H
 
-#include "rf_types.h"
+#include "rf_math.h"
 
-#define PPM 1000000ULL
 #define COEF_UNIT 1024U
 
 /*
