@@ -156,6 +156,12 @@
 #include "bbr_core.h"
 #include "qfair_math.h"
 
+/* qfair_math.h restates the core's fixed-point scales so that it compiles
+ * alone on the host; this file mixes the two (xhat is bbr_btlbw(), gains
+ * meet BBR_UNIT), so they must be the same numbers. */
+_Static_assert(QF_BW_SCALE == BW_SCALE, "qfair_math.h's rate unit must be the core's");
+_Static_assert(QF_GAIN_UNIT == BBR_UNIT, "qfair_math.h's gain unit must be the core's");
+
 #define QFAIR_TUNABLES_MAP RTTFAIR_VERSIONED(qfair_tunables)
 
 /* Defaults of the tunables (qfair_tunables in rttfair_abi.h). */

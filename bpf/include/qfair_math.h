@@ -17,9 +17,9 @@
 
 #include "rf_math.h"
 
-#define QF_BW_SCALE 24
+#define QF_BW_SCALE 24          /* = the core's BW_SCALE (asserted in qfair.bpf.c) */
 #define QF_UNIT 1024ULL         /* packets x1024 */
-#define QF_GAIN_UNIT 256        /* gains x256 */
+#define QF_GAIN_UNIT 256        /* gains x256, = BBR_UNIT (asserted in qfair.bpf.c) */
 #define QF_USEC_PER_SEC 1000000ULL
 
 /* A rate in the core's unit as packets per millisecond, x1024. */
