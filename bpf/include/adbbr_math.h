@@ -36,7 +36,9 @@
  * (gamma). At microsecond RTTs the ratios alone make host noise (a TSO
  * burst, the veth backlog: tens of us) look like "rRTT = 3 x nRTT"; on paths
  * with nRTT >= 4 x floor_us the floor never binds and the paper's rule holds
- * unchanged. floor_us = 0 is the paper's rule everywhere.
+ * unchanged. floor_us = 1 (the smallest adbbr.eta_floor_us settable: 0 in
+ * the map means the 1000 us default) is the paper's rule in effect; the
+ * function itself, given 0, applies no floor.
  */
 RF_INLINE __u32 adbbr_regime(__u32 rrtt_us, __u32 nrtt_us, __u32 floor_us)
 {
