@@ -65,10 +65,10 @@
  *   burst through at line rate and then drops everything above its rate, so
  *   the max filter over-estimates BtlBw and the flow loses heavily. The core
  *   takes two intervals of 4-16 round trips, each starting and ending at a
- *   loss; if both lost >= 20 % of what they delivered and their delivery
- *   rates agree within 1/8 (or 4 kbit/s), the path is policed: BtlBw becomes
- *   the mean of the two (lt_bw), ProbeBW stops probing (gain 1.0) for 48
- *   round trips, then the ordinary model returns.
+ *   loss; if both lost >= 50/256 (about 20 %) of what they delivered and
+ *   their delivery rates agree within 1/8 (or 4 kbit/s), the path is
+ *   policed: BtlBw becomes the mean of the two (lt_bw), ProbeBW stops
+ *   probing (gain 1.0) for 48 round trips, then the ordinary model returns.
  *
  * Phase decisions (leaving the 1.25 and 0.75 phases, leaving Drain) compare
  * the packets "in the network at the earliest departure time": inflight,
@@ -736,7 +736,8 @@ static __always_inline void bbr_lt_interval_done(struct sock *sk, struct rf_bbr 
  * Long-term sampling, once per ACK with a valid rate sample (and on an RTO
  * with losses = 1). Intervals start at a loss (so a policer's bucket is
  * already empty), span 4-16 round trips, end at a loss once lost/delivered
- * >= 20 %, and are abandoned when the flow runs out of data. Policed, the
+ * >= 50/256 (BBR_LT_LOSS_THRESH, about 20 %), and are abandoned when the
+ * flow runs out of data. Policed, the
  * flow uses lt_bw for 48 rounds of ProbeBW, then re-probes.
  */
 static __always_inline void bbr_lt_sample(struct sock *sk, struct rf_bbr *bbr,
