@@ -144,6 +144,28 @@ fn run_both(
     (ca, cb)
 }
 
+/// A in the 10 ms class and B in the 50 ms class, both running their rounds
+/// every 10 ms from 10 ms to `to_ms`: each counts both classes.
+fn two_classes_running_until(to_ms: u64) -> (Registry, Flow, Flow) {
+    let mut reg = Registry::new();
+    let mut a = Flow::new(10_000);
+    let mut b = Flow::new(50_000);
+    assert_eq!(run_both(&mut reg, &mut a, &mut b, 10, to_ms, 10), (2, 2));
+    (reg, a, b)
+}
+
+/// Three flows of these minRTTs, each running its first round in turn from
+/// 1 ms on; each one's Wfcount.
+fn joined(min_rtts: [u32; 3]) -> (Registry, [Flow; 3], [u32; 3]) {
+    let mut reg = Registry::new();
+    let mut flows = min_rtts.map(Flow::new);
+    let mut counts = [0; 3];
+    for (i, f) in flows.iter_mut().enumerate() {
+        counts[i] = reg.round(f, MS + i as u64);
+    }
+    (reg, flows, counts)
+}
+
 /// The reviewer's case (session 15, finding 1): A in the 10 ms class, B in
 /// the 50 ms class; A is idle for 1.5 s (longer than window_ms) while B goes
 /// on; when A resumes it takes its own stale slot back, and both count 2
@@ -151,11 +173,7 @@ fn run_both(
 /// own slot left it again (last_seen_ns 0) and both counted 1 for good.
 #[test]
 fn a_flow_resuming_after_an_idle_period_counts_its_class_again() {
-    let mut reg = Registry::new();
-    let mut a = Flow::new(10_000);
-    let mut b = Flow::new(50_000);
-
-    assert_eq!(run_both(&mut reg, &mut a, &mut b, 10, 200, 10), (2, 2));
+    let (mut reg, mut a, mut b) = two_classes_running_until(200);
     let a_slot = a.m.slot;
 
     // A idle: its class goes stale and B stops counting it.
@@ -185,14 +203,9 @@ fn a_flow_resuming_after_an_idle_period_counts_its_class_again() {
 /// one for the uncounted old slot.
 #[test]
 fn leaving_a_stale_slot_does_not_lower_the_count() {
-    let mut reg = Registry::new();
-    let mut x = Flow::new(80_000);
-    let mut a = Flow::new(10_000);
-    let mut c = Flow::new(100_000);
-
-    reg.round(&mut x, MS); // slot 0
-    reg.round(&mut a, MS + 1); // slot 1
-    assert_eq!(reg.round(&mut c, MS + 2), 3); // slot 2
+    // X in slot 0, A in slot 1, C in slot 2.
+    let (mut reg, [mut x, mut a, mut c], counts) = joined([80_000, 10_000, 100_000]);
+    assert_eq!(counts[2], 3);
     assert!(reg.leave(&mut x), "X was slot 0's last member");
     assert_eq!(
         reg.slots[0].last_seen_ns, 0,
@@ -218,14 +231,8 @@ fn leaving_a_stale_slot_does_not_lower_the_count() {
 /// new class's slot (flows 1 -> 0), so other flows stopped counting it.
 #[test]
 fn a_former_member_does_not_touch_a_reclaimed_slot() {
-    let mut reg = Registry::new();
-    let mut a = Flow::new(10_000);
-    let mut a2 = Flow::new(10_500); // A's class (within 10 %)
-    let mut b = Flow::new(50_000);
-
-    reg.round(&mut a, MS);
-    reg.round(&mut a2, MS + 1);
-    reg.round(&mut b, MS + 2);
+    // A2 is in A's class (within 10 %).
+    let (mut reg, [mut a, mut a2, mut b], _) = joined([10_000, 10_500, 50_000]);
     assert_eq!(a.m.slot, a2.m.slot);
     let shared = a.m.slot as usize;
     assert_eq!(reg.slots[shared].flows, 2);
@@ -258,14 +265,8 @@ fn a_former_member_does_not_touch_a_reclaimed_slot() {
 /// last member leaves, not before.
 #[test]
 fn a_class_counts_once_and_until_its_last_member_leaves() {
-    let mut reg = Registry::new();
-    let mut a = Flow::new(10_000);
-    let mut a2 = Flow::new(9_500);
-    let mut b = Flow::new(50_000);
-
-    reg.round(&mut a, MS);
-    reg.round(&mut a2, MS + 1);
-    assert_eq!(reg.round(&mut b, MS + 2), 2, "two classes, three flows");
+    let (mut reg, [mut a, mut a2, mut b], counts) = joined([10_000, 9_500, 50_000]);
+    assert_eq!(counts[2], 2, "two classes, three flows");
     assert!(!reg.leave(&mut a), "A2 is still a member");
     assert_eq!(reg.round(&mut b, 10 * MS), 2);
     assert!(reg.leave(&mut a2));
@@ -281,11 +282,7 @@ fn a_class_counts_once_and_until_its_last_member_leaves() {
 /// class, if it was its last member, stops counting in the same round.
 #[test]
 fn a_flow_changing_class_counts_in_one_class_only() {
-    let mut reg = Registry::new();
-    let mut a = Flow::new(10_000);
-    let mut b = Flow::new(50_000);
-
-    assert_eq!(run_both(&mut reg, &mut a, &mut b, 10, 50, 10), (2, 2));
+    let (mut reg, mut a, mut b) = two_classes_running_until(50);
     let old = a.m.slot as usize;
     a.min_rtt_us = 49_000; // B's class now
     assert_eq!(reg.round(&mut a, 60 * MS), 1);
