@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * adbbr: Ad-BBR (seed 003_ef85492fd8507648.txt) on the rttfair BBR core.
+ * adbbr: Ad-BBR on the rttfair BBR core. The paper (equation and algorithm
+ * numbers below are its):
+ * M. Wang, X. Zhang, F. Jing, M. Gao, "Ad-BBR: Enhancing Round-Trip Time
+ * Fairness and Transmission Stability in TCP-BBR", Future Internet 17(5),
+ * 189, 2025, doi:10.3390/fi17050189.
  *
  * The model
  * ---------
@@ -89,7 +93,21 @@ struct adbbr_flow {
 
 RTTFAIR_SK_STORAGE(adbbr_sk, struct adbbr_flow, adbbr_flow_of);
 
-/* Each tunable and its default, for adbbr_params(). */
+/*
+ * The tunables in force, read field by field where each is used, as in
+ * fairtt and qfair: `set` is the map's entry (adbbr_tunables_set(); NULL:
+ * all defaults) and adbbr_tun_<field>(set) the field where user space set it
+ * (non-zero), else its default. Unlike fairtt's and qfair's, these are read
+ * per ACK, not per round: Alg. 1-3 compare each ACK's rRTT against values
+ * built from seven of the eight tunables (alpha_ppm, eta_floor_us, hold_ms,
+ * x_ppm and zmin_us through Y, probe_hold_ms, gamma_mode, gamma_ref_us),
+ * and there is no room to keep them per round: icsk_ca_priv is full
+ * (ICSK_CA_PRIV_SIZE, 104 bytes: the core's 88 and the 16 of adbbr_hot, one
+ * bit of which is free), and the sk_storage lookup that would hold them
+ * costs more per ACK than the ARRAY lookup, which the verifier inlines. So
+ * an ACK costs one inlined array lookup and a load per field used, no copy
+ * of the struct.
+ */
 #define ADBBR_TUNABLE_DEFAULTS(X)                                                \
 	X(alpha_ppm, ADBBR_DEF_ALPHA_PPM)                                        \
 	X(hold_ms, ADBBR_DEF_HOLD_MS)                                            \
@@ -100,7 +118,10 @@ RTTFAIR_SK_STORAGE(adbbr_sk, struct adbbr_flow, adbbr_flow_of);
 	X(gamma_ref_us, ADBBR_DEF_GAMMA_REF_US)                                  \
 	X(eta_floor_us, ADBBR_DEF_ETA_FLOOR_US)
 
-RTTFAIR_TUNABLES_IN_FORCE(adbbr_params, ADBBR_TUNABLES_MAP, ADBBR_TUNABLE_DEFAULTS);
+RTTFAIR_TUNABLES_SET(adbbr_tunables_set, ADBBR_TUNABLES_MAP);
+#define ADBBR_TUN(field, def) RTTFAIR_TUNABLE_FIELD(adbbr_tun_##field, struct adbbr_tunables, field, def)
+ADBBR_TUNABLE_DEFAULTS(ADBBR_TUN)
+RTTFAIR_TUNABLES_COMPLETE(struct adbbr_tunables, ADBBR_TUNABLE_DEFAULTS);
 
 static __always_inline struct adbbr_hot *adbbr_hot_of(struct rf_bbr *bbr)
 {
@@ -116,9 +137,10 @@ static __always_inline __u32 adbbr_stamp(__u32 now_ms)
 /* Alg. 1: the reference RTT. */
 static __always_inline void adbbr_update_nrtt(struct adbbr_hot *h, __u32 rrtt_us,
 					      __u32 rtprop_us, __u32 now_ms,
-					      const struct adbbr_tunables *p)
+					      const struct adbbr_tunables *set)
 {
-	__u64 threshold = adbbr_alpha_threshold_us(rtprop_us, p->alpha_ppm, p->eta_floor_us);
+	__u64 threshold = adbbr_alpha_threshold_us(rtprop_us, adbbr_tun_alpha_ppm(set),
+						   adbbr_tun_eta_floor_us(set));
 
 	if (rtprop_us == ~0U)
 		return;
@@ -130,7 +152,7 @@ static __always_inline void adbbr_update_nrtt(struct adbbr_hot *h, __u32 rrtt_us
 	if (!h->over_alpha) {
 		h->over_alpha = 1;
 		h->over_alpha_since_ms = (__u16)now_ms;
-	} else if ((__u16)((__u16)now_ms - h->over_alpha_since_ms) >= p->hold_ms) {
+	} else if ((__u16)((__u16)now_ms - h->over_alpha_since_ms) >= adbbr_tun_hold_ms(set)) {
 		h->nrtt_us = rtprop_us;
 		h->over_alpha = 0;
 	}
@@ -151,26 +173,20 @@ static long adbbr_sum_sample(__u64 i, void *ctx)
 	return 0;
 }
 
-static long adbbr_isqrt_step(__u64 i, void *ctx)
-{
-	rf_isqrt_step(ctx);
-	return 0;
-}
-
-/* Alg. 3 lines 1-4: the standard deviation of the RTT history (bpf_loop
- * keeps both loops at one verified iteration each). */
-static __always_inline __u32 adbbr_history_std(const struct adbbr_flow *af)
+/* Alg. 3 lines 1-4: the standard deviation of the RTT history (the sum
+ * through bpf_loop, so the verifier checks one iteration; the square root
+ * is rf_isqrt's straight code). A subprogram of its own, once per round:
+ * the square root's seven branches are walked here, not multiplied into
+ * the per-ACK path. */
+static __noinline __u32 adbbr_history_std(const struct adbbr_flow *af)
 {
 	struct adbbr_sums s = { .af = af };
-	struct rf_isqrt st;
 	__u32 n = rf_min(af->hist_len, (__u32)ADBBR_HIST);
 
 	if (n < 2)
 		return 0;
 	bpf_loop(n, adbbr_sum_sample, &s, 0);
-	rf_isqrt_init(&st, adbbr_variance(s.sum, s.sum_sq, n));
-	bpf_loop(RF_ISQRT_STEPS, adbbr_isqrt_step, &st, 0);
-	return (__u32)st.res;
+	return adbbr_std_us(s.sum, s.sum_sq, n);
 }
 
 static __always_inline void cca_init(struct sock *sk, struct rf_bbr *bbr)
@@ -209,13 +225,13 @@ static __always_inline void cca_on_rate_sample(struct sock *sk, struct rf_bbr *b
 					       const struct rate_sample *rs)
 {
 	struct adbbr_hot *h = adbbr_hot_of(bbr);
-	struct adbbr_tunables p;
+	const struct adbbr_tunables *set;
 	__u32 now = tcp_now_ms(tcp_sk(sk)), rrtt = bbr->last_rtt_us, y;
 
 	if (rs->rtt_us <= 0)
 		return;
-	p = adbbr_params();
-	adbbr_update_nrtt(h, rrtt, bbr->min_rtt_us, now, &p);
+	set = adbbr_tunables_set();
+	adbbr_update_nrtt(h, rrtt, bbr->min_rtt_us, now, set);
 
 	/* One history sample per round trip; the std over it once per round. */
 	if (bbr->round_start)
@@ -223,12 +239,12 @@ static __always_inline void cca_on_rate_sample(struct sock *sk, struct rf_bbr *b
 
 	/* Alg. 3 lines 5-14: a queue above RTprop + Y that persists for
 	 * probe_hold_ms sends the flow to ProbeRTT (phase_timer = 0). */
-	y = adbbr_y_us(h->std_us, p.x_ppm, p.zmin_us);
+	y = adbbr_y_us(h->std_us, adbbr_tun_x_ppm(set), adbbr_tun_zmin_us(set));
 	if (bbr->mode != RTTFAIR_MODE_PROBE_RTT && bbr->min_rtt_us != ~0U &&
 	    (__u64)rrtt > (__u64)bbr->min_rtt_us + y) {
 		if (!h->queue_since_ms) {
 			h->queue_since_ms = adbbr_stamp(now);
-		} else if (now - h->queue_since_ms >= p.probe_hold_ms) {
+		} else if (now - h->queue_since_ms >= adbbr_tun_probe_hold_ms(set)) {
 			h->probe_due = 1;
 			h->queue_since_ms = 0;
 		}
@@ -238,9 +254,12 @@ static __always_inline void cca_on_rate_sample(struct sock *sk, struct rf_bbr *b
 
 	/* Alg. 2: the regime and its factor for this ACK (ProbeBW only). */
 	if (bbr->mode == RTTFAIR_MODE_PROBE_BW && h->nrtt_us) {
-		h->regime = adbbr_regime(rrtt, h->nrtt_us, p.eta_floor_us);
-		h->factor_x1024 = adbbr_pacing_factor_x1024(rrtt, h->nrtt_us, p.gamma_mode,
-							    p.gamma_ref_us, p.eta_floor_us);
+		__u32 floor_us = adbbr_tun_eta_floor_us(set);
+
+		h->regime = adbbr_regime(rrtt, h->nrtt_us, floor_us);
+		h->factor_x1024 = adbbr_pacing_factor_x1024(rrtt, h->nrtt_us,
+							    adbbr_tun_gamma_mode(set),
+							    adbbr_tun_gamma_ref_us(set), floor_us);
 	} else {
 		h->regime = ADBBR_REGIME_NORMAL;
 		h->factor_x1024 = FACTOR_UNIT;

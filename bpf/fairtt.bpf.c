@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * fairtt: FaiRTT (seed 001_49c85951144fc9fa.txt) on the rttfair BBR core.
+ * fairtt: FaiRTT on the rttfair BBR core. The paper (equation, algorithm
+ * and section numbers below are its):
+ * A. Abrol, P. Murali Mohan, T. Truong-Huu, "FaiRTT: An Empirical Approach
+ * for Enhanced RTT Fairness and Bottleneck Throughput in BBR", arXiv
+ * preprint arXiv:2403.19973, 2024.
  *
  * The model
  * ---------
@@ -13,7 +17,9 @@
  *
  *   Wfcount_t  number of distinct minRTTs among active flows (Alg. 1 line 4)
  *   WminRTT_t  = beta * mean(past minRTTs) + (1 - beta) * minRTT_t     (Eq. 6)
- *   W_t        = min(|Rx|, |Tx|): the window, in round trips            (Eq. 7)
+ *   W_t        = min(|Rx|, |Tx|) in packets, capped at 16, used as the  (Eq. 7)
+ *                number of rounds Eq. 5 averages (the cap binds on any
+ *                path whose BDP is 5 packets or more: docs/algorithms.md)
  *   alpha_t    = Wfcount_t * mean of WminRTT over the last W_t rounds   (Eq. 5)
  *   in ProbeBW, when lastRTT_t > alpha_t:
  *     BDP_t    = BtlBw_t * RTprop_t * (minRTT_t * gamma / lastRTT_t)    (Alg. 1)
@@ -39,7 +45,9 @@
  *   namespace (2, the lab's default: concurrent experiments do not see each
  *   other), or only those of its own local address (3: in the lab, where all
  *   of an experiment's senders share one namespace but each flow has its own
- *   address, every flow then acts as a separate host).
+ *   address, every flow then acts as a separate host). The slot-state
+ *   transitions (join, claim, take back a stale slot, leave) are in
+ *   fairtt_registry.h, host-tested by loader/tests/fairtt_registry.rs.
  * - Tunables: FAIRTT_TUNABLES_MAP (rttfairctl set fairtt.<name>).
  *
  * The paper's choices left open, and what this file does (docs/algorithms.md
@@ -55,12 +63,12 @@
 #define RTTFAIR_CCA RTTFAIR_CCA_FAIRTT
 #include "bbr_core.h"
 #include "fairtt_math.h"
+#include "fairtt_registry.h"
 
 #define FAIRTT_REGISTRY_MAP RTTFAIR_VERSIONED(fairtt_registry)
 #define FAIRTT_TUNABLES_MAP RTTFAIR_VERSIONED(fairtt_tunables)
 
 #define FAIRTT_RING 16
-#define FAIRTT_NO_SLOT 0xff
 #define FAIRTT_DEF_BETA_PPM 800000
 #define FAIRTT_DEF_GAMMA_PPM 990000
 #define FAIRTT_DEF_WINDOW_MS 1000
@@ -99,7 +107,7 @@ struct fairtt_flow {
 	__u32 wminrtt_ring[FAIRTT_RING]; /* Eq. 5: WminRTT of the last rounds */
 	__u32 ring_pos;
 	__u32 ring_len;
-	__u8 slot;                     /* registry slot, FAIRTT_NO_SLOT if none */
+	struct fairtt_member reg;      /* registry slot and the class joined there */
 };
 
 RTTFAIR_SK_STORAGE(fairtt_sk, struct fairtt_flow, fairtt_flow_of);
@@ -108,7 +116,7 @@ RTTFAIR_SK_STORAGE(fairtt_sk, struct fairtt_flow, fairtt_flow_of);
  * The tunables in force, read field by field where each is used: `set` is
  * the map's entry (fairtt_tunables_set(); NULL: all defaults) and
  * fairtt_tun_<field>(set) the field where user space set it (non-zero),
- * else its default -- RTTFAIR_TUNABLES_IN_FORCE's rule for one field. Not
+ * else its default (rttfair_cca_maps.h's rule for one field). Not
  * a copy of the whole struct: copied up front, the five values stayed live
  * across the per-round update and cost its stack frame a slot each (the
  * verifier's 512-byte limit is for the whole call chain, and fairtt's was
@@ -132,29 +140,14 @@ static __always_inline struct fairtt_hot *fairtt_hot_of(struct rf_bbr *bbr)
 	return (struct fairtt_hot *)bbr->cca_hot;
 }
 
-static __always_inline bool fairtt_slot_active(const struct fairtt_slot *s, __u64 now,
-					       __u64 window_ns)
+/* The flow's registry slot (NULL: none). */
+static __always_inline struct fairtt_slot *fairtt_member_slot(const struct fairtt_member *m)
 {
-	return s->last_seen_ns && now - s->last_seen_ns <= window_ns;
-}
+	__u32 key = m->slot;
 
-/* Leave the registry: a class whose last flow leaves stops counting at
- * once. Returns true if the class emptied. */
-static __always_inline bool fairtt_leave(struct fairtt_flow *ff)
-{
-	__u32 key = ff->slot;
-	struct fairtt_slot *s;
-	bool emptied = false;
-
-	if (ff->slot == FAIRTT_NO_SLOT)
-		return false;
-	s = bpf_map_lookup_elem(&FAIRTT_REGISTRY_MAP, &key);
-	if (s && __sync_fetch_and_add(&s->flows, -1) == 1) {
-		s->last_seen_ns = 0;
-		emptied = true;
-	}
-	ff->slot = FAIRTT_NO_SLOT;
-	return emptied;
+	if (key == FAIRTT_NO_SLOT)
+		return NULL;
+	return bpf_map_lookup_elem(&FAIRTT_REGISTRY_MAP, &key);
 }
 
 /*
@@ -174,57 +167,15 @@ static __always_inline bool fairtt_leave(struct fairtt_flow *ff)
  * once per round, by the part that uses it.
  */
 
-/*
- * State of one pass over the registry (bpf_loop callback context). Active
- * slots are collected as a bit mask, not counted: a counter would give the
- * verifier a new exact value per iteration and it would walk every
- * combination of the 32 iterations instead of converging. The slot numbers
- * and the scope flag are bytes (slots < FAIRTT_REGISTRY_SLOTS): the whole
- * is 48 bytes of fairtt_wfcount's frame.
- */
-struct fairtt_scan {
-	__u64 now, window_ns;
-	__u64 active;          /* bit i: slot i active */
-	__u64 free_seen;       /* last_seen_ns of the free slot, for the claim */
-	__u32 min_rtt_us, tol_pct;
-	__u32 scope_id;        /* this flow's namespace or address */
-	__s8 mine, free;       /* our class's slot, the first free one; -1: none */
-	__u8 scoped;           /* 1: count only slots of scope_id */
-};
-
-_Static_assert(FAIRTT_REGISTRY_SLOTS <= 127, "a slot number must fit fairtt_scan.mine");
-
-static __always_inline __u32 fairtt_popcount(__u64 x)
-{
-	x = x - ((x >> 1) & 0x5555555555555555ULL);
-	x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
-	x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0fULL;
-	return (__u32)((x * 0x0101010101010101ULL) >> 56);
-}
-
-/* One slot: count it if active, note the first free slot and our class. */
+/* One slot of the registry pass (bpf_loop callback; the scan's state,
+ * struct fairtt_scan, is in fairtt_registry.h). */
 static long fairtt_scan_slot(__u64 i, void *ctx)
 {
-	struct fairtt_scan *sc = ctx;
 	__u32 key = (__u32)i;
-	struct fairtt_slot *s = bpf_map_lookup_elem(&FAIRTT_REGISTRY_MAP, &key);
+	const struct fairtt_slot *s = bpf_map_lookup_elem(&FAIRTT_REGISTRY_MAP, &key);
 
-	if (!s)
-		return 0;
-	if (!fairtt_slot_active(s, sc->now, sc->window_ns)) {
-		if (sc->free < 0) {
-			sc->free = key;
-			sc->free_seen = s->last_seen_ns;
-		}
-		return 0;
-	}
-	/* Another namespace's class, under scope = netns: neither counted
-	 * nor joined (nor free: it is that namespace's). */
-	if (sc->scoped && s->scope_id != sc->scope_id)
-		return 0;
-	sc->active |= 1ULL << (key & 63);
-	if (sc->mine < 0 && fairtt_same_class(s->min_rtt_us, sc->min_rtt_us, sc->tol_pct))
-		sc->mine = key;
+	if (s)
+		fairtt_scan_visit(ctx, key, s);
 	return 0;
 }
 
@@ -252,60 +203,26 @@ static __noinline void fairtt_scan_start(struct sock *sk, struct fairtt_scan *sc
 	const struct fairtt_tunables *set = fairtt_tunables_set();
 	__u32 scope = fairtt_tun_scope(set);
 
-	sc->now = bpf_ktime_get_ns();
-	sc->window_ns = (__u64)fairtt_tun_window_ms(set) * NSEC_PER_MSEC;
-	sc->active = 0;
-	sc->free_seen = 0;
-	sc->min_rtt_us = min_rtt_us;
-	sc->tol_pct = fairtt_tun_tolerance_pct(set);
-	sc->scope_id = fairtt_scope_id(sk, scope);
-	sc->mine = -1;
-	sc->free = -1;
-	sc->scoped = scope != FAIRTT_SCOPE_HOST;
+	fairtt_scan_init(sc, bpf_ktime_get_ns(), (__u64)fairtt_tun_window_ms(set) * NSEC_PER_MSEC,
+			 min_rtt_us, fairtt_tun_tolerance_pct(set), fairtt_scope_id(sk, scope),
+			 scope != FAIRTT_SCOPE_HOST);
 }
 
-/* Wfcount's last part: from the scan, refresh this flow's class (join it,
- * or claim the free slot for it) and return the count. */
+/* Wfcount's last part: look up the slots the scan chose (this flow's class,
+ * else the free one) and the flow's old one, and let fairtt_scan_finish
+ * (fairtt_registry.h) refresh the class and return the count. */
 static __noinline __u32 fairtt_scan_join(struct fairtt_flow *ff, const struct fairtt_scan *sc)
 {
-	struct fairtt_slot *s;
-	__u32 key, count;
+	struct fairtt_slot *target = NULL, *old = NULL;
+	__s32 pick = sc->mine >= 0 ? sc->mine : sc->free;
+	__u32 key = (__u32)pick;
 
-	count = fairtt_popcount(sc->active);
-	if (sc->mine >= 0) {
-		key = sc->mine;
-		s = bpf_map_lookup_elem(&FAIRTT_REGISTRY_MAP, &key);
-		if (s) {
-			s->last_seen_ns = sc->now;
-			if (ff->slot != (__u8)key) {
-				/* Changed class (e.g. RTprop re-sampled): a flow
-				 * counts in one class only. */
-				if (fairtt_leave(ff) && count > 1)
-					count--;
-				__sync_fetch_and_add(&s->flows, 1);
-				ff->slot = key;
-			}
-		}
-	} else if (sc->free >= 0) {
-		key = sc->free;
-		s = bpf_map_lookup_elem(&FAIRTT_REGISTRY_MAP, &key);
-		/* Claim the slot by moving its last_seen_ns from the value the scan
-		 * saw to now: of flows on other CPUs racing for it, one wins. A
-		 * loser's class is active all the same (the winner shares it or
-		 * holds another); it counts it now and joins a slot next round. */
-		if (s && __sync_val_compare_and_swap(&s->last_seen_ns, sc->free_seen, sc->now) ==
-				 sc->free_seen) {
-			/* Our old class stops counting if we were its last flow. */
-			if (fairtt_leave(ff) && count > 0)
-				count--;
-			s->min_rtt_us = sc->min_rtt_us;
-			s->scope_id = sc->scope_id;
-			s->flows = 1;
-			ff->slot = key;
-		}
-		count++;
+	if (pick >= 0) {
+		target = bpf_map_lookup_elem(&FAIRTT_REGISTRY_MAP, &key);
+		if (ff->reg.slot != key)
+			old = fairtt_member_slot(&ff->reg);
 	}
-	return count ? count : 1;
+	return fairtt_scan_finish(sc, target, old, &ff->reg);
 }
 
 /*
@@ -324,8 +241,11 @@ static __noinline __u32 fairtt_wfcount(struct sock *sk, struct fairtt_flow *ff,
 	return fairtt_scan_join(ff, &sc);
 }
 
-/* Eq. 7: W_t = min(|Rx|, |Tx|) in packets, capped at the ring size. */
-static __always_inline __u32 fairtt_window_rounds(struct sock *sk)
+/* Eq. 7: W_t = min(|Rx|, |Tx|) in packets (the peer's receive window and
+ * cwnd), capped at the ring size: the number of the latest WminRTTs Eq. 5
+ * averages. In ProbeBW, where alpha is used, cwnd >= 2 BDP + 3 TSO bursts,
+ * so the cap binds wherever the BDP is 5 packets or more. */
+static __always_inline __u32 fairtt_window_len(struct sock *sk)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	__u32 mss = tp->mss_cache ?: 1;
@@ -379,7 +299,7 @@ static __noinline __u32 fairtt_round_alpha(struct sock *sk, const struct fairtt_
 					   __u32 wfcount)
 {
 	struct fairtt_ring_sum rs = { .ff = ff };
-	__u32 w = rf_min(fairtt_window_rounds(sk), ff->ring_len);
+	__u32 w = rf_min(fairtt_window_len(sk), ff->ring_len);
 
 	/* The last W_t WminRTTs (bpf_loop: a plain loop here cost the verifier
 	 * over half a million instructions). */
@@ -393,7 +313,7 @@ static __noinline __u32 fairtt_round_alpha(struct sock *sk, const struct fairtt_
  * tunables' constant-or-loaded values stay inside them instead of
  * multiplying the verifier's states in the per-ACK path (inlined,
  * cong_control cost the verifier ~600k instructions). The ring's sum for
- * alpha is taken after the registry pass, which writes only ff->slot and
+ * alpha is taken after the registry pass, which writes only ff->reg and
  * the registry.
  */
 static __noinline void fairtt_update_round(struct sock *sk, struct rf_bbr *bbr,
@@ -416,7 +336,7 @@ static __always_inline void cca_init(struct sock *sk, struct rf_bbr *bbr)
 	h->coef_x1024 = COEF_UNIT;
 	if (ff) {
 		__builtin_memset(ff, 0, sizeof(*ff));
-		ff->slot = FAIRTT_NO_SLOT;
+		ff->reg.slot = FAIRTT_NO_SLOT;
 	}
 }
 
@@ -425,7 +345,7 @@ static __always_inline void cca_release(struct sock *sk, struct rf_bbr *bbr)
 	struct fairtt_flow *ff = fairtt_flow_of(sk, false);
 
 	if (ff) {
-		fairtt_leave(ff);
+		fairtt_leave_slot(fairtt_member_slot(&ff->reg), &ff->reg);
 		bpf_sk_storage_delete(&fairtt_sk, sk);
 	}
 }

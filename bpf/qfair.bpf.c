@@ -156,6 +156,12 @@
 #include "bbr_core.h"
 #include "qfair_math.h"
 
+/* qfair_math.h restates the core's fixed-point scales so that it compiles
+ * alone on the host; this file mixes the two (xhat is bbr_btlbw(), gains
+ * meet BBR_UNIT), so they must be the same numbers. */
+_Static_assert(QF_BW_SCALE == BW_SCALE, "qfair_math.h's rate unit must be the core's");
+_Static_assert(QF_GAIN_UNIT == BBR_UNIT, "qfair_math.h's gain unit must be the core's");
+
 #define QFAIR_TUNABLES_MAP RTTFAIR_VERSIONED(qfair_tunables)
 
 /* Defaults of the tunables (qfair_tunables in rttfair_abi.h). */
@@ -260,8 +266,8 @@ static __always_inline struct qfair_hot *qfair_hot_of(struct rf_bbr *bbr)
  * The tunables in force, read field by field where each is used: `set` is
  * the map's entry (qfair_tunables_set(), once per round or event; NULL: all
  * defaults) and qfair_tun_<field>(set) the field where user space set it
- * (non-zero), else its default: RTTFAIR_TUNABLES_IN_FORCE's rule for one
- * field (RTTFAIR_TUNABLE_FIELD). Not a copy of the whole struct: nine
+ * (non-zero), else its default: rttfair_cca_maps.h's rule for one field
+ * (RTTFAIR_TUNABLE_FIELD). Not a copy of the whole struct: nine
  * values copied up front stay live across the per-round update and cost
  * its stack frame a slot each (the verifier's 512-byte limit is for the
  * whole call chain, and qfair's was at it; docs/results.md, "Stack depth

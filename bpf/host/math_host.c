@@ -4,6 +4,7 @@
  * loader/src/math.rs can test exactly that code against an f64 reference.
  * Each function forwards to the header's inline function of the same name.
  */
+#include <stddef.h>
 #include "fairtt_math.h"
 #include "adbbr_math.h"
 
@@ -19,11 +20,10 @@ __u32 host_adbbr_gamma_x1024(__u32 r, __u32 n, __u32 m, __u32 ref) { return adbb
 __u32 host_adbbr_pacing_factor_x1024(__u32 r, __u32 n, __u32 m, __u32 ref, __u32 f) { return adbbr_pacing_factor_x1024(r, n, m, ref, f); }
 __u64 host_adbbr_alpha_threshold_us(__u32 rt, __u32 a, __u32 f) { return adbbr_alpha_threshold_us(rt, a, f); }
 __u64 host_adbbr_apply_factor(__u64 r, __u32 f) { return adbbr_apply_factor(r, f); }
-__u32 host_rf_isqrt64(__u64 x) { return rf_isqrt64(x); }
+__u64 host_rf_isqrt(__u64 x) { return rf_isqrt(x); }
 __u32 host_adbbr_std_us(__u64 s, __u64 q, __u32 n) { return adbbr_std_us(s, q, n); }
 __u32 host_adbbr_y_us(__u32 s, __u32 x, __u32 z) { return adbbr_y_us(s, x, z); }
 #include "qfair_math.h"
-__u64 host_qf_isqrt(__u64 x) { return qf_isqrt(x); }
 __u32 host_qf_alpha_d_x1024(__u64 bw, __u32 a0, __u32 k) { return qf_alpha_d_x1024(bw, a0, k); }
 __u32 host_qf_alpha_step_x1024(__u32 a, __u64 dt, __u32 lost, __u32 ai, __u32 hi, __u64 since) { return qf_alpha_step_x1024(a, dt, lost, ai, hi, since); }
 __u64 host_qf_alpha_after_halvings(__u64 a, __u64 t) { return qf_alpha_after_halvings(a, t); }
@@ -51,3 +51,29 @@ int host_qf_drain_emptied(__u32 m, __u32 e, __u32 r, __u32 q, int c) { return qf
 __u32 host_bbr3_interpolate(__u32 x, __u32 x0, __u32 y0, __u32 x1, __u32 y1) { return bbr3_interpolate(x, x0, y0, x1, y1); }
 __u32 host_bbr3_lost_at_send(__u32 p, __u32 d0, __u32 l0, __u32 d1, __u32 l1) { return bbr3_lost_at_send(p, d0, l0, d1, l1); }
 __s64 host_bbr3_ring_tx(const struct bbr3_snap *ring, __u32 p, __u32 nd, __u32 nl) { return bbr3_ring_tx(ring, p, nd, nl); }
+#include "fairtt_registry.h"
+/* One flow's registry round, as fairtt_wfcount runs it (scan every slot, then
+ * finish with the slot it chose and its old one), over a plain array. */
+__u32 host_fairtt_registry_round(struct fairtt_slot *slots, struct fairtt_member *m, __u64 now,
+				 __u64 window_ns, __u32 min_rtt_us, __u32 tol_pct, __u32 scope_id,
+				 int scoped)
+{
+	struct fairtt_scan sc;
+	__s32 pick;
+
+	fairtt_scan_init(&sc, now, window_ns, min_rtt_us, tol_pct, scope_id, scoped);
+	for (__u32 i = 0; i < FAIRTT_REGISTRY_SLOTS; i++)
+		fairtt_scan_visit(&sc, i, &slots[i]);
+	pick = sc.mine >= 0 ? sc.mine : sc.free;
+	return fairtt_scan_finish(&sc, pick >= 0 ? &slots[pick] : NULL,
+				  pick >= 0 && m->slot != (__u32)pick && m->slot != FAIRTT_NO_SLOT
+					  ? &slots[m->slot] : NULL,
+				  m);
+}
+int host_fairtt_leave_slot(struct fairtt_slot *slots, struct fairtt_member *m)
+{
+	return fairtt_leave_slot(m->slot == FAIRTT_NO_SLOT ? NULL : &slots[m->slot], m);
+}
+__u32 host_fairtt_registry_slots(void) { return FAIRTT_REGISTRY_SLOTS; }
+__u32 host_fairtt_slot_size(void) { return sizeof(struct fairtt_slot); }
+__u32 host_fairtt_member_size(void) { return sizeof(struct fairtt_member); }

@@ -1,17 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Ad-BBR's equations in fixed point (seed 003_ef85492fd8507648.txt).
+ * Ad-BBR's equations in fixed point, numbered as in
+ * M. Wang, X. Zhang, F. Jing, M. Gao, "Ad-BBR: Enhancing Round-Trip Time
+ * Fairness and Transmission Stability in TCP-BBR", Future Internet 17(5),
+ * 189, 2025, doi:10.3390/fi17050189.
  * Pure functions, tested on the host against f64 (loader/src/math.rs).
  * Units: microseconds (_us), parts per million (_ppm), factors x1024.
  */
 #ifndef RTTFAIR_ADBBR_MATH_H
 #define RTTFAIR_ADBBR_MATH_H
 
-#include "rf_types.h"
+#include "rf_math.h"
 
-#ifndef PPM
-#define PPM 1000000ULL
-#endif
 #define FACTOR_UNIT 1024U
 
 /* Regimes of Alg. 2 (values match enum rttfair_adbbr_regime). */
@@ -36,7 +36,9 @@
  * (gamma). At microsecond RTTs the ratios alone make host noise (a TSO
  * burst, the veth backlog: tens of us) look like "rRTT = 3 x nRTT"; on paths
  * with nRTT >= 4 x floor_us the floor never binds and the paper's rule holds
- * unchanged. floor_us = 0 is the paper's rule everywhere.
+ * unchanged. floor_us = 1 (the smallest adbbr.eta_floor_us settable: 0 in
+ * the map means the 1000 us default) is the paper's rule in effect; the
+ * function itself, given 0, applies no floor.
  */
 RF_INLINE __u32 adbbr_regime(__u32 rrtt_us, __u32 nrtt_us, __u32 floor_us)
 {
@@ -113,47 +115,6 @@ RF_INLINE __u64 adbbr_apply_factor(__u64 rate, __u32 factor_x1024)
 }
 
 /*
- * Integer square root (floor) by the digit-by-digit method: 32 steps of
- * rf_isqrt_step(). The BPF program runs the steps through bpf_loop (so the
- * verifier checks one step, not 2^32 paths); rf_isqrt64() runs them
- * directly and is what the host tests exercise.
- */
-struct rf_isqrt {
-	__u64 x, res, bit;
-};
-
-RF_INLINE void rf_isqrt_init(struct rf_isqrt *st, __u64 x)
-{
-	st->x = x;
-	st->res = 0;
-	st->bit = 1ULL << 62;
-}
-
-RF_INLINE void rf_isqrt_step(struct rf_isqrt *st)
-{
-	if (st->x >= st->res + st->bit) {
-		st->x -= st->res + st->bit;
-		st->res = (st->res >> 1) + st->bit;
-	} else {
-		st->res >>= 1;
-	}
-	st->bit >>= 2;
-}
-
-#define RF_ISQRT_STEPS 32
-
-RF_INLINE __u32 rf_isqrt64(__u64 x)
-{
-	struct rf_isqrt st;
-	int i;
-
-	rf_isqrt_init(&st, x);
-	for (i = 0; i < RF_ISQRT_STEPS; i++)
-		rf_isqrt_step(&st);
-	return (__u32)st.res;
-}
-
-/*
  * The variance (us^2) of n samples from their sum and sum of squares:
  * (sum_sq - sum^2 / n) / n, which keeps the mean's fraction (sum^2 fits u64
  * while sum < 2^32, i.e. 16 samples of RTTs below ~268 s); beyond that the
@@ -178,7 +139,7 @@ RF_INLINE __u64 adbbr_variance(__u64 sum, __u64 sum_sq, __u32 n)
  * squares (us, us^2). */
 RF_INLINE __u32 adbbr_std_us(__u64 sum, __u64 sum_sq, __u32 n)
 {
-	return rf_isqrt64(adbbr_variance(sum, sum_sq, n));
+	return (__u32)rf_isqrt(adbbr_variance(sum, sum_sq, n));
 }
 
 /* Eq. 13: Y = max(X * std, Z_min). */

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * FaiRTT's equations in fixed point (seed 001_49c85951144fc9fa.txt).
+ * FaiRTT's equations in fixed point, numbered as in
+ * A. Abrol, P. Murali Mohan, T. Truong-Huu, "FaiRTT: An Empirical Approach
+ * for Enhanced RTT Fairness and Bottleneck Throughput in BBR", arXiv
+ * preprint arXiv:2403.19973, 2024.
  *
  * Pure functions of integers: the BPF program calls them per round trip or
  * per ACK, and loader/src/math.rs tests the very same code, compiled for the
@@ -10,9 +13,8 @@
 #ifndef RTTFAIR_FAIRTT_MATH_H
 #define RTTFAIR_FAIRTT_MATH_H
 
-#include "rf_types.h"
+#include "rf_math.h"
 
-#define PPM 1000000ULL
 #define COEF_UNIT 1024U
 
 /*

@@ -15,42 +15,12 @@
 #ifndef RTTFAIR_QFAIR_MATH_H
 #define RTTFAIR_QFAIR_MATH_H
 
-#include "rf_types.h"
+#include "rf_math.h"
 
-#define QF_BW_SCALE 24
+#define QF_BW_SCALE 24          /* = the core's BW_SCALE (asserted in qfair.bpf.c) */
 #define QF_UNIT 1024ULL         /* packets x1024 */
-#define QF_GAIN_UNIT 256        /* gains x256 */
+#define QF_GAIN_UNIT 256        /* gains x256, = BBR_UNIT (asserted in qfair.bpf.c) */
 #define QF_USEC_PER_SEC 1000000ULL
-
-/*
- * Integer square root of x < 2^62: a power-of-two guess at or above the root
- * from x's bit length, then Newton's iteration from above, which halves the
- * error every step and never overshoots below the root. Seven unrolled
- * steps are exact for every input in range (tested on the host).
- */
-RF_INLINE __u64 qf_isqrt(__u64 x)
-{
-	__u64 r = 1, y;
-	__u32 bits = 0;
-
-	if (x < 2)
-		return x;
-	/* bit length of x by binary search (no clz in BPF v3) */
-	y = x;
-	if (y >> 32) { bits += 32; y >>= 32; }
-	if (y >> 16) { bits += 16; y >>= 16; }
-	if (y >> 8) { bits += 8; y >>= 8; }
-	if (y >> 4) { bits += 4; y >>= 4; }
-	if (y >> 2) { bits += 2; y >>= 2; }
-	if (y >> 1) { bits += 1; y >>= 1; }
-	bits += 1;
-	r <<= (bits + 1) / 2; /* 2^ceil(bits/2) >= sqrt(x) */
-#define QF_NEWTON() do { y = (r + x / r) / 2; if (y < r) r = y; } while (0)
-	QF_NEWTON(); QF_NEWTON(); QF_NEWTON(); QF_NEWTON();
-	QF_NEWTON(); QF_NEWTON(); QF_NEWTON();
-#undef QF_NEWTON
-	return r;
-}
 
 /* A rate in the core's unit as packets per millisecond, x1024. */
 RF_INLINE __u64 qf_pkts_per_ms_x1024(__u64 bw)
@@ -66,7 +36,7 @@ RF_INLINE __u64 qf_pkts_per_ms_x1024(__u64 bw)
 RF_INLINE __u32 qf_alpha_d_x1024(__u64 bw, __u32 alpha0_x1024, __u32 k_x1024)
 {
 	/* sqrt(p) x1024 = sqrt(p x1024 * 1024) */
-	__u64 root_x1024 = qf_isqrt(qf_pkts_per_ms_x1024(bw) * QF_UNIT);
+	__u64 root_x1024 = rf_isqrt(qf_pkts_per_ms_x1024(bw) * QF_UNIT);
 	__u64 a = alpha0_x1024 + ((root_x1024 * k_x1024) >> 10);
 
 	return a > 0xffffffffULL ? 0xffffffffU : (__u32)a;

@@ -194,8 +194,8 @@ struct fairtt_slot {
 };
 
 /*
- * Runtime tunables, one ARRAY entry per CCA, read by the CCA once per round
- * trip. 0 in any field means "use the built-in default" (so a fresh map is a
+ * Runtime tunables, one ARRAY entry per CCA, read by fairtt and qfair once
+ * per round trip, by adbbr per ACK (adbbr.bpf.c says why). 0 in any field means "use the built-in default" (so a fresh map is a
  * valid configuration); user space validates ranges before writing.
  */
 struct fairtt_tunables {

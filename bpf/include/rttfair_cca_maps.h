@@ -63,64 +63,31 @@
 	} map SEC(".maps")
 
 /*
- * RTTFAIR_TUNABLES_IN_FORCE(fn, map, DEFAULTS): defines
- *
- *	static tunables_type fn(void);
- *
- * the tunables the CCA runs with now, a struct of `map`'s value type: each
- * field user space has set (non-zero) in the map, the built-in default for
- * every other. 0 means "default" (rttfair_abi.h), so a fresh map is a valid
- * configuration and writing 0 restores a default. A missing entry (an ARRAY
- * always has key 0; the verifier still wants the check) means all defaults.
- *
- * DEFAULTS(X) lists X(field, default) once for every field: the one place a
- * tunable is bound to its default. A field left out would silently run at
- * 0, so the build fails unless the listed fields fill the struct. The CCAs
- * call fn once per round trip or event, never per ACK (one array lookup).
- *
- * A macro because each CCA's tunables have their own type and fields. It
- * defines the whole function (not a statement expression) because clang
- * schedules the defaults' stores differently when the struct is the value
- * of an expression (same instructions, other order); as a function the
- * code is the hand-written one's, instruction for instruction.
- */
-#define RTTFAIR_TUNABLE_DEFAULT(field, def) .field = (def),
-#define RTTFAIR_TUNABLE_SIZE(field, def) +sizeof(p.field)
-#define RTTFAIR_TUNABLE_IF_SET(field, def)                                       \
-	if (set->field)                                                          \
-		p.field = set->field;
-#define RTTFAIR_TUNABLES_IN_FORCE(fn, map, DEFAULTS)                             \
-	static __always_inline __typeof__(*(map).value) fn(void)                 \
-	{                                                                        \
-		__typeof__(*(map).value) p = { DEFAULTS(RTTFAIR_TUNABLE_DEFAULT) }; \
-		__u32 zero = 0;                                                  \
-		__typeof__(*(map).value) *set = bpf_map_lookup_elem(&(map), &zero); \
-                                                                                 \
-		_Static_assert(sizeof(p) == 0 DEFAULTS(RTTFAIR_TUNABLE_SIZE),    \
-			       #DEFAULTS " must list every field of the tunables"); \
-		if (set) {                                                       \
-			DEFAULTS(RTTFAIR_TUNABLE_IF_SET)                         \
-		}                                                                \
-		return p;                                                        \
-	}
-
-/*
- * The same rule read one field at a time, where each field is used:
+ * The tunables a CCA runs with, read one field at a time where each field
+ * is used: each field user space has set (non-zero) in the map, the
+ * built-in default for every other. 0 means "default" (rttfair_abi.h), so a
+ * fresh map is a valid configuration and writing 0 restores a default. A
+ * missing entry (an ARRAY always has key 0; the verifier still wants the
+ * check) means all defaults. DEFAULTS(X) lists X(field, default) once for
+ * every field: the one place a tunable is bound to its default; a field
+ * left out would silently run at 0, so the build fails unless the listed
+ * fields fill the struct.
  *
  *	RTTFAIR_TUNABLES_SET(set_fn, map)
  *		static const tunables_type *set_fn(void): the map's entry
- *		(NULL: every field at its default), looked up once per round
- *		trip or event;
+ *		(NULL: every field at its default): one ARRAY lookup, which
+ *		the verifier inlines. fairtt and qfair look it up once per
+ *		round trip or event; adbbr per ACK (adbbr.bpf.c says why);
  *	RTTFAIR_TUNABLE_FIELD(fn, tunables_type, field, default)
  *		static __u32 fn(const tunables_type *set): `field` where user
  *		space set it (non-zero), else its default.
  *	RTTFAIR_TUNABLES_COMPLETE(tunables_type, DEFAULTS)
  *		the build fails unless DEFAULTS lists every field, as above.
  *
- * For a per-round update near the verifier's stack limit: a struct copied
- * up front keeps every field live across the update, a stack slot each
- * (the 512 bytes are for the whole call chain; docs/results.md, "Stack
- * depth of every CCA program"). A CCA binds its accessor names once, e.g.
+ * Not a copy of the whole struct: for a per-round update near the
+ * verifier's stack limit, a struct copied up front kept every field live
+ * across the update, a stack slot each (the 512 bytes are for the whole
+ * call chain; docs/results.md, "Stack depth of every CCA program"). A CCA binds its accessor names once, e.g.
  * `#define X_TUN(field, def) RTTFAIR_TUNABLE_FIELD(x_tun_##field, struct
  * x_tunables, field, def)` and `X_TUNABLE_DEFAULTS(X_TUN)`.
  */

@@ -1,6 +1,7 @@
 //! Tests of the BPF programs' fixed-point math against f64 references.
 //!
-//! `bpf/include/fairtt_math.h` and `adbbr_math.h` are compiled for the host
+//! `bpf/include/fairtt_math.h`, `adbbr_math.h` and the shared `rf_math.h`
+//! (the integer square root) are compiled for the host
 //! by build.rs (`bpf/host/math_host.c`), so what these wrappers run is the
 //! exact source the CCAs run in the kernel. The tests compare it with an f64
 //! reference of each equation on edge cases and on random inputs. Nothing
@@ -27,7 +28,7 @@ mod ffi {
         ) -> u32;
         pub fn host_adbbr_alpha_threshold_us(rtprop_us: u32, alpha_ppm: u32, floor_us: u32) -> u64;
         pub fn host_adbbr_apply_factor(rate: u64, factor_x1024: u32) -> u64;
-        pub fn host_rf_isqrt64(x: u64) -> u32;
+        pub fn host_rf_isqrt(x: u64) -> u64;
         pub fn host_adbbr_std_us(sum: u64, sum_sq: u64, n: u32) -> u32;
         pub fn host_adbbr_y_us(std_us: u32, x_ppm: u32, zmin_us: u32) -> u32;
     }
@@ -63,8 +64,8 @@ wrap!(/// Ad-BBR Alg. 1 threshold with the absolute floor.
     adbbr_alpha_threshold_us => host_adbbr_alpha_threshold_us(rtprop_us: u32, alpha_ppm: u32, floor_us: u32) -> u64);
 wrap!(/// rate x factor/1024 without overflow.
     adbbr_apply_factor => host_adbbr_apply_factor(rate: u64, factor_x1024: u32) -> u64);
-wrap!(/// floor(sqrt(x)).
-    isqrt64 => host_rf_isqrt64(x: u64) -> u32);
+wrap!(/// floor(sqrt(x)) (rf_math.h, shared by qfair and Ad-BBR).
+    isqrt => host_rf_isqrt(x: u64) -> u64);
 wrap!(/// Population std-dev from sums.
     adbbr_std_us => host_adbbr_std_us(sum: u64, sum_sq: u64, n: u32) -> u32);
 wrap!(/// Ad-BBR Eq. 13.
@@ -328,15 +329,27 @@ mod tests {
     fn isqrt_and_std_match_reference() {
         let mut r = rng();
         for _ in 0..50_000 {
-            let x: u64 = r.gen();
-            let s = isqrt64(x) as u128;
+            // Every bit length alike, not mostly 64-bit values.
+            let x: u64 = r.gen::<u64>() >> r.gen_range(0..64);
+            let s = isqrt(x) as u128;
             assert!(
                 s * s <= x as u128 && (s + 1) * (s + 1) > x as u128,
                 "isqrt({x}) = {s}"
             );
         }
-        for x in [0u64, 1, 2, 3, 4, 15, 16, 17, u32::MAX as u64, u64::MAX] {
-            let s = isqrt64(x) as u128;
+        // Every small x, the squares and their neighbours at every bit
+        // length (where Newton's last step decides), and the edges.
+        let squares = (1..=32u32).flat_map(|b| {
+            let root = (1u64 << b) - 1;
+            [root * root - 1, root * root, root * root + 1, root << b]
+        });
+        for x in (0u64..5000).chain(squares).chain([
+            (1 << 62) - 1,
+            999_999_999_999,
+            u32::MAX as u64,
+            u64::MAX,
+        ]) {
+            let s = isqrt(x) as u128;
             assert!(
                 s * s <= x as u128 && (s + 1) * (s + 1) > x as u128,
                 "isqrt({x})"

@@ -1,8 +1,8 @@
 //! Runtime tunables of the CCAs: `rttfairctl set fairtt.beta 0.7`.
 //!
-//! Each CCA reads its tunables from a pinned one-entry ARRAY map once per
-//! round trip, so a change applies to every flow within an RTT, with no
-//! reload. A stored 0 means "built-in default" (a fresh map is valid); values
+//! Each CCA reads its tunables from a pinned one-entry ARRAY map (fairtt and
+//! qfair once per round trip, adbbr per ACK: bpf/adbbr.bpf.c says why), so
+//! a change applies to every flow within an RTT, with no reload. A stored 0 means "built-in default" (a fresh map is valid); values
 //! are validated here, before anything is written.
 
 use libbpf_rs::{MapCore, MapFlags};

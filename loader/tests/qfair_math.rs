@@ -6,7 +6,6 @@ use proptest::prelude::*;
 extern crate rttfair_loader;
 
 extern "C" {
-    fn host_qf_isqrt(x: u64) -> u64;
     fn host_qf_alpha_d_x1024(bw: u64, alpha0_x1024: u32, k_x1024: u32) -> u32;
     fn host_qf_alpha_step_x1024(
         a: u32,
@@ -48,26 +47,7 @@ fn bw(pkts_per_s: f64) -> u64 {
     (pkts_per_s / 1e6 * (1u64 << 24) as f64) as u64
 }
 
-#[test]
-fn isqrt_is_exact_floor() {
-    for x in (0u64..5000).chain([
-        1 << 40,
-        (1 << 40) + 12345,
-        (1u64 << 62) - 1,
-        999_999_999_999,
-    ]) {
-        let r = unsafe { host_qf_isqrt(x) };
-        assert!(r * r <= x && (r + 1) * (r + 1) > x, "isqrt({x}) = {r}");
-    }
-}
-
 proptest! {
-    #[test]
-    fn isqrt_floor_everywhere(x in 0u64..(1u64 << 62)) {
-        let r = unsafe { host_qf_isqrt(x) };
-        prop_assert!(r * r <= x && (r + 1) as u128 * (r + 1) as u128 > x as u128);
-    }
-
     /// Eq. 6: alpha_d = alpha_0 + k sqrt(x * 1 ms), within 0.1 packet.
     #[test]
     fn alpha_d_matches_eq6(pps in 10.0f64..2e6, a0 in 1.0f64..16.0, k in 0.0f64..4.0) {
