@@ -89,6 +89,19 @@ fn unload_on_exit_keeps_a_cca_a_running_lab_holds_a_lease_on() {
 /// pins on drop, also when the test panics.
 struct OtherRoot(BpfFs);
 
+impl OtherRoot {
+    /// `rttfairctl <args>` on this installation; it must succeed.
+    fn run(&self, t: &KernelTest, args: &[&str]) {
+        let out = t
+            .ctl()
+            .env("RTTFAIR_BPFFS", self.0.root())
+            .args(args)
+            .output()
+            .unwrap();
+        assert_success(&out);
+    }
+}
+
 impl Drop for OtherRoot {
     fn drop(&mut self) {
         remove_root(self.0.root());
@@ -104,13 +117,7 @@ fn a_failed_load_at_start_rolls_back_and_is_one_line() {
         "{}-other",
         t.fs.root().display()
     ))));
-    assert_success(
-        &t.ctl()
-            .env("RTTFAIR_BPFFS", other.0.root())
-            .args(["load", "qfair"])
-            .output()
-            .unwrap(),
-    );
+    other.run(&t, &["load", "qfair"]);
     let cfg = unloading_config(&["bbr1", "qfair"]);
     let out = t
         .ctl()
@@ -130,11 +137,5 @@ fn a_failed_load_at_start_rolls_back_and_is_one_line() {
         .unwrap_or(0);
     assert_eq!(pins, 0, "the failed start left a pin");
     assert!(registered("qfair"), "the other installation's qfair went");
-    assert_success(
-        &t.ctl()
-            .env("RTTFAIR_BPFFS", other.0.root())
-            .args(["unload", "qfair"])
-            .output()
-            .unwrap(),
-    );
+    other.run(&t, &["unload", "qfair"]);
 }
