@@ -4,8 +4,13 @@
 //! listen = "127.0.0.1:9977"        # loopback by default: no endpoint changes state, but
 //!                                  # flow tuples are sensitive; expose deliberately
 //! bpffs = "/sys/fs/bpf/rttfair"
-//! load = ["fairtt"]                # CCAs to load at start (already loaded ones are adopted)
-//! unload_on_exit = false           # leave CCAs registered when the daemon stops
+//! load = ["fairtt"]                # CCAs to load at start, all or nothing (already
+//!                                  # loaded ones are adopted)
+//! unload_on_exit = false           # false: leave every CCA registered when the daemon
+//!                                  # stops. true: unload the ones this daemon loaded
+//!                                  # (and any it took over from a running lab), never
+//!                                  # ones that were registered before it started; one
+//!                                  # that sockets or a running lab still use stays
 //! per_flow = "off"                 # per-flow series: "off" (default: per-CCA and
 //!                                  # per-group aggregates only), "all", or "top:N"
 //!                                  # (the N flows with the highest throughput)
@@ -40,7 +45,10 @@ pub const DEFAULT_PATH: &str = "/etc/rttfair/daemon.toml";
 pub struct Config {
     pub listen: SocketAddr,
     pub bpffs: PathBuf,
+    /// CCAs to load at start, all or nothing ([`crate::ownership`]).
     pub load: Vec<String>,
+    /// At exit, unload the CCAs this daemon loaded itself, and only those
+    /// ([`crate::ownership`]); false leaves everything registered.
     pub unload_on_exit: bool,
     /// Which flows get per-flow series (see [`PerFlow`]).
     pub per_flow: PerFlow,

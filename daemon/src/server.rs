@@ -1,5 +1,6 @@
 //! The HTTP side: /metrics and /healthz on a tokio runtime (axum), and the
-//! daemon's life: load, serve, stop on a signal.
+//! daemon's life: load, serve, stop on a signal, give back what it loaded
+//! ([`crate::ownership`]).
 
 use std::sync::Arc;
 
@@ -10,12 +11,12 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use prometheus_client::registry::Registry;
-use rttfair_loader::lifecycle::{self, LoadOptions, LoadOutcome};
 use rttfair_loader::{BpfFs, Cca};
 
 use crate::collector::FlowCollector;
 use crate::config::Config;
 use crate::exposition::Exposition;
+use crate::ownership::Owned;
 
 struct App {
     exposition: Arc<Exposition>,
@@ -39,19 +40,35 @@ async fn serve(config: Config) -> Result<()> {
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("cannot listen on {}", config.listen))?;
+    // Caught from here on: a signal while the CCAs load ends in the same
+    // clean stop (and unload) as one while serving.
+    let stop = Shutdown::install()?;
     let fs = BpfFs::new(&config.bpffs);
-    for name in &config.load {
-        let cca: Cca = name.parse()?;
-        match lifecycle::load(cca, &fs, &LoadOptions::default())? {
-            LoadOutcome::AlreadyLoaded => {
-                tracing::info!("adopted {cca} (already loaded)")
-            }
-            _ => tracing::info!("loaded {cca}"),
-        }
-    }
+    let ccas = config
+        .load
+        .iter()
+        .map(|n| n.parse::<Cca>())
+        .collect::<rttfair_loader::Result<Vec<_>>>()?;
+    // Dropped on every way out of this function below: unloads what this
+    // daemon loaded if the config says unload_on_exit.
+    let owned = Owned::load(&fs, &ccas, config.unload_on_exit)?;
+    let served = serve_until(&config, fs, listener, stop).await;
+    drop(owned);
+    served?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Serve /metrics and /healthz until `stop` fires.
+async fn serve_until(
+    config: &Config,
+    fs: BpfFs,
+    listener: tokio::net::TcpListener,
+    stop: Shutdown,
+) -> Result<()> {
     let collector = Arc::new(
         FlowCollector::new(
-            fs.clone(),
+            fs,
             config.per_flow,
             config.max_flows,
             config.group_prefix_v4,
@@ -82,21 +99,9 @@ async fn serve(config: Config) -> Result<()> {
         config.listen
     );
     axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown_signal())
+        .with_graceful_shutdown(stop.wait())
         .await
-        .context("serve")?;
-    if config.unload_on_exit {
-        for cca in Cca::ALL {
-            if lifecycle::is_loaded(cca, &fs) {
-                match lifecycle::unregister(cca, &fs, false) {
-                    Ok(()) => tracing::info!("unloaded {cca}"),
-                    Err(e) => tracing::warn!("kept {cca}: {e}"),
-                }
-            }
-        }
-    }
-    tracing::info!("stopped");
-    Ok(())
+        .context("serve")
 }
 
 /// The registry owns its collectors; share ours with /healthz.
@@ -191,12 +196,26 @@ async fn healthz(State(app): State<Arc<App>>) -> Response {
     }
 }
 
-async fn shutdown_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
-    let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
+/// SIGTERM and SIGINT, caught from [`Shutdown::install`] on.
+struct Shutdown {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+impl Shutdown {
+    fn install() -> Result<Shutdown> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Shutdown {
+            term: signal(SignalKind::terminate()).context("catch SIGTERM")?,
+            int: signal(SignalKind::interrupt()).context("catch SIGINT")?,
+        })
+    }
+
+    /// Until either arrives (at once if one arrived since `install`).
+    async fn wait(mut self) {
+        tokio::select! {
+            _ = self.term.recv() => {}
+            _ = self.int.recv() => {}
+        }
     }
 }

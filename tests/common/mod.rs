@@ -138,7 +138,7 @@ fn remove_all_roots() {
 }
 
 /// Unpin links first (unregisters the CCAs), then maps, then directories.
-fn remove_root(root: &Path) {
+pub fn remove_root(root: &Path) {
     for sub in ["links", "maps"] {
         if let Ok(entries) = std::fs::read_dir(root.join(sub)) {
             for e in entries.flatten() {
