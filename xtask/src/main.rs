@@ -49,6 +49,10 @@ const PACKAGES: &[(&str, &str)] = &[
         "OCI runtime that also works on hybrid-cgroup hosts (crun does not)",
     ),
     ("binutils", "objcopy strips the image's binary"),
+    (
+        "systemd",
+        "systemd-analyze security --offline scores the unit (deploy test)",
+    ),
 ];
 
 /// Validates deploy/kubernetes offline against the Kubernetes schemas it
