@@ -55,9 +55,9 @@ const PACKAGES: &[(&str, &str)] = &[
     ),
 ];
 
-/// Validates deploy/kubernetes offline against the Kubernetes schemas it
-/// ships; pinned so a test run is reproducible. Must match tests/deploy.rs.
-const KUBERNETES_VALIDATE: &str = "kubernetes-validate==1.37.0";
+/// The pip requirements file pinning kubernetes-validate (it validates
+/// deploy/kubernetes offline); tests/deploy.rs reads the same file.
+const KUBERNETES_VALIDATE_PIN: &str = "deploy/kubernetes/validate-requirements.txt";
 
 fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
@@ -177,23 +177,50 @@ fn deps() -> Result<()> {
 }
 
 /// kubernetes-validate in a venv under target/ (Debian's pip refuses
-/// system-wide installs); installed once, then the tests run offline.
+/// system-wide installs), at the version the pin file names: installed once
+/// and again whenever the pin changes, then the tests run offline.
 fn k8s_validate_venv() -> Result<()> {
     let venv = target_dir().join("tools/k8s-venv");
-    if venv.join("bin/kubernetes-validate").exists() {
+    let pin = workspace_root().join(KUBERNETES_VALIDATE_PIN);
+    let text = std::fs::read_to_string(&pin).with_context(|| format!("read {}", pin.display()))?;
+    let want = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("kubernetes-validate=="))
+        .with_context(|| format!("{} pins no kubernetes-validate==VERSION", pin.display()))?;
+    let installed = || {
+        Command::new(venv.join("bin/kubernetes-validate"))
+            .arg("--version")
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    let have = installed();
+    if have.as_deref() == Some(want) {
         return Ok(());
     }
     eprintln!(
-        "xtask: installing {KUBERNETES_VALIDATE} into {}",
-        venv.display()
+        "xtask: installing kubernetes-validate {want} into {} (installed: {})",
+        venv.display(),
+        have.as_deref().unwrap_or("none")
     );
-    sh("python3", &["-m", "venv", venv.to_str().unwrap()], &[])?;
+    if !venv.join("bin/pip").exists() {
+        sh("python3", &["-m", "venv", venv.to_str().unwrap()], &[])?;
+    }
     let pip = venv.join("bin/pip");
     sh(
         pip.to_str().unwrap(),
-        &["install", "--quiet", KUBERNETES_VALIDATE],
+        &["install", "--quiet", "-r", pin.to_str().unwrap()],
         &[],
-    )
+    )?;
+    match installed() {
+        Some(v) if v == want => Ok(()),
+        other => bail!(
+            "kubernetes-validate in {} reports {} after installing {want}",
+            venv.display(),
+            other.as_deref().unwrap_or("no version")
+        ),
+    }
 }
 
 /// Run the suite, echoing it, and end with one plain summary line over all
