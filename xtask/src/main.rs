@@ -55,6 +55,17 @@ const PACKAGES: &[(&str, &str)] = &[
     ),
 ];
 
+/// The benches rttfair-bench runs (lab/src/bin/bench.rs): what `help` lists
+/// and what `bench` accepts before it installs anything.
+const BENCHES: &[&str] = &[
+    "single-flow",
+    "verifier",
+    "lab-accuracy",
+    "daemon",
+    "soak",
+    "fairness-grid",
+];
+
 /// The pip requirements file pinning kubernetes-validate (it validates
 /// deploy/kubernetes offline); tests/deploy.rs reads the same file.
 const KUBERNETES_VALIDATE_PIN: &str = "deploy/kubernetes/validate-requirements.txt";
@@ -119,7 +130,7 @@ fn run(args: &[String]) -> Result<()> {
             println!(
                 "usage: cargo xtask <deps|build|test|demo|bench NAME|image|soak [SECONDS]|man [DIR]|deb>"
             );
-            println!("benches: single-flow, verifier, lab-accuracy, daemon, fairness-grid");
+            println!("benches: {}", BENCHES.join(", "));
             println!("  fairness-grid --cca LIST [--rate MBIT] [--quick] [--reps N] [--out DIR]");
             Ok(())
         }
@@ -231,9 +242,9 @@ fn k8s_validate_venv() -> Result<()> {
 /// the summary line (summed over all runs), each test's pass count: the
 /// flakiness report issue 20 asks for. Any failed run fails the task.
 fn test(rest: &[String]) -> Result<()> {
+    let (repeat, rest) = split_repeat(rest)?;
     deps()?;
     ensure_cargo_deb()?; // the package test builds the .deb
-    let (repeat, rest) = split_repeat(rest)?;
     let mut total = Tally::default();
     let mut per_test: std::collections::BTreeMap<String, (u32, u32)> = Default::default();
     let mut any_failed = false;
@@ -389,14 +400,24 @@ fn demo(rest: &[String]) -> Result<()> {
 }
 
 fn bench(rest: &[String]) -> Result<()> {
-    if rest.is_empty() {
-        bail!("which benchmark? single-flow, verifier");
-    }
+    let name = bench_name(rest)?;
     deps()?;
-    if rest[0] == "daemon" {
+    if name == "daemon" {
         cargo(&["build", "--release", "-p", "rttfairctl"])?;
     }
     cargo_run_bin("rttfair-bench", &strs(rest))
+}
+
+/// The bench `rest` names first, if it is one of [`BENCHES`].
+fn bench_name(rest: &[String]) -> Result<&str> {
+    let list = BENCHES.join(", ");
+    let name = rest
+        .first()
+        .with_context(|| format!("which benchmark? {list}"))?;
+    if !BENCHES.contains(&name.as_str()) {
+        bail!("unknown benchmark '{name}' ({list})");
+    }
+    Ok(name)
 }
 
 /// Build rttfairctl and write its man pages into `dir`.
@@ -499,4 +520,43 @@ fn target_dir() -> PathBuf {
     env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| workspace_root().join("target"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_bench_name_is_checked_against_all_six_benches() {
+        for b in BENCHES {
+            assert_eq!(bench_name(&args(&[b, "--quick"])).unwrap(), *b);
+        }
+        let e = bench_name(&args(&["single_flow"])).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "unknown benchmark 'single_flow' (single-flow, verifier, lab-accuracy, daemon, soak, fairness-grid)"
+        );
+        let e = bench_name(&[]).unwrap_err().to_string();
+        assert!(
+            e.starts_with("which benchmark?") && e.ends_with("soak, fairness-grid"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn repeat_must_be_a_whole_number_of_at_least_one() {
+        let (n, rest) = split_repeat(&args(&["--repeat", "3", "--", "x"])).unwrap();
+        assert_eq!((n, rest), (3, args(&["--", "x"])));
+        for bad in ["x", "0", "-1", "1.5"] {
+            let e = split_repeat(&args(&["--repeat", bad]))
+                .unwrap_err()
+                .to_string();
+            assert_eq!(e, format!("--repeat: '{bad}' is not a whole number >= 1"));
+        }
+        assert!(split_repeat(&args(&["--repeat"])).is_err());
+    }
 }
