@@ -330,9 +330,10 @@ fn adbbr_enters_probe_rtt_when_a_queue_persists() {
 /// fairtt.scope: whose minRTT classes Wfcount counts. Two dumbbells (two
 /// sender namespaces): A carries flows of 10 and 40 ms, B one of 80 ms; three
 /// distinct minRTTs on the host. Under scope 2 (netns) A's flows count A's
-/// two classes and B's flow its own one; after `set fairtt.scope 3` (local
-/// address) every flow is alone in its scope. Host scope (3 here) is the
-/// first fairtt test's case.
+/// two classes and B's flow its own one; after fairtt.scope is set to 3
+/// (local address) every flow is alone in its scope. Host scope (3 here) is
+/// the first fairtt test's case. The windows are taken from the moment the
+/// switch took effect, so a slow start of anything cannot move them.
 #[test]
 fn fairtt_scope_limits_wfcount_to_the_namespace_or_the_address() {
     let t = KernelTest::new();
@@ -354,12 +355,16 @@ fn fairtt_scope_limits_wfcount_to_the_namespace_or_the_address() {
     let b = dumbbell::dumbbell(&[80, 80, 80], 200_000);
     // Flow i is the one from the ith sender address, whichever dumbbell.
     let mut flows = Transfers::sampling(&t.fs, 3);
-    let secs = Duration::from_secs(9);
+    let secs = Duration::from_secs(10);
     flows.flow(&a, 0, "fairtt", secs);
     flows.flow(&a, 1, "fairtt", secs);
     flows.flow(&b, 2, "fairtt", secs);
     std::thread::sleep(Duration::from_millis(4500));
-    assert_success(&t.run(&["set", "fairtt.scope", "3"]));
+    // In-process (the CLI's path is covered by the `set` calls above): the
+    // switch is in the map between these two instants.
+    let before_set = flows.elapsed_s();
+    rttfair_loader::tunables::set(&t.fs, "fairtt.scope", "3").expect("set fairtt.scope 3");
+    let set_at = flows.elapsed_s();
     let done = flows.finish();
     assert_eq!(done.received, done.sent, "bytes lost");
     let samples = done.samples;
@@ -372,19 +377,29 @@ fn fairtt_scope_limits_wfcount_to_the_namespace_or_the_address() {
             .map(|(_, _, f)| wfcount(f))
             .collect()
     };
-    // Scope netns, after every flow has refreshed the registry.
+    // Scope netns, after every flow has refreshed the registry and before
+    // the switch (a sample is stamped after it was read).
     for (i, want) in [(0, 2), (1, 2), (2, 1)] {
-        let w = wf(2.5, 4.4, i);
+        let w = wf(2.5, before_set, i);
         assert!(!w.is_empty(), "flow {i}: no sample under scope netns");
         assert!(
             w.iter().all(|&c| c == want),
             "flow {i} under scope netns: {w:?}"
         );
     }
-    // Scope addr: one round and one activity window (1 s) after the switch.
+    // Scope addr: the other classes leave a flow's count once they are not
+    // refreshed in its scope for fairtt.window_ms (1 s), and the flow
+    // recounts within a round (at most 160 ms here: 80 ms path plus a full
+    // 80 ms buffer); 1.5 s leaves 0.18 s for reading a sample. Until the
+    // senders stop, 1 s before the end of the 10 s flows.
+    let (from, to) = (set_at + 1.5, secs.as_secs_f64() - 1.0);
     for i in 0..3 {
-        let w = wf(6.5, 8.5, i);
-        assert!(!w.is_empty(), "flow {i}: no sample under scope addr");
+        let w = wf(from, to, i);
+        assert!(
+            w.len() >= 5,
+            "flow {i}: {} samples in [{from:.2}, {to:.2}) s under scope addr (set at {set_at:.2} s), want 5",
+            w.len()
+        );
         assert!(
             w.iter().all(|&c| c == 1),
             "flow {i} under scope addr: {w:?}"

@@ -274,6 +274,16 @@ fn daemon_start_errors_are_one_line() {
 /// knows: native bbr's own model (BtlBw, mode), cubic the generic TCP view.
 #[test]
 fn native_flows_are_exported_beside_project_flows() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    /// Stops the senders when dropped: after the last read of the live
+    /// connections, or when an assertion before it fails.
+    struct StopOnDrop(Arc<AtomicBool>);
+    impl Drop for StopOnDrop {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
     let t = KernelTest::new();
     assert_success(&t.run(&["load", "bbr1"]));
     let port = free_port();
@@ -290,14 +300,23 @@ fn native_flows_are_exported_beside_project_flows() {
     );
     let ccas = ["cubic", "bbr", "bbr1"];
     let (mut sinks, mut senders, mut ports) = (Vec::new(), Vec::new(), Vec::new());
+    // The connections must be open through every read below, however long
+    // the scrapes and the CLI's iterator take: they send until told to stop.
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop_senders = StopOnDrop(stop.clone());
     for cca in ccas {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
         sinks.push(std::thread::spawn(move || sink_once(l)));
         let mut s = connect_with(addr, cca);
         ports.push(s.local_addr().unwrap().port());
+        let stop = stop.clone();
         senders.push(std::thread::spawn(move || {
-            blast(&mut s, Duration::from_secs(4))
+            let mut sent = 0;
+            while !stop.load(Ordering::Relaxed) {
+                sent += blast(&mut s, Duration::from_millis(100));
+            }
+            sent
         }));
     }
     // Two scrapes a second apart while the flows run: the second has a
@@ -308,6 +327,7 @@ fn native_flows_are_exported_beside_project_flows() {
     let m = http_get(port, "/metrics").unwrap().1;
     // The CLI shows the same connections.
     let cli = assert_success(&t.run(&["flows", "--native", "--json"]));
+    drop(stop_senders);
     let for_port = |p: u16| -> serde_json::Value {
         let v: serde_json::Value = serde_json::from_str(&cli).unwrap();
         v["native"]

@@ -59,14 +59,13 @@ fn unit_values(key: &str) -> Vec<String> {
 
 #[test]
 fn systemd_unit_scores_at_most_3_in_systemd_analyze_security() {
-    if Command::new("systemd-analyze")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        println!("SKIPPED: systemd-analyze is not installed on this host");
-        return;
-    }
+    assert!(
+        Command::new("systemd-analyze")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success()),
+        "systemd-analyze is not installed (Debian package systemd; `cargo xtask deps` installs it)"
+    );
     // --offline reads the unit file itself, so it needs no running systemd.
     let out = Command::new("systemd-analyze")
         .args(["security", "--offline=true", "--no-pager"])
@@ -152,10 +151,6 @@ fn check_config_refuses_a_bad_config_in_one_line() {
     assert_one_line_error(&out, "cubic");
 }
 
-/// The `kubernetes-validate` release the manifests are checked with (it ships
-/// the Kubernetes OpenAPI schemas, so validation needs no cluster).
-const KUBERNETES_VALIDATE: &str = "kubernetes-validate==1.37.0";
-
 /// The image `cargo xtask image` builds (deploy manifests must name it).
 const IMAGE: &str = concat!("rttfair:", env!("CARGO_PKG_VERSION"));
 
@@ -165,26 +160,28 @@ fn target_dir() -> PathBuf {
         .unwrap_or_else(|| repo().join("target"))
 }
 
-/// A venv holding kubernetes-validate, under target/ (`cargo xtask deps`
-/// makes it; made here too if missing, so the test needs the network only
-/// the first time on a machine).
+/// The venv under target/ holding kubernetes-validate at the version
+/// deploy/kubernetes/validate-requirements.txt pins (`cargo xtask deps`
+/// installs it there, and reinstalls it when the pin changes).
 fn k8s_venv() -> PathBuf {
-    static MAKE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _one = MAKE.lock().unwrap_or_else(|e| e.into_inner());
     let venv = target_dir().join("tools/k8s-venv");
-    if venv.join("bin/kubernetes-validate").exists() {
-        return venv;
-    }
-    let ok = |c: &mut Command| c.status().map(|s| s.success()).unwrap_or(false);
+    let pin = std::fs::read_to_string(repo().join("deploy/kubernetes/validate-requirements.txt"))
+        .unwrap();
+    let want = pin
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("kubernetes-validate=="))
+        .expect("validate-requirements.txt pins kubernetes-validate==VERSION");
+    let have = Command::new(venv.join("bin/kubernetes-validate"))
+        .arg("--version")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
     assert!(
-        ok(Command::new("python3").args(["-m", "venv"]).arg(&venv))
-            && ok(Command::new(venv.join("bin/pip")).args([
-                "install",
-                "--quiet",
-                KUBERNETES_VALIDATE
-            ])),
-        "cannot install {KUBERNETES_VALIDATE} into {} (python3-venv and network needed once: run `cargo xtask deps`)",
-        venv.display()
+        have.as_deref() == Some(want),
+        "kubernetes-validate in {} is {}, not the pinned {want}: run `cargo xtask deps`",
+        venv.display(),
+        have.as_deref().unwrap_or("missing")
     );
     venv
 }
@@ -378,13 +375,15 @@ fn container_image_builds_offline_and_its_entrypoint_runs() {
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
-    if !podman_ok {
-        println!(
-            "SKIPPED: no container runtime: `cargo xtask image` could not install podman: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        return;
-    }
+    assert!(
+        podman_ok,
+        "no container runtime: `cargo xtask image` could not install podman: {}",
+        String::from_utf8_lossy(&out.stderr)
+            .trim()
+            .lines()
+            .last()
+            .unwrap_or("")
+    );
     struct Rmi(String);
     impl Drop for Rmi {
         fn drop(&mut self) {

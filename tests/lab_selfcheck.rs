@@ -146,12 +146,15 @@ fn delay_element_applies_jitter_batching_and_rtt_change() {
     }
     let after = selfcheck::handshake_rtts(&net.snd, net.sender(0), 3).unwrap();
     println!("rtt change: before {before:?} after {after:?}");
+    // Each sample is the configured delay plus the element's and the stack's
+    // lateness (SLACK); a wrong delay (20 ms for 10, 30 or 50 for 40) is
+    // outside.
     assert!(
-        before.iter().all(|&r| (10.0..11.0).contains(&r)),
+        before.iter().all(|&r| (10.0..10.0 + SLACK).contains(&r)),
         "{before:?}"
     );
     assert!(
-        after.iter().all(|&r| (40.0..41.0).contains(&r)),
+        after.iter().all(|&r| (40.0..40.0 + SLACK).contains(&r)),
         "{after:?}"
     );
 
@@ -180,8 +183,14 @@ fn delay_element_applies_jitter_batching_and_rtt_change() {
     assert!(spread > 3.0, "no jitter: spread {spread:.3} ms");
 
     // ACK batching every 20 ms: every SYN/ACK leaves on a 20 ms boundary of
-    // the element's clock, so every handshake completes just after one
-    // (without batching, 10 in the first quarter of a slot: ~1e-6).
+    // the element's clock, so every handshake completes just after one. The
+    // phase is read when connect returns, so it also holds this thread's own
+    // wake-up, which a loaded host can delay by a scheduler slice or more:
+    // most, not all, samples must lie in the first quarter of a slot.
+    // Without batching the phases are uniform over the slot, and 15 or more
+    // of 20 in its first quarter has probability ~4e-6.
+    const PROBES: usize = 20;
+    const EARLY_MIN: usize = 15;
     net.delay
         .set_path(
             net.sender(2),
@@ -193,7 +202,7 @@ fn delay_element_applies_jitter_batching_and_rtt_change() {
         )
         .unwrap();
     settle();
-    let s = selfcheck::handshake_samples(&net.snd, net.sender(2), 10).unwrap();
+    let s = selfcheck::handshake_samples(&net.snd, net.sender(2), PROBES).unwrap();
     let phase: Vec<f64> = s
         .iter()
         .map(|(_, t)| (t % (20 * MS)) as f64 / 1e6)
@@ -202,7 +211,11 @@ fn delay_element_applies_jitter_batching_and_rtt_change() {
         "batching: rtts {:?} phase in slot {phase:?}",
         s.iter().map(|x| x.0).collect::<Vec<_>>()
     );
-    assert!(phase.iter().all(|&p| p < 5.0), "{phase:?}");
+    let early = phase.iter().filter(|&&p| p < 5.0).count();
+    assert!(
+        early >= EARLY_MIN,
+        "{early} of {PROBES} handshakes in a slot's first 5 ms, want {EARLY_MIN}: {phase:?}"
+    );
     assert!(
         s.iter().all(|&(r, _)| (10.0..30.0 + SLACK).contains(&r)),
         "{s:?}"

@@ -84,6 +84,7 @@ pub struct Transfers {
     senders: Vec<Counted>,
     stop: Arc<AtomicBool>,
     sampler: JoinHandle<Vec<Sample>>,
+    t0: Instant,
 }
 
 /// What the flows did, in the order they were added.
@@ -102,13 +103,21 @@ impl Transfers {
     /// addresses, in any namespace.
     pub fn sampling(fs: &BpfFs, sampled: usize) -> Transfers {
         let stop = Arc::new(AtomicBool::new(false));
-        let sampler = sample(fs.clone(), sampled, stop.clone());
+        let t0 = Instant::now();
+        let sampler = sample(fs.clone(), sampled, stop.clone(), t0);
         Transfers {
             sinks: Vec::new(),
             senders: Vec::new(),
             stop,
             sampler,
+            t0,
         }
+    }
+
+    /// Seconds since sampling started, on the samples' clock: a test that
+    /// changes something mid-run records when, and picks the samples after.
+    pub fn elapsed_s(&self) -> f64 {
+        self.t0.elapsed().as_secs_f64()
     }
 
     /// Flow `i` of `net`: a sink on the receiver (port 6000 + `i`) reading
@@ -138,12 +147,12 @@ fn joined(h: Counted) -> u64 {
 }
 
 /// Sample the export map every 100 ms until `stop`, keeping the flows whose
-/// local address is one of the first `n` sender addresses.
-pub fn sample(fs: BpfFs, n: usize, stop: Arc<AtomicBool>) -> JoinHandle<Vec<Sample>> {
+/// local address is one of the first `n` sender addresses; each sample is
+/// stamped in seconds since `t0`, just after it was read.
+pub fn sample(fs: BpfFs, n: usize, stop: Arc<AtomicBool>, t0: Instant) -> JoinHandle<Vec<Sample>> {
     let addrs: Vec<std::net::IpAddr> = (0..n).map(|i| sender_addr(i).into()).collect();
     std::thread::spawn(move || {
         let reader = FlowReader::open(&fs).unwrap();
-        let t0 = Instant::now();
         let mut out = Vec::new();
         while !stop.load(Ordering::Relaxed) {
             for f in reader.flows().unwrap() {

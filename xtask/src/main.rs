@@ -49,11 +49,26 @@ const PACKAGES: &[(&str, &str)] = &[
         "OCI runtime that also works on hybrid-cgroup hosts (crun does not)",
     ),
     ("binutils", "objcopy strips the image's binary"),
+    (
+        "systemd",
+        "systemd-analyze security --offline scores the unit (deploy test)",
+    ),
 ];
 
-/// Validates deploy/kubernetes offline against the Kubernetes schemas it
-/// ships; pinned so a test run is reproducible. Must match tests/deploy.rs.
-const KUBERNETES_VALIDATE: &str = "kubernetes-validate==1.37.0";
+/// The benches rttfair-bench runs (lab/src/bin/bench.rs): what `help` lists
+/// and what `bench` accepts before it installs anything.
+const BENCHES: &[&str] = &[
+    "single-flow",
+    "verifier",
+    "lab-accuracy",
+    "daemon",
+    "soak",
+    "fairness-grid",
+];
+
+/// The pip requirements file pinning kubernetes-validate (it validates
+/// deploy/kubernetes offline); tests/deploy.rs reads the same file.
+const KUBERNETES_VALIDATE_PIN: &str = "deploy/kubernetes/validate-requirements.txt";
 
 fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
@@ -115,7 +130,7 @@ fn run(args: &[String]) -> Result<()> {
             println!(
                 "usage: cargo xtask <deps|build|test|demo|bench NAME|image|soak [SECONDS]|man [DIR]|deb>"
             );
-            println!("benches: single-flow, verifier, lab-accuracy, daemon, fairness-grid");
+            println!("benches: {}", BENCHES.join(", "));
             println!("  fairness-grid --cca LIST [--rate MBIT] [--quick] [--reps N] [--out DIR]");
             Ok(())
         }
@@ -173,23 +188,50 @@ fn deps() -> Result<()> {
 }
 
 /// kubernetes-validate in a venv under target/ (Debian's pip refuses
-/// system-wide installs); installed once, then the tests run offline.
+/// system-wide installs), at the version the pin file names: installed once
+/// and again whenever the pin changes, then the tests run offline.
 fn k8s_validate_venv() -> Result<()> {
     let venv = target_dir().join("tools/k8s-venv");
-    if venv.join("bin/kubernetes-validate").exists() {
+    let pin = workspace_root().join(KUBERNETES_VALIDATE_PIN);
+    let text = std::fs::read_to_string(&pin).with_context(|| format!("read {}", pin.display()))?;
+    let want = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("kubernetes-validate=="))
+        .with_context(|| format!("{} pins no kubernetes-validate==VERSION", pin.display()))?;
+    let installed = || {
+        Command::new(venv.join("bin/kubernetes-validate"))
+            .arg("--version")
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    let have = installed();
+    if have.as_deref() == Some(want) {
         return Ok(());
     }
     eprintln!(
-        "xtask: installing {KUBERNETES_VALIDATE} into {}",
-        venv.display()
+        "xtask: installing kubernetes-validate {want} into {} (installed: {})",
+        venv.display(),
+        have.as_deref().unwrap_or("none")
     );
-    sh("python3", &["-m", "venv", venv.to_str().unwrap()], &[])?;
+    if !venv.join("bin/pip").exists() {
+        sh("python3", &["-m", "venv", venv.to_str().unwrap()], &[])?;
+    }
     let pip = venv.join("bin/pip");
     sh(
         pip.to_str().unwrap(),
-        &["install", "--quiet", KUBERNETES_VALIDATE],
+        &["install", "--quiet", "-r", pin.to_str().unwrap()],
         &[],
-    )
+    )?;
+    match installed() {
+        Some(v) if v == want => Ok(()),
+        other => bail!(
+            "kubernetes-validate in {} reports {} after installing {want}",
+            venv.display(),
+            other.as_deref().unwrap_or("no version")
+        ),
+    }
 }
 
 /// Run the suite, echoing it, and end with one plain summary line over all
@@ -200,9 +242,9 @@ fn k8s_validate_venv() -> Result<()> {
 /// the summary line (summed over all runs), each test's pass count: the
 /// flakiness report issue 20 asks for. Any failed run fails the task.
 fn test(rest: &[String]) -> Result<()> {
+    let (repeat, rest) = split_repeat(rest)?;
     deps()?;
     ensure_cargo_deb()?; // the package test builds the .deb
-    let (repeat, rest) = split_repeat(rest)?;
     let mut total = Tally::default();
     let mut per_test: std::collections::BTreeMap<String, (u32, u32)> = Default::default();
     let mut any_failed = false;
@@ -358,14 +400,24 @@ fn demo(rest: &[String]) -> Result<()> {
 }
 
 fn bench(rest: &[String]) -> Result<()> {
-    if rest.is_empty() {
-        bail!("which benchmark? single-flow, verifier");
-    }
+    let name = bench_name(rest)?;
     deps()?;
-    if rest[0] == "daemon" {
+    if name == "daemon" {
         cargo(&["build", "--release", "-p", "rttfairctl"])?;
     }
     cargo_run_bin("rttfair-bench", &strs(rest))
+}
+
+/// The bench `rest` names first, if it is one of [`BENCHES`].
+fn bench_name(rest: &[String]) -> Result<&str> {
+    let list = BENCHES.join(", ");
+    let name = rest
+        .first()
+        .with_context(|| format!("which benchmark? {list}"))?;
+    if !BENCHES.contains(&name.as_str()) {
+        bail!("unknown benchmark '{name}' ({list})");
+    }
+    Ok(name)
 }
 
 /// Build rttfairctl and write its man pages into `dir`.
@@ -468,4 +520,43 @@ fn target_dir() -> PathBuf {
     env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| workspace_root().join("target"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_bench_name_is_checked_against_all_six_benches() {
+        for b in BENCHES {
+            assert_eq!(bench_name(&args(&[b, "--quick"])).unwrap(), *b);
+        }
+        let e = bench_name(&args(&["single_flow"])).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "unknown benchmark 'single_flow' (single-flow, verifier, lab-accuracy, daemon, soak, fairness-grid)"
+        );
+        let e = bench_name(&[]).unwrap_err().to_string();
+        assert!(
+            e.starts_with("which benchmark?") && e.ends_with("soak, fairness-grid"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn repeat_must_be_a_whole_number_of_at_least_one() {
+        let (n, rest) = split_repeat(&args(&["--repeat", "3", "--", "x"])).unwrap();
+        assert_eq!((n, rest), (3, args(&["--", "x"])));
+        for bad in ["x", "0", "-1", "1.5"] {
+            let e = split_repeat(&args(&["--repeat", bad]))
+                .unwrap_err()
+                .to_string();
+            assert_eq!(e, format!("--repeat: '{bad}' is not a whole number >= 1"));
+        }
+        assert!(split_repeat(&args(&["--repeat"])).is_err());
+    }
 }
