@@ -27,11 +27,14 @@ fn main() {
     }
 }
 
+/// Every bench `run` knows, for the messages that list them.
+const BENCHES: &str = "single-flow, verifier, lab-accuracy, daemon, soak, fairness-grid";
+
 /// The bench the first argument names, given the rest.
 fn run(args: &[String]) -> Result<()> {
     let name = args
         .first()
-        .context("which benchmark? single-flow, verifier")?;
+        .with_context(|| format!("which benchmark? {BENCHES}"))?;
     let rest = &args[1..];
     match name.as_str() {
         "single-flow" => single_flow::run(rest),
@@ -40,9 +43,7 @@ fn run(args: &[String]) -> Result<()> {
         "daemon" => daemon::run(rest),
         "soak" => soak::run(rest),
         "fairness-grid" => fairness_grid::run(rest),
-        other => bail!(
-            "unknown benchmark '{other}' (single-flow, verifier, lab-accuracy, daemon, soak, fairness-grid)"
-        ),
+        other => bail!("unknown benchmark '{other}' ({BENCHES})"),
     }
 }
 
