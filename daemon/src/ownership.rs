@@ -21,7 +21,6 @@
 //! protect them).
 
 use std::fs::File;
-use std::path::PathBuf;
 
 use nix::fcntl::{Flock, FlockArg};
 use rttfair_loader::lifecycle::{self, LoadOptions, LoadOutcome};
@@ -86,7 +85,7 @@ impl Owned {
     fn give_back(&self, cca: Cca) {
         // Held exclusively while unloading: a lab that starts now waits for
         // its shared lease and then finds the CCA gone (and loads its own).
-        let _lease = match File::open(lease_path(&self.fs, cca)) {
+        let _lease = match File::open(rttfair_lab::ccas::lease_path(&self.fs, cca)) {
             Ok(f) => match Flock::lock(f, FlockArg::LockExclusiveNonblock) {
                 Ok(held) => Some(held),
                 Err(_) => {
@@ -114,10 +113,4 @@ impl Drop for Owned {
             }
         }
     }
-}
-
-/// The file whose flock is a lab's lease on `cca` (rttfair_lab::ccas: one
-/// `<cca>.lease` in the installation's lease folder).
-fn lease_path(fs: &BpfFs, cca: Cca) -> PathBuf {
-    rttfair_lab::ccas::lease_dir(fs).join(format!("{cca}.lease"))
 }

@@ -53,6 +53,12 @@ pub fn lease_dir(fs: &BpfFs) -> PathBuf {
     Path::new(LEASE_ROOT).join(key)
 }
 
+/// The file whose flock is a lab's lease on `cca` (shared while a lab uses
+/// it; whoever unloads it takes it exclusively first).
+pub fn lease_path(fs: &BpfFs, cca: Cca) -> PathBuf {
+    lease_dir(fs).join(format!("{cca}.lease"))
+}
+
 fn marker(fs: &BpfFs, cca: Cca) -> PathBuf {
     lease_dir(fs).join(format!("{cca}.loaded-by-lab"))
 }
@@ -72,7 +78,7 @@ fn leased_by_another(path: &Path) -> bool {
 fn take_lease(fs: &BpfFs, cca: Cca, session: u64) -> Result<(Lease, bool)> {
     let dir = lease_dir(fs);
     std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
-    let path = dir.join(format!("{cca}.lease"));
+    let path = lease_path(fs, cca);
     let file = OpenOptions::new()
         .create(true)
         .truncate(false)
