@@ -508,7 +508,7 @@ rtt_ms = 20
 #[test]
 fn lab_merge_puts_sweeps_of_other_ccas_side_by_side() {
     use rttfair_lab::grid::PointPlan;
-    use rttfair_lab::results::{Summary, Worst};
+    use rttfair_lab::results::Summary;
     use rttfair_lab::testkit::{self, MadeUp};
     use std::path::{Path, PathBuf};
 
@@ -518,22 +518,14 @@ fn lab_merge_puts_sweeps_of_other_ccas_side_by_side() {
     let write = |out: &Path, cca: &str, reps: u32, commit: &str| -> PathBuf {
         let mut base = Scenario::from_toml(&testkit::grid_toml("mc", 3, None, &[10, 40])).unwrap();
         base.repetitions = reps;
+        // Each point's run finished, its repetitions alike.
         let point = |k: usize, _: &PointPlan| {
-            let jain = 0.6 + 0.1 * k as f64;
-            MadeUp::Row {
-                summary: Summary {
-                    jain,
-                    utilization: 0.98,
-                    ..Summary::default()
-                },
-                worst: Worst {
-                    jain: jain - 0.05,
-                    utilization: 0.97,
-                    qdelay_mean_ms: 1.0,
-                    retrans_ratio: 0.0,
-                    reps,
-                },
-            }
+            let rep = Summary {
+                jain: 0.6 + 0.1 * k as f64,
+                utilization: 0.98,
+                ..Summary::default()
+            };
+            MadeUp::Repetitions(vec![rep; reps as usize])
         };
         let ccas = [cca.to_string()];
         testkit::write_sweep_folder(out, &base, &ccas, None, point, |p| {

@@ -4,6 +4,9 @@
 
 use std::path::Path;
 
+use anyhow::{bail, Result};
+
+use crate::files::StoredRun;
 use crate::plan::Plan;
 use crate::provenance::{self, CcaObject, RunProvenance};
 use crate::results::{Summary, Worst};
@@ -32,10 +35,35 @@ pub struct Finished {
     pub provenance: RunProvenance,
 }
 
-/// The earlier run in `run_dir` if it is complete and comparable: its
-/// provenance.json names the same scenario text, commit and BPF objects
-/// (hashes of this build's), and its summary.json (written last, and
-/// removed when a run starts) holds every repetition of `plan`.
+/// The result in `run_dir` if the run finished: its summary.json (written
+/// last by a run, and removed when a run starts) holds `repetitions`
+/// repetitions. The one rule for "this run folder is complete", used by
+/// `--resume` ([`finished`]) and `lab merge` alike; the error says in one
+/// line what is missing.
+pub fn complete(run_dir: &Path, repetitions: u32) -> Result<StoredRun> {
+    if !run_dir.is_dir() {
+        bail!("run folder {} missing", run_dir.display());
+    }
+    if !run_dir.join("summary.json").is_file() {
+        bail!(
+            "{} has no summary.json (its run did not finish)",
+            run_dir.display()
+        );
+    }
+    let stored = crate::files::read_run_summary(run_dir)?;
+    if stored.reps.len() != repetitions as usize {
+        bail!(
+            "{}: summary.json holds {} of {repetitions} repetitions",
+            run_dir.display(),
+            stored.reps.len()
+        );
+    }
+    Ok(stored)
+}
+
+/// The earlier run in `run_dir` if it is complete ([`complete`]) and
+/// comparable: its provenance.json names the same scenario text, commit
+/// and BPF objects (hashes of this build's).
 pub fn finished(run_dir: &Path, plan: &Plan, build: &Build) -> Option<Finished> {
     let prov: RunProvenance = provenance::read(run_dir).ok()?;
     let objects: Vec<CcaObject> = plan.ccas.iter().map(|c| CcaObject::of(c)).collect();
@@ -45,10 +73,7 @@ pub fn finished(run_dir: &Path, plan: &Plan, build: &Build) -> Option<Finished> 
     {
         return None;
     }
-    let stored = crate::files::read_run_summary(run_dir).ok()?;
-    if stored.reps.len() != plan.repetitions as usize {
-        return None;
-    }
+    let stored = complete(run_dir, plan.repetitions).ok()?;
     let worst = crate::summary::worst_of(&stored.rep_summaries())?;
     Some(Finished {
         summary: stored.summary,
