@@ -79,13 +79,16 @@ pub fn run_selected(
         plans = sh.select(plans);
     }
     let dir = dir_of(&opts.out_dir, base);
+    let build = crate::resume::Build::current();
+    if sel.resume {
+        build.check_resumable(&dir.join("runs"))?;
+    }
     std::fs::create_dir_all(&dir)?;
     clear_outputs(&dir)?;
     let inner = RunOptions {
         out_dir: dir.join("runs"),
         ..opts.clone()
     };
-    let build = crate::resume::Build::current();
     let mut points = Vec::new();
     let mut records = Vec::new();
     for p in &plans {
