@@ -945,12 +945,10 @@ mod tests {
     fn a_point_whose_run_is_not_complete_is_refused() {
         let root_dir = tmp("incomplete");
         let root = root_dir.path().to_path_buf();
-        let s: Vec<PathBuf> = (0..2)
-            .map(|i| {
-                write_sweep_folder(&root.join(format!("s{i}")), &grid_2d(), shard(i, 2), |_| {});
-                root.join(format!("s{i}"))
-            })
-            .collect();
+        let s = [root.join("s0"), root.join("s1")];
+        for (i, out) in (0..).zip(&s) {
+            write_sweep_folder(out, &grid_2d(), shard(i, 2), |_| {});
+        }
         let dir = Folder::load(&s[1]).unwrap().dir;
         let p = &Folder::load(&s[1]).unwrap().points[0];
         let key = key_text(&PointKey {
