@@ -176,7 +176,7 @@ fn sharded_sweep_merges_and_resumes() {
         format!("{base}\n[sweep]\nx = {{ param = \"bottleneck.buffer.bdp\", values = [1, 2] }}\n"),
     )
     .unwrap();
-    let shard = |i: u32, extra: &[&str]| {
+    let run_shard = |i: u32, extra: &[&str]| {
         let out = root.join(format!("shard-{i}"));
         let mut args = vec![
             "lab",
@@ -191,7 +191,10 @@ fn sharded_sweep_merges_and_resumes() {
         let spec = format!("{i}/2");
         args.extend(["--shard", &spec, "--out", out.to_str().unwrap()]);
         args.extend(extra);
-        let o = t.run(&args);
+        (out.clone(), t.run(&args))
+    };
+    let shard = |i: u32, extra: &[&str]| {
+        let (out, o) = run_shard(i, extra);
         assert!(
             o.status.success(),
             "shard {i}: {}",
@@ -239,11 +242,19 @@ fn sharded_sweep_merges_and_resumes() {
     ]);
     assert_one_line_error(&o, "duplicate point");
 
-    // The shard is complete: --resume keeps its point.
+    // The shard is complete: --resume keeps its point; a build that
+    // cannot be told from another (uncommitted changes, unknown commit)
+    // refuses to, in one line, and leaves the folder as it was.
     let summary = s0.join("ci-smoke-sweep/sweep.json");
     let before = std::fs::read_to_string(&summary).unwrap();
-    let (_, stderr) = shard(0, &["--resume"]);
-    assert!(stderr.contains("not rerun"), "{stderr}");
+    let env = provenance::Environment::current();
+    if env.rttfair_dirty == "yes" || env.rttfair_commit == "unknown" {
+        let (_, o) = run_shard(0, &["--resume"]);
+        assert_one_line_error(&o, "--resume: this build");
+    } else {
+        let (_, stderr) = shard(0, &["--resume"]);
+        assert!(stderr.contains("not rerun"), "{stderr}");
+    }
     assert_eq!(std::fs::read_to_string(&summary).unwrap(), before);
     assert!(netns::stale().is_empty());
 }
@@ -508,7 +519,7 @@ rtt_ms = 20
 #[test]
 fn lab_merge_puts_sweeps_of_other_ccas_side_by_side() {
     use rttfair_lab::grid::PointPlan;
-    use rttfair_lab::results::{Summary, Worst};
+    use rttfair_lab::results::Summary;
     use rttfair_lab::testkit::{self, MadeUp};
     use std::path::{Path, PathBuf};
 
@@ -518,22 +529,14 @@ fn lab_merge_puts_sweeps_of_other_ccas_side_by_side() {
     let write = |out: &Path, cca: &str, reps: u32, commit: &str| -> PathBuf {
         let mut base = Scenario::from_toml(&testkit::grid_toml("mc", 3, None, &[10, 40])).unwrap();
         base.repetitions = reps;
+        // Each point's run finished, its repetitions alike.
         let point = |k: usize, _: &PointPlan| {
-            let jain = 0.6 + 0.1 * k as f64;
-            MadeUp::Row {
-                summary: Summary {
-                    jain,
-                    utilization: 0.98,
-                    ..Summary::default()
-                },
-                worst: Worst {
-                    jain: jain - 0.05,
-                    utilization: 0.97,
-                    qdelay_mean_ms: 1.0,
-                    retrans_ratio: 0.0,
-                    reps,
-                },
-            }
+            let rep = Summary {
+                jain: 0.6 + 0.1 * k as f64,
+                utilization: 0.98,
+                ..Summary::default()
+            };
+            MadeUp::Repetitions(vec![rep; reps as usize])
         };
         let ccas = [cca.to_string()];
         testkit::write_sweep_folder(out, &base, &ccas, None, point, |p| {

@@ -178,6 +178,11 @@ pub const SWEEP_WORST_COLUMNS: [&str; 5] = [
     "reps",
 ];
 
+/// A sweep folder's table of its points (one row each).
+pub const SWEEP_CSV: &str = "sweep.csv";
+/// A sweep folder's points, as [`SweepPoint`]s in grid order.
+pub const SWEEP_JSON: &str = "sweep.json";
+
 /// sweep.csv (one row per point: its coordinates, the headline metrics,
 /// each group's goodput, then the worst of the repetitions) and sweep.json.
 pub fn write_sweep(dir: &Path, sweep: &Sweep, points: &[SweepPoint]) -> Result<()> {
@@ -239,11 +244,8 @@ pub fn write_sweep(dir: &Path, sweep: &Sweep, points: &[SweepPoint]) -> Result<(
         });
         row
     });
-    write_csv(&dir.join("sweep.csv"), &head, rows)?;
-    std::fs::write(
-        dir.join("sweep.json"),
-        serde_json::to_string_pretty(points)?,
-    )?;
+    write_csv(&dir.join(SWEEP_CSV), &head, rows)?;
+    std::fs::write(dir.join(SWEEP_JSON), serde_json::to_string_pretty(points)?)?;
     Ok(())
 }
 

@@ -20,10 +20,15 @@
 //! - the CCAs keep the order in which they first appear in the folders
 //!   given (see [`combine`]).
 //!
+//! - every point's run folder holds its complete run, the one rule
+//!   `--resume` uses ([`crate::resume::complete`]), whose repetitions
+//!   average to the point: else "point ... is not complete" (a sweep
+//!   interrupted over an earlier sweep's folder; see [`check_runs`]).
+//!
 //! Folders written before sweep points carried the worst of their
 //! repetitions (commit 54cb120 and older) merge too: each point's worst
 //! is computed from its run folder's summary.json, which holds every
-//! repetition's summary (see [`fill_worst`]).
+//! repetition's summary.
 
 use std::path::{Path, PathBuf};
 
@@ -48,7 +53,7 @@ impl Folder {
     pub fn load(dir: &Path) -> Result<Folder> {
         let dir = sweep_dir(dir)?;
         let provenance: SweepProvenance = provenance::read(&dir)?;
-        let path = dir.join("sweep.json");
+        let path = dir.join(crate::files::SWEEP_JSON);
         let text =
             std::fs::read_to_string(&path).with_context(|| format!("read {}", path.display()))?;
         let points: Vec<SweepPoint> =
@@ -425,40 +430,35 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<(Merged, PathBuf)> {
     if dir.exists() {
         bail!("{} already exists; merge into a new folder", dir.display());
     }
-    for src in &m.sources {
-        if !src.is_dir() {
-            bail!("{}: run folder missing", src.display());
-        }
-    }
     let mut m = m;
-    fill_worst(&mut m)?;
+    check_runs(&mut m)?;
     write(&m, &dir)?;
     Ok((m, dir))
 }
 
-/// The worst of the repetitions of every point that lacks it (a sweep.json
-/// of an older build), from the repetitions' summaries in its run folder's
-/// summary.json. Checked first, so a run folder that is not the point's
-/// run is refused rather than reported: it holds as many repetitions as
-/// its CCA's sweep asks, and their mean Jain is the point's.
-pub fn fill_worst(m: &mut Merged) -> Result<()> {
-    let reps_of: Vec<usize> = m
+/// Check every point's run folder before anything is written: it holds
+/// the point's complete run ([`crate::resume::complete`], the rule
+/// `--resume` keeps a run by: summary.json with as many repetitions as
+/// its CCA's sweep asks) and their mean Jain is the point's. So a sweep
+/// folder an interrupted sweep left with some runs half-rewritten is
+/// refused, naming the point, rather than merged as complete. A point
+/// that lacks the worst of its repetitions (a sweep.json of an older
+/// build) gets it from them.
+pub fn check_runs(m: &mut Merged) -> Result<()> {
+    let reps_of: Vec<u32> = m
         .points
         .iter()
-        .map(|p| m.repetitions_of(&p.cca).unwrap_or(m.scenario.repetitions) as usize)
+        .map(|p| m.repetitions_of(&p.cca).unwrap_or(m.scenario.repetitions))
         .collect();
     for ((pt, src), &reps) in m.points.iter_mut().zip(&m.sources).zip(&reps_of) {
-        if pt.worst.is_some() {
-            continue;
-        }
-        let summaries = crate::files::read_run_summary(src)?.rep_summaries();
-        if summaries.len() != reps {
-            bail!(
-                "{}: summary.json holds {} repetitions, the scenario {reps}",
-                src.display(),
-                summaries.len()
-            );
-        }
+        let key = PointKey {
+            cca: pt.cca.clone(),
+            x: pt.x,
+            y: pt.y,
+        };
+        let stored = crate::resume::complete(src, reps)
+            .map_err(|e| anyhow!("point {} is not complete: {e:#}", key_text(&key)))?;
+        let summaries = stored.rep_summaries();
         let (mean, point) = (
             crate::summary::mean_summary(&summaries).jain,
             pt.summary.jain,
@@ -470,7 +470,9 @@ pub fn fill_worst(m: &mut Merged) -> Result<()> {
                 src.display()
             );
         }
-        pt.worst = crate::summary::worst_of(&summaries);
+        if pt.worst.is_none() {
+            pt.worst = crate::summary::worst_of(&summaries);
+        }
     }
     Ok(())
 }
@@ -933,6 +935,75 @@ mod tests {
         refused(&root, &[], "nothing to merge");
     }
 
+    /// The reviewer's case: a sweep rerun over a finished shard's folder
+    /// and interrupted leaves the earlier sweep.json and provenance.json
+    /// beside a run folder without summary.json (or one with a
+    /// repetition short). The merge is refused in one line naming the
+    /// point and what is missing, nothing written; the complete shards
+    /// merge.
+    #[test]
+    fn a_point_whose_run_is_not_complete_is_refused() {
+        let root_dir = tmp("incomplete");
+        let root = root_dir.path().to_path_buf();
+        let s = [root.join("s0"), root.join("s1")];
+        for (i, out) in (0..).zip(&s) {
+            write_sweep_folder(out, &grid_2d(), shard(i, 2), |_| {});
+        }
+        let dir = Folder::load(&s[1]).unwrap().dir;
+        let p = &Folder::load(&s[1]).unwrap().points[0];
+        let key = key_text(&PointKey {
+            cca: p.cca.clone(),
+            x: p.x,
+            y: p.y,
+        });
+        let run_name = &provenance::read::<SweepProvenance>(&dir).unwrap().points[0].run_dir;
+        let run = dir.join("runs").join(run_name);
+        let saved = tmp("incomplete-saved");
+        copy_tree(&run, saved.path()).unwrap();
+
+        // Interrupted in its second repetition: summary.json removed at
+        // the run's start, rep1 half-written.
+        std::fs::remove_file(run.join("summary.json")).unwrap();
+        std::fs::remove_dir_all(run.join("rep1")).unwrap();
+        refused(
+            &root,
+            &s,
+            &format!(
+                "point {key} is not complete: {} has no summary.json",
+                run.display()
+            ),
+        );
+        // A summary.json a repetition short.
+        let reps = rep_summaries(0);
+        let mean = crate::summary::mean_summary(&reps[..2]);
+        testkit::rewrite_run_summary(
+            &run,
+            testkit::Finished {
+                reps: &reps[..2],
+                mean: &mean,
+            },
+        );
+        refused(
+            &root,
+            &s,
+            &format!(
+                "point {key} is not complete: {}: summary.json holds 2 of 3 repetitions",
+                run.display()
+            ),
+        );
+        // No run folder at all.
+        std::fs::remove_dir_all(&run).unwrap();
+        refused(
+            &root,
+            &s,
+            &format!("point {key} is not complete: run folder"),
+        );
+        // The run complete again: merged.
+        copy_tree(saved.path(), &run).unwrap();
+        let (m, _) = merge(&s, &root.join("merged")).unwrap();
+        assert_eq!(m.points.len(), 12);
+    }
+
     /// What commit 54cb120's `lab sweep` left for the same points: the
     /// folder this build writes, minus what that build did not write (the
     /// worst figures in sweep.json and sweep.csv, the new plots).
@@ -1115,6 +1186,6 @@ mod tests {
                 mean: &default,
             },
         );
-        refused(&root, &[a, c], "holds 2 repetitions, the scenario 3");
+        refused(&root, &[a, c], "summary.json holds 2 of 3 repetitions");
     }
 }

@@ -17,10 +17,7 @@ use crate::results::{RepResult, SweepPoint};
 use crate::scenario::WIRE_PACKET;
 
 static FONT: Once = Once::new();
-const FONT_PATHS: &[&str] = &[
-    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
-];
+const FONT_PATHS: &[&str] = include!("font_paths.in");
 
 /// plotters draws text with a font we register from the system (package
 /// fonts-dejavu-core); without one, plots are drawn without text.

@@ -4,6 +4,9 @@
 
 use std::path::Path;
 
+use anyhow::{bail, Result};
+
+use crate::files::StoredRun;
 use crate::plan::Plan;
 use crate::provenance::{self, CcaObject, RunProvenance};
 use crate::results::{Summary, Worst};
@@ -12,14 +15,47 @@ use crate::results::{Summary, Worst};
 #[derive(Debug, Clone, PartialEq)]
 pub struct Build {
     pub commit: String,
+    /// "no", "yes" (uncommitted changes when the lab was built) or
+    /// "unknown" (the commit came from `RTTFAIR_GIT_COMMIT`, or no git).
+    pub dirty: String,
 }
 
 impl Build {
     /// The running build.
     pub fn current() -> Build {
+        let e = provenance::Environment::current();
         Build {
-            commit: provenance::Environment::current().rttfair_commit,
+            commit: e.rttfair_commit,
+            dirty: e.rttfair_dirty,
         }
+    }
+
+    /// Refuse to keep earlier results in `runs_dir` (`--resume`) if this
+    /// build cannot be told from another: a dirty build of commit C and
+    /// the clean one record the same commit, and every build without git
+    /// or `RTTFAIR_GIT_COMMIT` records "unknown". A commit stated by
+    /// `RTTFAIR_GIT_COMMIT` (image builds; dirtiness unknown) is taken at
+    /// its word. With no run folder there, nothing would be kept and
+    /// `--resume` is allowed (a Job passes it on every attempt).
+    pub fn check_resumable(&self, runs_dir: &Path) -> Result<()> {
+        let has_runs = std::fs::read_dir(runs_dir).is_ok_and(|mut d| d.next().is_some());
+        if !has_runs {
+            return Ok(());
+        }
+        if self.commit == "unknown" {
+            bail!(
+                "--resume: this build's commit is unknown (no git, no RTTFAIR_GIT_COMMIT), so the results in {} cannot be told from another build's; set RTTFAIR_GIT_COMMIT when building, or sweep into a new --out",
+                runs_dir.display()
+            );
+        }
+        if self.dirty == "yes" {
+            bail!(
+                "--resume: this build of {} has uncommitted changes, so the results in {} cannot be told from the commit's own; commit and rebuild, or sweep into a new --out",
+                self.commit,
+                runs_dir.display()
+            );
+        }
+        Ok(())
     }
 }
 
@@ -32,10 +68,35 @@ pub struct Finished {
     pub provenance: RunProvenance,
 }
 
-/// The earlier run in `run_dir` if it is complete and comparable: its
-/// provenance.json names the same scenario text, commit and BPF objects
-/// (hashes of this build's), and its summary.json (written last, and
-/// removed when a run starts) holds every repetition of `plan`.
+/// The result in `run_dir` if the run finished: its summary.json (written
+/// last by a run, and removed when a run starts) holds `repetitions`
+/// repetitions. The one rule for "this run folder is complete", used by
+/// `--resume` ([`finished`]) and `lab merge` alike; the error says in one
+/// line what is missing.
+pub fn complete(run_dir: &Path, repetitions: u32) -> Result<StoredRun> {
+    if !run_dir.is_dir() {
+        bail!("run folder {} missing", run_dir.display());
+    }
+    if !run_dir.join("summary.json").is_file() {
+        bail!(
+            "{} has no summary.json (its run did not finish)",
+            run_dir.display()
+        );
+    }
+    let stored = crate::files::read_run_summary(run_dir)?;
+    if stored.reps.len() != repetitions as usize {
+        bail!(
+            "{}: summary.json holds {} of {repetitions} repetitions",
+            run_dir.display(),
+            stored.reps.len()
+        );
+    }
+    Ok(stored)
+}
+
+/// The earlier run in `run_dir` if it is complete ([`complete`]) and
+/// comparable: its provenance.json names the same scenario text, commit
+/// and BPF objects (hashes of this build's).
 pub fn finished(run_dir: &Path, plan: &Plan, build: &Build) -> Option<Finished> {
     let prov: RunProvenance = provenance::read(run_dir).ok()?;
     let objects: Vec<CcaObject> = plan.ccas.iter().map(|c| CcaObject::of(c)).collect();
@@ -45,10 +106,7 @@ pub fn finished(run_dir: &Path, plan: &Plan, build: &Build) -> Option<Finished> 
     {
         return None;
     }
-    let stored = crate::files::read_run_summary(run_dir).ok()?;
-    if stored.reps.len() != plan.repetitions as usize {
-        return None;
-    }
+    let stored = complete(run_dir, plan.repetitions).ok()?;
     let worst = crate::summary::worst_of(&stored.rep_summaries())?;
     Some(Finished {
         summary: stored.summary,
@@ -86,7 +144,38 @@ rtt_ms = 40
     fn build() -> Build {
         Build {
             commit: "c0ffee".into(),
+            dirty: "no".into(),
         }
+    }
+
+    /// `--resume` over earlier runs needs a build that can be told from
+    /// others: a dirty one or one of unknown commit is refused in one
+    /// line; a clean one, one whose commit came from RTTFAIR_GIT_COMMIT,
+    /// and any build over a folder with no runs yet are not.
+    #[test]
+    fn resume_refuses_a_build_it_cannot_tell_apart() {
+        let tmp = testkit::temp_folder("resume-build");
+        let empty = tmp.path().join("empty");
+        std::fs::create_dir_all(&empty).unwrap();
+        let runs = tmp.path().join("runs");
+        std::fs::create_dir_all(runs.join("a-run")).unwrap();
+        let with = |commit: &str, dirty: &str| Build {
+            commit: commit.into(),
+            dirty: dirty.into(),
+        };
+        for (b, expect) in [
+            (with("c0ffee", "yes"), "has uncommitted changes"),
+            (with("unknown", "unknown"), "commit is unknown"),
+        ] {
+            let e = format!("{:#}", b.check_resumable(&runs).unwrap_err());
+            assert!(e.starts_with("--resume: ") && e.contains(expect), "{e}");
+            assert!(!e.contains('\n'), "{e}");
+            // Nothing to keep: allowed.
+            b.check_resumable(&empty).unwrap();
+            b.check_resumable(&tmp.path().join("none")).unwrap();
+        }
+        build().check_resumable(&runs).unwrap();
+        with("c0ffee", "unknown").check_resumable(&runs).unwrap();
     }
 
     fn run_provenance(plan: &Plan) -> RunProvenance {

@@ -79,12 +79,16 @@ pub fn run_selected(
         plans = sh.select(plans);
     }
     let dir = dir_of(&opts.out_dir, base);
+    let build = crate::resume::Build::current();
+    if sel.resume {
+        build.check_resumable(&dir.join("runs"))?;
+    }
     std::fs::create_dir_all(&dir)?;
+    clear_outputs(&dir)?;
     let inner = RunOptions {
         out_dir: dir.join("runs"),
         ..opts.clone()
     };
-    let build = crate::resume::Build::current();
     let mut points = Vec::new();
     let mut records = Vec::new();
     for p in &plans {
@@ -153,6 +157,32 @@ pub fn run_selected(
 /// ([`crate::gridtable::compare_tables`]).
 pub const COMPARE_FILE: &str = "compare.md";
 
+/// The files by which a sweep folder says its points are complete,
+/// provenance.json (what `lab merge` loads a folder by) first.
+const CLAIMS: [&str; 4] = [
+    crate::provenance::FILE,
+    crate::files::SWEEP_JSON,
+    crate::files::SWEEP_CSV,
+    COMPARE_FILE,
+];
+
+/// Remove an earlier sweep's claims from `dir` as a sweep starts: they
+/// are written again at its end ([`write_outputs`], provenance.json
+/// last), so a sweep interrupted over an earlier one's folder leaves no
+/// sweep folder to merge, only run folders (`--resume` picks those up).
+pub fn clear_outputs(dir: &Path) -> Result<()> {
+    for name in CLAIMS {
+        let path = dir.join(name);
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(e).with_context(|| format!("remove {}", path.display()));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// Every file of a sweep folder from its points (in grid order): sweep.csv,
 /// sweep.json, the plots, compare.md and provenance.json. The one writer
 /// of a sweep folder, for a run and for a merge alike.
@@ -170,4 +200,41 @@ pub fn write_outputs(
     std::fs::write(&path, crate::gridtable::compare_tables(sweep, ccas, points))
         .with_context(|| format!("write {}", path.display()))?;
     crate::provenance::write(dir, provenance)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::{self, MadeUp};
+
+    /// An earlier sweep's folder after a new sweep's start: no
+    /// provenance.json, sweep.json, sweep.csv or compare.md (so `lab
+    /// merge` finds no sweep there), its run folders kept for `--resume`.
+    #[test]
+    fn a_sweep_start_removes_the_earlier_sweeps_claims() {
+        let root_dir = testkit::temp_folder("sweep-clear");
+        let base = Scenario::from_toml(&testkit::grid_toml("c", 1, None, &[10, 40])).unwrap();
+        let ccas = ["cubic".to_string()];
+        let point = |k: usize, _: &grid::PointPlan| {
+            MadeUp::Repetitions(vec![crate::results::Summary {
+                jain: 0.5 + 0.1 * k as f64,
+                ..Default::default()
+            }])
+        };
+        let dir = testkit::write_sweep_folder(root_dir.path(), &base, &ccas, None, point, |_| {});
+        assert!(crate::merge::Folder::load(&dir).is_ok());
+        for name in CLAIMS {
+            assert!(dir.join(name).is_file(), "{name}");
+        }
+        let runs = std::fs::read_dir(dir.join("runs")).unwrap().count();
+        clear_outputs(&dir).unwrap();
+        for name in CLAIMS {
+            assert!(!dir.join(name).exists(), "{name}");
+        }
+        assert!(crate::merge::Folder::load(&dir).is_err());
+        assert_eq!(std::fs::read_dir(dir.join("runs")).unwrap().count(), runs);
+        assert!(runs > 0);
+        // Nothing to remove is no error (a first sweep).
+        clear_outputs(&dir).unwrap();
+    }
 }

@@ -22,7 +22,7 @@ use crate::plan::Plan;
 use crate::provenance::{
     self, CcaObject, Environment, PointProvenance, RunProvenance, SelfCheck, SweepProvenance,
 };
-use crate::results::{RepResult, RunResult, Summary, SweepPoint, Worst};
+use crate::results::{RepResult, RunResult, Summary, SweepPoint};
 use crate::scenario::Scenario;
 use crate::selfcheck::RateCheck;
 
@@ -177,16 +177,13 @@ fn write_run_summary(dir: &Path, scenario: &Scenario, prov: &RunProvenance, f: F
     .unwrap();
 }
 
-/// What a fixture sweep made up for one of its points.
-// One value per point, built and taken at once: its size does not matter.
-#[allow(clippy::large_enum_variant)]
+/// What a fixture sweep made up for one of its points (a run that
+/// finished: `lab merge` refuses a point without one).
 pub enum MadeUp {
     /// A run that finished with these repetitions: its folder as
     /// [`write_run_folder`] writes it, the point's row their mean and
     /// worst as a sweep computes them.
     Repetitions(Vec<Summary>),
-    /// Only the point's row, as given; its run folder is left empty.
-    Row { summary: Summary, worst: Worst },
 }
 
 /// The folder `lab sweep` writes under `out` for `base` (a scenario with
@@ -247,10 +244,6 @@ pub fn write_sweep_folder(
                     let run = run_provenance(&prov, &p.plan, record);
                     write_run_folder(&run_dir, &p.plan, &run, Some(finished));
                     (mean, crate::summary::worst_of(&reps))
-                }
-                MadeUp::Row { summary, worst } => {
-                    std::fs::create_dir_all(&run_dir).unwrap();
-                    (summary, Some(worst))
                 }
             };
             SweepPoint {

@@ -3,7 +3,8 @@
 //! FROM scratch (no base image is pulled): `rttfairctl` (debug info
 //! stripped), the tools the lab runs (ip, tc, ethtool, sysctl, iperf3), the
 //! shared libraries `ldd` says they link and the dynamic loader, copied from
-//! this host at their own paths, and the default daemon config. Built with
+//! this host at their own paths, the font the lab's plots draw text with
+//! (see [`copy_font`]), and the default daemon config. Built with
 //! podman (Debian package, daemonless; `docker build` would need a running
 //! daemon) with `--pull=never --network=none`, tagged `rttfair:VERSION`, and
 //! saved as an OCI archive (`target/image/rttfair-VERSION.oci.tar`) that a
@@ -21,6 +22,10 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// Programs the lab executes (lab/src: netns, link, iperf, topology).
 const LAB_TOOLS: &[&str] = &["ip", "tc", "ethtool", "sysctl", "iperf3"];
+
+/// The paths the lab's plots load their font from (lab/src/plot.rs
+/// includes the same file).
+const FONT_PATHS: &[&str] = include!("../../lab/src/font_paths.in");
 
 /// What `image` was asked for.
 pub struct ImageArgs {
@@ -89,6 +94,7 @@ pub fn build(root: &Path, dir: &Path, binary: &Path, tag: &str) -> Result<PathBu
     for lib in &libs {
         copy_at_own_path(lib, &rootfs)?;
     }
+    copy_font(FONT_PATHS, &rootfs)?;
     for d in [
         "tmp",
         "run/netns",
@@ -186,6 +192,28 @@ fn shared_libraries(exe: &Path) -> Result<Vec<PathBuf>> {
 
 /// Copy `path` (its contents, following symlinks) to the same path under
 /// `rootfs`.
+/// Copy the first of `paths` found on this host into `rootfs` at its own
+/// path, where the lab looks for it: without it every plot made in the
+/// cluster has no axes, titles or labels, silently. Copied rather than
+/// embedded in rttfairctl so the binary does not grow by the font's
+/// 750 kB for the hosts that have it, and the lab keeps one way to find
+/// it. Its Debian copyright file goes along when present (the font's
+/// licence asks that it travel with copies).
+fn copy_font(paths: &[&str], rootfs: &Path) -> Result<()> {
+    let Some(font) = paths.iter().map(Path::new).find(|p| p.is_file()) else {
+        bail!(
+            "image: no font for the plots on this host ({}); install fonts-dejavu-core",
+            paths.join(", ")
+        );
+    };
+    copy_at_own_path(font, rootfs)?;
+    let copyright = Path::new("/usr/share/doc/fonts-dejavu-core/copyright");
+    if copyright.is_file() {
+        copy_at_own_path(copyright, rootfs)?;
+    }
+    Ok(())
+}
+
 fn copy_at_own_path(path: &Path, rootfs: &Path) -> Result<()> {
     let dest = rootfs.join(path.strip_prefix("/").unwrap_or(path));
     fs::create_dir_all(dest.parent().unwrap())?;
@@ -201,4 +229,41 @@ fn run(cmd: &mut Command) -> Result<()> {
         bail!("{cmd:?} failed ({status})");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fresh folder under the temp dir for one test.
+    fn scratch(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("xtask-image-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    /// The image gets the font at the path the lab loads it from; a host
+    /// without any of the paths fails the build in one line.
+    #[test]
+    fn the_plots_font_is_copied_or_the_build_refuses() {
+        let rootfs = scratch("font");
+        let found = FONT_PATHS
+            .iter()
+            .find(|p| Path::new(p).is_file())
+            .expect("this host has the plots' font (cargo xtask deps installs it)");
+        copy_font(FONT_PATHS, &rootfs).unwrap();
+        let copied = rootfs.join(found.trim_start_matches('/'));
+        assert_eq!(fs::read(&copied).unwrap(), fs::read(found).unwrap());
+
+        let none = scratch("nofont");
+        let missing = ["/nonexistent/rttfair/DejaVuSans.ttf"];
+        let e = format!("{:#}", copy_font(&missing, &none).unwrap_err());
+        assert!(e.starts_with("image: no font for the plots"), "{e}");
+        assert!(!e.contains('\n'), "{e}");
+        assert_eq!(fs::read_dir(&none).unwrap().count(), 0);
+        for d in [rootfs, none] {
+            fs::remove_dir_all(d).unwrap();
+        }
+    }
 }
