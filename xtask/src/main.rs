@@ -1,17 +1,19 @@
 //! `cargo xtask <task>`: everything a developer or CI runs, in one place.
 //!
-//! - `deps`            install the Debian packages the build and tests need
-//! - `build`           build everything (BPF objects are compiled by the
-//!                     loader's build script), release profile
-//! - `test [--repeat N]` deps + the whole test suite (unit and kernel
-//!                     integration); N runs with per-test pass counts
-//! - `demo`            deps + build + the main job (see README)
-//! - `bench <name>`    benchmarks that print figures (never timed assertions)
-//! - `bench fairness-grid --cca LIST [--rate R] [--quick] [--reps N]`
+//! - `deps`: install the Debian packages the build and tests need
+//! - `build`: build everything (BPF objects are compiled by the loader's
+//!   build script), release profile
+//! - `test [--repeat N]`: deps + the whole test suite (unit and kernel
+//!   integration); N runs with per-test pass counts
+//! - `demo`: deps + build + the main job (see README)
+//! - `bench <name>`: benchmarks that print figures (never timed assertions)
+//! - `bench fairness-grid --cca LIST [--rate R] [--quick] [--reps N]`:
 //!   issue 14's two-flow grid, side-by-side tables per CCA
-//! - `man [DIR]`       man pages of rttfairctl (clap_mangen), default target/man
-//! - `deb`             the Debian package (cargo-deb): binary, unit, config, completions, man
-//! - `image`           deps + build + the container image, offline, FROM scratch (image.rs)
+//! - `man [DIR]`: man pages of rttfairctl (clap_mangen), default target/man
+//! - `deb`: the Debian package (cargo-deb): binary, unit, config,
+//!   completions, man
+//! - `image`: deps + build + the container image, offline, FROM scratch
+//!   (image.rs)
 //!
 //! Tasks that need root say so before doing anything.
 
@@ -319,9 +321,12 @@ impl Tally {
     }
 }
 
+/// Each test's outcome keyed "<test binary>::<name>" (true: passed).
+type Outcomes = Vec<(String, bool)>;
+
 /// One `cargo test` over the workspace, echoed; its tally, each test's
-/// outcome keyed "<test binary>::<name>", and whether cargo succeeded.
-fn run_suite(rest: &[String]) -> Result<(Tally, Vec<(String, bool)>, bool)> {
+/// outcome, and whether cargo succeeded.
+fn run_suite(rest: &[String]) -> Result<(Tally, Outcomes, bool)> {
     use std::io::{BufRead, BufReader};
     // --no-fail-fast: one failing binary must not hide the others' results.
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
