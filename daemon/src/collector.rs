@@ -55,6 +55,8 @@ pub struct FlowCollector {
     prefix_v4: u8,
     prefix_v6: u8,
     native_flows: bool,
+    /// Per CCA, destination groups with their own series (`max_groups`).
+    max_groups: usize,
     state: Mutex<State>,
     /// How peer addresses and groups are labelled (config `peer_addresses`).
     peer: crate::peer::PeerLabels,
@@ -104,6 +106,7 @@ impl FlowCollector {
         FlowCollector {
             fs,
             native_flows,
+            max_groups: crate::config::DEFAULT_MAX_GROUPS,
             per_flow_limit: per_flow.limit(max_flows),
             per_flow_on: per_flow != PerFlow::Off,
             prefix_v4,
@@ -111,6 +114,13 @@ impl FlowCollector {
             state: Mutex::new(State::default()),
             peer: Default::default(),
         }
+    }
+
+    /// Give at most `n` destination groups per CCA their own series
+    /// (default [`crate::config::DEFAULT_MAX_GROUPS`]).
+    pub fn with_max_groups(mut self, n: usize) -> Self {
+        self.max_groups = n;
+        self
     }
 
     /// Render peer addresses and groups as `mode` says (default: as they are).
@@ -202,6 +212,7 @@ impl FlowCollector {
             capacity,
             maps_present: pinned,
             previous_scrape_seconds: previous,
+            max_groups: self.max_groups,
         }
     }
 

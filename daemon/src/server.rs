@@ -75,7 +75,8 @@ async fn serve_until(
             config.group_prefix_v6,
             config.native_flows,
         )
-        .with_peer_addresses(config.peer_addresses),
+        .with_peer_addresses(config.peer_addresses)
+        .with_max_groups(config.max_groups),
     );
     let mut registry = Registry::default();
     registry.register_collector(Box::new(SharedCollector(collector.clone())));
