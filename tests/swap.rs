@@ -289,3 +289,53 @@ fn failed_swap_leaves_the_old_implementation() {
     drop(ns);
     assert_success(&t.run(&["unload", "bbr1"]));
 }
+
+/// A CCA registered by a build of another ABI (simulated by renaming its
+/// pinned maps to the previous version) is not adopted: `load` refuses
+/// naming both ABIs and the fix, `unload` refuses rather than count zero
+/// sockets, and a daemon told to load it serves with /healthz failing on
+/// the same line. `swap` is the fix, and a plain unload works after it.
+#[test]
+fn a_cca_of_another_abi_is_neither_adopted_nor_counted_idle() {
+    use common::daemon::{Daemon, Up};
+    use rttfair_loader::abi::ABI_VERSION;
+    let t = KernelTest::new();
+    assert_success(&t.run(&["load", "fairtt"]));
+    let (this, old) = (format!("_v{ABI_VERSION}"), format!("_v{}", ABI_VERSION - 1));
+    for e in std::fs::read_dir(t.fs.maps_dir()).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let base = name.strip_suffix(&this).expect("a map of this ABI");
+        std::fs::rename(e.path(), t.fs.map_pin(&format!("{base}{old}"))).unwrap();
+    }
+    let want = format!(
+        "fairtt loaded by a build of ABI v{}; this build is ABI v{ABI_VERSION}",
+        ABI_VERSION - 1
+    );
+    let line = assert_one_line_error(&t.run(&["load", "fairtt"]), &want);
+    assert!(line.contains("rttfairctl swap"), "{line}");
+    assert_one_line_error(&t.run(&["load", "bbr1"]), &want);
+    assert!(
+        !registered("bbr1"),
+        "loading beside it would hide the mismatch"
+    );
+    assert_one_line_error(&t.run(&["unload", "fairtt"]), &want);
+    assert!(registered("fairtt"));
+
+    let cfg = temp_file("abi", ".toml", "load = [\"fairtt\"]\n");
+    let port = free_port();
+    let daemon = Daemon::start(
+        &t.fs,
+        &["--config", cfg.path().to_str().unwrap()],
+        port,
+        Up::Serving,
+    );
+    let (status, body) = http_get(port, "/healthz").expect("/healthz answers");
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains(&want), "{body}");
+    drop(daemon);
+
+    let swapped = assert_success(&t.run(&["swap", "fairtt"]));
+    assert!(swapped.contains("uncounted"), "{swapped}");
+    assert_success(&t.run(&["unload", "fairtt"]));
+    assert!(!registered("fairtt"));
+}

@@ -126,8 +126,13 @@ fn swap(fs: &BpfFs, out: &Out, cca: &str, object: Option<&Path>) -> Result<()> {
     out.print(
         json!({ "cca": cca.name(), "swapped": true, "sockets_on_previous": r.sockets_on_previous }),
         format_args!(
-            "{cca}: swapped in place; new sockets get the new build, {} open socket(s) keep the previous one until they close or are migrated",
-            r.sockets_on_previous
+            "{cca}: swapped in place; new sockets get the new build, {} keep the previous one until they close or are migrated",
+            match r.sockets_on_previous {
+                Some(n) => format!("{n} open socket(s)"),
+                // The previous build was of another ABI: its counters are
+                // not this build's to read.
+                None => "its open sockets (uncounted: the previous build was of another ABI)".into(),
+            }
         ),
     )
 }

@@ -129,11 +129,14 @@ impl FlowCollector {
         self
     }
 
-    /// Whether the maps can be read (for /healthz).
+    /// Whether the maps can be read (for /healthz): not when the loaded
+    /// CCAs are of another build's ABI, whose maps this build cannot read
+    /// (it would export no flows while they run).
     pub fn healthy(&self) -> Result<(), String> {
         if !self.fs.exists() {
             return Ok(()); // nothing loaded yet is a valid state
         }
+        rttfair_loader::installed::check(&self.fs).map_err(|e| e.to_string())?;
         match FlowReader::open(&self.fs) {
             Ok(r) => r.flows().map(|_| ()).map_err(|e| e.to_string()),
             Err(rttfair_loader::Error::NothingLoaded { .. }) => Ok(()),

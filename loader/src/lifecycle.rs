@@ -17,7 +17,7 @@ use crate::abi::maps;
 use crate::bpffs::BpfFs;
 use crate::cca::Cca;
 use crate::error::{Error, Result};
-use crate::{flows, kernel, objects, preflight, stack_depth};
+use crate::{flows, installed, kernel, objects, preflight, stack_depth};
 
 /// Knobs of a load that matter only when the shared maps are first created.
 #[derive(Debug, Clone, Default)]
@@ -234,11 +234,15 @@ impl Registered {
 }
 
 /// Load `cca` end to end: preflight, open, load, register, pin. Idempotent.
+/// Refused while CCAs of another build's ABI are loaded without this
+/// build's maps ([`installed::check`]): adopting one would read nothing,
+/// and loading another would create this build's maps and hide them.
 pub fn load(cca: Cca, fs: &BpfFs, opts: &LoadOptions) -> Result<LoadOutcome> {
     preflight::check_can_register(&format!("loading {cca}"))?;
     preflight::check_btf()?;
     fs.ensure()?;
     let _lock = fs.lock(Duration::from_secs(10))?;
+    installed::check(fs)?;
 
     let pin = fs.link_pin(cca);
     let registered = kernel::is_registered(cca.name())?;
@@ -280,8 +284,10 @@ pub fn load(cca: Cca, fs: &BpfFs, opts: &LoadOptions) -> Result<LoadOutcome> {
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct SwapReport {
     /// Sockets that were on the CCA at the swap: they keep the previous
-    /// programs until they close or are migrated.
-    pub sockets_on_previous: u64,
+    /// programs until they close or are migrated. `None` when they cannot
+    /// be counted: the previous build was of another ABI, whose counters
+    /// this build does not read.
+    pub sockets_on_previous: Option<u64>,
 }
 
 /// Step 5: replace a loaded CCA's programs with `opts.object` (or the
@@ -299,7 +305,7 @@ pub fn update(cca: Cca, fs: &BpfFs, opts: &LoadOptions) -> Result<SwapReport> {
         });
     }
     let _lock = fs.lock(Duration::from_secs(10))?;
-    let sockets_on_previous = flows::live_sockets(fs, cca).unwrap_or(0);
+    let sockets_on_previous = flows::live_sockets(fs, cca).ok();
     let mut loaded = open(cca, fs, opts)?.load()?;
     let link = Link::open(&pin).map_err(|e| Error::bpf(format!("open {}", pin.display()), e))?;
     let ops = cca.ops_map();
@@ -349,7 +355,8 @@ pub fn unregister(cca: Cca, fs: &BpfFs, force: bool) -> Result<()> {
     }
     let _lock = fs.lock(Duration::from_secs(10))?;
     if !force {
-        let sockets = flows::live_sockets(fs, cca).unwrap_or(0);
+        // Uncountable (another build's ABI) is a refusal, never zero.
+        let sockets = flows::live_sockets(fs, cca)?;
         if sockets > 0 {
             return Err(Error::InUse {
                 cca: cca.to_string(),
@@ -408,10 +415,17 @@ pub fn unload_all(
     }
     let mut registered = Vec::new();
     for &cca in ccas {
+        // Sockets that cannot be counted (a CCA of another build's ABI)
+        // only matter to a migration or an unforced unload: both refuse
+        // here, before anything moves.
+        let sockets = match flows::live_sockets(fs, cca) {
+            Err(_) if force => 0,
+            counted => counted?,
+        };
         let state = UnloadState {
             pinned: fs.link_pin(cca).exists(),
             registered: kernel::is_registered(cca.name())?,
-            sockets: flows::live_sockets(fs, cca).unwrap_or(0),
+            sockets,
         };
         check_unload_state(cca, &fs.link_pin(cca), state, force || migrate_to.is_some())?;
         registered.push(state.registered);
@@ -434,7 +448,7 @@ pub fn unload_all(
             u.migrated = Some(moved);
         }
         for &cca in ccas {
-            let sockets = flows::live_sockets(fs, cca).unwrap_or(0);
+            let sockets = flows::live_sockets(fs, cca)?;
             if sockets > 0 {
                 return Err(Error::InUse {
                     cca: cca.to_string(),
