@@ -109,6 +109,32 @@ fn systemd_unit_grants_exactly_what_the_shipped_config_needs() {
     }
 }
 
+/// Following the unit's own install comment gives the daemon the config
+/// its ExecStart names (an explicit --config that is missing is an error,
+/// which Restart=on-failure would turn into a restart loop), and the file
+/// installed there is a valid config.
+#[test]
+fn systemd_unit_install_steps_provide_the_config_it_names() {
+    let text = std::fs::read_to_string(unit_path()).unwrap();
+    let exec = unit_values("ExecStart");
+    let config = exec
+        .iter()
+        .position(|a| a == "--config")
+        .map(|i| exec[i + 1].clone())
+        .expect("ExecStart names its config");
+    let install: String = text
+        .lines()
+        .skip_while(|l| !l.starts_with("# Install:"))
+        .take_while(|l| l.starts_with("# ") && !l.starts_with("# ExecStart"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        install.contains(&format!("daemon.toml {config}")),
+        "the install steps do not put daemon.toml at {config}:\n{install}"
+    );
+    check_config(&repo().join("deploy/systemd/daemon.toml"));
+}
+
 #[test]
 fn a_missing_capability_is_named_in_one_line_before_anything_is_done() {
     // Loading a CCA: CAP_NET_ADMIN does not stand in for CAP_PERFMON.
