@@ -135,6 +135,24 @@ fn systemd_unit_install_steps_provide_the_config_it_names() {
     check_config(&repo().join("deploy/systemd/daemon.toml"));
 }
 
+/// The unit leaves the labs' lease folder writable: taking over a CCA a
+/// lab loaded removes the lab's marker there, and under ProtectSystem=strict
+/// a read-only /run left the marker, so the lab unloaded the daemon's CCA.
+#[test]
+fn systemd_unit_lets_the_daemon_take_over_a_lab_loaded_cca() {
+    let leases = rttfair_lab::ccas::lease_dir(&rttfair_loader::BpfFs::new(
+        rttfair_loader::BpfFs::DEFAULT_ROOT,
+    ));
+    let writable = unit_values("ReadWritePaths");
+    assert!(
+        writable
+            .iter()
+            .any(|p| leases.starts_with(p.trim_start_matches('-'))),
+        "{} is not under ReadWritePaths {writable:?}",
+        leases.display()
+    );
+}
+
 #[test]
 fn a_missing_capability_is_named_in_one_line_before_anything_is_done() {
     // Loading a CCA: CAP_NET_ADMIN does not stand in for CAP_PERFMON.

@@ -308,9 +308,15 @@ fn load(
     for cca in &ccas {
         match lifecycle::load(*cca, fs, &opts) {
             Ok(outcome) => {
+                // A marker left in place is said, not fatal: the CCA is loaded.
+                let from_lab = outcome == LoadOutcome::AlreadyLoaded
+                    && rttfair_lab::ccas::adopt(fs, *cca).unwrap_or_else(|e| {
+                        tracing::warn!("{e:#}");
+                        false
+                    });
                 let what = match outcome {
                     LoadOutcome::Loaded => "loaded",
-                    LoadOutcome::AlreadyLoaded if rttfair_lab::ccas::adopt(fs, *cca) => {
+                    LoadOutcome::AlreadyLoaded if from_lab => {
                         "already loaded by a running lab; now yours (the lab will leave it registered)"
                     }
                     LoadOutcome::AlreadyLoaded => "already loaded",

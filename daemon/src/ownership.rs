@@ -61,11 +61,15 @@ impl Owned {
             tracing::info!("loaded {cca}");
         }
         for cca in adopted {
-            if rttfair_lab::ccas::adopt(fs, cca) {
-                tracing::info!("adopted {cca} (loaded by a running lab; now the daemon's)");
-                owned.ccas.push(cca);
-            } else {
-                tracing::info!("adopted {cca} (already loaded; left registered at exit)");
+            match rttfair_lab::ccas::adopt(fs, cca) {
+                Ok(true) => {
+                    tracing::info!("adopted {cca} (loaded by a running lab; now the daemon's)");
+                    owned.ccas.push(cca);
+                }
+                Ok(false) => {
+                    tracing::info!("adopted {cca} (already loaded; left registered at exit)")
+                }
+                Err(e) => tracing::warn!("{e:#}"),
             }
         }
         Ok(owned)
