@@ -286,9 +286,21 @@ fn kubernetes_manifests_pass_the_api_schemas_and_its_rules() {
         ),
     )
     .unwrap();
-    let out = semantics(&venv, &[broken]);
+    let out = semantics(&venv, &[broken.clone()]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("needs privileged: true"));
+    // A node-critical pod outside kube-system without its ResourceQuota
+    // (refused by GKE's admission) is refused too.
+    let job = repo().join("deploy/kubernetes/lab-sweep-job.yaml");
+    for (from, to, says) in [
+        ("kind: ResourceQuota", "kind: LimitRange", "needs a ResourceQuota"),
+    ] {
+        assert!(text.contains(from), "{from}");
+        std::fs::write(&broken, text.replace(from, to)).unwrap();
+        let out = semantics(&venv, &[broken.clone(), job.clone()]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(!out.status.success() && stdout.contains(says), "{from}: {stdout}");
+    }
 }
 
 /// The `on(...)` label lists of every vector match in `promql`.

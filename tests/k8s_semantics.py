@@ -113,6 +113,26 @@ def check_sweep(where, doc, merge_args):
             bad(where, f"the merge Job merges {shards}, the sweep writes {want}")
 
 
+CRITICAL = ("system-node-critical", "system-cluster-critical")
+
+
+def check_priority_quota(where, doc, spec, docs):
+    """Clusters that limit priority class consumption (GKE by default)
+    admit a pod of a system-*-critical class outside kube-system only into a
+    namespace with a ResourceQuota whose scopeSelector names that class."""
+    cls = spec.get("priorityClassName")
+    ns = doc["metadata"].get("namespace", "default")
+    if cls not in CRITICAL or ns == "kube-system":
+        return
+    for _, q in docs:
+        if q.get("kind") != "ResourceQuota" or q["metadata"].get("namespace", "default") != ns:
+            continue
+        for e in (q["spec"].get("scopeSelector") or {}).get("matchExpressions", []):
+            if e.get("scopeName") == "PriorityClass" and e.get("operator") == "In" and cls in e.get("values", []):
+                return
+    bad(where, f"priorityClassName {cls} in namespace {ns} needs a ResourceQuota there scoped to PriorityClass In [{cls}]")
+
+
 def main():
     image, files = sys.argv[1], sys.argv[2:]
     docs = []
@@ -130,6 +150,7 @@ def main():
         if spec is None:
             continue
         check_pod(where, d, spec, image)
+        check_priority_quota(where, d, spec, docs)
         if d["kind"] == "DaemonSet":
             check_daemonset(where, spec)
         if d["kind"] == "Job" and d["spec"].get("completionMode") == "Indexed":
