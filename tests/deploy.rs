@@ -290,10 +290,12 @@ fn kubernetes_manifests_pass_the_api_schemas_and_its_rules() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("needs privileged: true"));
     // A node-critical pod outside kube-system without its ResourceQuota
-    // (refused by GKE's admission) is refused too.
+    // (refused by GKE's admission), and a DaemonSet that runs on the lab
+    // pool the sweep selects, are refused too.
     let job = repo().join("deploy/kubernetes/lab-sweep-job.yaml");
     for (from, to, says) in [
         ("kind: ResourceQuota", "kind: LimitRange", "needs a ResourceQuota"),
+        ("operator: NotIn", "operator: In", "runs on the lab pool"),
     ] {
         assert!(text.contains(from), "{from}");
         std::fs::write(&broken, text.replace(from, to)).unwrap();

@@ -133,6 +133,32 @@ def check_priority_quota(where, doc, spec, docs):
     bad(where, f"priorityClassName {cls} in namespace {ns} needs a ResourceQuota there scoped to PriorityClass In [{cls}]")
 
 
+def excludes(term, key, value):
+    """Whether a nodeSelectorTerm keeps off nodes labelled key=value."""
+    for e in term.get("matchExpressions", []):
+        if e.get("key") != key:
+            continue
+        if e.get("operator") == "DoesNotExist":
+            return True
+        if e.get("operator") == "NotIn" and value in e.get("values", []):
+            return True
+    return False
+
+
+def check_lab_pool(where, sweep, daemonsets):
+    """The sweep runs on a labelled lab pool, and every DaemonSet of the
+    project keeps off it: its CCAs would be what the lab measures."""
+    selector = sweep["spec"]["template"]["spec"].get("nodeSelector") or {}
+    if not selector:
+        bad(where, "the sweep Job must select the lab pool (nodeSelector)")
+    for dwhere, ds in daemonsets:
+        aff = (ds["spec"]["template"]["spec"].get("affinity") or {}).get("nodeAffinity") or {}
+        terms = (aff.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms", [])
+        for k, v in selector.items():
+            if not terms or not all(excludes(t, k, v) for t in terms):
+                bad(dwhere, f"runs on the lab pool ({k}={v}): needs a required nodeAffinity excluding it")
+
+
 def main():
     image, files = sys.argv[1], sys.argv[2:]
     docs = []
@@ -155,6 +181,7 @@ def main():
             check_daemonset(where, spec)
         if d["kind"] == "Job" and d["spec"].get("completionMode") == "Indexed":
             check_sweep(where, d, merge_args)
+            check_lab_pool(where, d, [(w, x) for w, x in docs if x.get("kind") == "DaemonSet"])
     for p in problems:
         print(p)
     sys.exit(1 if problems else 0)
