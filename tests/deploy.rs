@@ -290,12 +290,13 @@ fn kubernetes_manifests_pass_the_api_schemas_and_its_rules() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("needs privileged: true"));
     // A node-critical pod outside kube-system without its ResourceQuota
-    // (refused by GKE's admission), and a DaemonSet that runs on the lab
-    // pool the sweep selects, are refused too.
+    // (refused by GKE's admission), a DaemonSet that runs on the lab pool
+    // the sweep selects, and a rollout one node at a time are refused too.
     let job = repo().join("deploy/kubernetes/lab-sweep-job.yaml");
     for (from, to, says) in [
         ("kind: ResourceQuota", "kind: LimitRange", "needs a ResourceQuota"),
         ("operator: NotIn", "operator: In", "runs on the lab pool"),
+        ("maxUnavailable: 10%", "maxUnavailable: 1", "use a percentage"),
     ] {
         assert!(text.contains(from), "{from}");
         std::fs::write(&broken, text.replace(from, to)).unwrap();

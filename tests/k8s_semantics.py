@@ -81,6 +81,15 @@ def check_daemonset(where, spec):
         bad(where, "no bpffs mount at /sys/fs/bpf")
 
 
+def check_rollout(where, doc):
+    """A pod restart does not touch traffic, so a rollout must not be one
+    node at a time (14-28 h on 5,000 nodes): maxUnavailable a percentage."""
+    ru = ((doc["spec"].get("updateStrategy") or {}).get("rollingUpdate") or {})
+    mu = ru.get("maxUnavailable", 1)
+    if not (isinstance(mu, str) and mu.endswith("%")):
+        bad(where, f"rollingUpdate maxUnavailable {mu!r} replaces a fixed number of nodes at a time; use a percentage")
+
+
 def check_sweep(where, doc, merge_args):
     spec = doc["spec"]
     if spec.get("completionMode") != "Indexed":
@@ -179,6 +188,7 @@ def main():
         check_priority_quota(where, d, spec, docs)
         if d["kind"] == "DaemonSet":
             check_daemonset(where, spec)
+            check_rollout(where, d)
         if d["kind"] == "Job" and d["spec"].get("completionMode") == "Indexed":
             check_sweep(where, d, merge_args)
             check_lab_pool(where, d, [(w, x) for w, x in docs if x.get("kind") == "DaemonSet"])
