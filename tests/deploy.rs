@@ -294,15 +294,26 @@ fn kubernetes_manifests_pass_the_api_schemas_and_its_rules() {
     // the sweep selects, and a rollout one node at a time are refused too.
     let job = repo().join("deploy/kubernetes/lab-sweep-job.yaml");
     for (from, to, says) in [
-        ("kind: ResourceQuota", "kind: LimitRange", "needs a ResourceQuota"),
+        (
+            "kind: ResourceQuota",
+            "kind: LimitRange",
+            "needs a ResourceQuota",
+        ),
         ("operator: NotIn", "operator: In", "runs on the lab pool"),
-        ("maxUnavailable: 10%", "maxUnavailable: 1", "use a percentage"),
+        (
+            "maxUnavailable: 10%",
+            "maxUnavailable: 1",
+            "use a percentage",
+        ),
     ] {
         assert!(text.contains(from), "{from}");
         std::fs::write(&broken, text.replace(from, to)).unwrap();
         let out = semantics(&venv, &[broken.clone(), job.clone()]);
         let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(!out.status.success() && stdout.contains(says), "{from}: {stdout}");
+        assert!(
+            !out.status.success() && stdout.contains(says),
+            "{from}: {stdout}"
+        );
     }
 }
 

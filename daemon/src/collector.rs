@@ -70,7 +70,6 @@ struct State {
     native: Option<Result<NativeBox, String>>,
     /// Keyed by (is a native socket, id or cookie): the id spaces differ.
     seen: HashMap<(bool, u64), Seen>,
-    omitted_total: u64,
     last_scrape_seconds: f64,
 }
 
@@ -198,7 +197,6 @@ impl FlowCollector {
         let native_readable = self.read_native(&mut st, &mut all);
         let flows = self.rate_and_label(&mut st, all);
         let (per_flow, omitted) = self.cap(flows.len());
-        st.omitted_total += omitted as u64;
         let previous = st.last_scrape_seconds;
         st.last_scrape_seconds = t0.elapsed().as_secs_f64();
         Snapshot {
@@ -206,7 +204,6 @@ impl FlowCollector {
             per_flow,
             native_readable,
             omitted,
-            omitted_total: st.omitted_total,
             counters,
             loaded: Cca::ALL
                 .iter()

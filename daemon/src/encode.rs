@@ -205,7 +205,6 @@ mod tests {
             flows,
             native_readable: Err("disabled".into()),
             omitted: 0,
-            omitted_total: 0,
             counters: vec![],
             loaded: vec![(cca, true)],
             capacity: 1024,

@@ -195,8 +195,9 @@ pub static FAMILIES: &[Family] = &[
     Family { name: "rttfair_flow_map_capacity", help: "Capacity of the per-flow export map", unit: "entries", ty: Gauge, source: Source::Host(|s| s.capacity as f64) },
     Family { name: "rttfair_flows_read", help: "Flows read this refresh (all feed the aggregates)", unit: "", ty: Gauge, source: Source::Host(|s| s.flows.len() as f64) },
     Family { name: "rttfair_flows_exported", help: "Flows with per-flow series this refresh (per_flow setting)", unit: "", ty: Gauge, source: Source::Host(|s| s.per_flow as f64) },
-    Family { name: "rttfair_flows_omitted", help: "Flows denied per-flow series by the cap (per_flow top:N, max_flows), summed over refreshes; 0 while per_flow is off", unit: "", ty: Counter, source: Source::Host(|s| s.omitted_total as f64) },
-    Family { name: "rttfair_flows_omitted_last_scrape", help: "Flows denied per-flow series by the cap in this refresh", unit: "", ty: Gauge, source: Source::Host(|s| s.omitted as f64) },
+    // A gauge only: a sum over refreshes grew with every scrape, so its
+    // rate() scaled with the number of scrapers (an HA pair doubled it).
+    Family { name: "rttfair_flows_omitted_last_scrape", help: "Flows denied per-flow series by the cap (per_flow top:N, max_flows) in this refresh; 0 while per_flow is off", unit: "", ty: Gauge, source: Source::Host(|s| s.omitted as f64) },
     Family { name: "rttfair_native_flows_readable", help: "1 if connections on kernel CCAs (cubic, native bbr) could be read this scrape", unit: "", ty: Gauge, source: Source::Host(|s| s.native_readable.is_ok() as u8 as f64) },
     Family { name: "rttfair_maps_present", help: "1 if the pinned maps exist (some CCA was loaded)", unit: "", ty: Gauge, source: Source::Host(|s| s.maps_present as u8 as f64) },
     Family { name: "rttfair_previous_scrape_duration_seconds", help: "Time the previous refresh spent reading the maps", unit: "seconds", ty: Gauge, source: Source::Host(|s| s.previous_scrape_seconds) },
@@ -231,7 +232,7 @@ pub fn reference() -> String {
          series. `per_flow = \"top:N\"` adds per-flow series for the N flows\n\
          with the highest throughput (ties: lowest id), `per_flow = \"all\"`\n\
          for every flow up to `max_flows`; flows the cap leaves out are\n\
-         counted in `rttfair_flows_omitted_total`.\n\n\
+         counted in the gauge `rttfair_flows_omitted_last_scrape`.\n\n\
          Series per host: about 15 + 90 per CCA with flows (4 histograms of\n\
          10 to 16 buckets plus `_sum` and `_count`, counters) + 3 per CCA and\n\
          destination group kept. Per CCA, only the `max_groups` groups with\n\
@@ -293,6 +294,18 @@ mod tests {
             have == want,
             "docs/metrics.md is stale: run RTTFAIR_BLESS=1 cargo test -p rttfair-daemon metrics_reference"
         );
+    }
+
+    /// A host value is what this refresh read, so it is a gauge: a sum
+    /// kept over refreshes (the old `rttfair_flows_omitted_total`) grows
+    /// with every scrape, and its rate() with the number of scrapers.
+    #[test]
+    fn host_families_are_gauges_not_sums_over_scrapes() {
+        for f in FAMILIES {
+            if matches!(f.source, Source::Host(_)) {
+                assert!(matches!(f.ty, MetricType::Gauge), "{}", f.name);
+            }
+        }
     }
 
     #[test]

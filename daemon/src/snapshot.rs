@@ -62,8 +62,8 @@ pub struct Snapshot {
     pub per_flow: usize,
     /// Whether kernel-CCA connections could be read, and why not.
     pub native_readable: Result<(), String>,
+    /// Flows the per-flow cap denied series in this refresh.
     pub omitted: usize,
-    pub omitted_total: u64,
     pub counters: Vec<(Cca, Counters)>,
     pub loaded: Vec<(Cca, bool)>,
     pub capacity: u32,
