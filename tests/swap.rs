@@ -339,3 +339,52 @@ fn a_cca_of_another_abi_is_neither_adopted_nor_counted_idle() {
     assert_success(&t.run(&["unload", "fairtt"]));
     assert!(!registered("fairtt"));
 }
+
+/// `unload --migrate-to` reaches this namespace and those in /run/netns
+/// only: with a socket of the CCA in an unshared namespace it refuses
+/// before moving anything (the reachable socket stays on the CCA too),
+/// naming how many it cannot reach.
+#[test]
+fn unload_migrate_to_refuses_before_moving_when_a_socket_is_out_of_reach() {
+    use std::sync::mpsc;
+    let t = KernelTest::new();
+    assert_success(&t.run(&["load", "bbr1"]));
+    // One connection here, where the migration reaches...
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let here = connect_with(l.local_addr().unwrap(), "bbr1");
+    let (_here_peer, _) = l.accept().unwrap();
+    // ... and one in a namespace of its own, in no /run/netns.
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let away = std::thread::spawn(move || {
+        nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+        // A child of this thread runs in its namespace.
+        let up = std::process::Command::new("ip")
+            .args(["link", "set", "lo", "up"])
+            .status()
+            .unwrap();
+        assert!(up.success());
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = connect_with(l.local_addr().unwrap(), "bbr1");
+        let (s, _) = l.accept().unwrap();
+        ready_tx.send(()).unwrap();
+        let _ = done_rx.recv();
+        drop((c, s));
+    });
+    ready_rx.recv().unwrap();
+    // Only the connecting ends set bbr1 (accepted ones get the listener's
+    // default), so bbr1 has 2 sockets, 1 of them out of reach.
+    let out = t.run(&["unload", "bbr1", "--migrate-to", "cubic"]);
+    assert_one_line_error(
+        &out,
+        "bbr1: 1 of its 2 socket(s) are in network namespaces --migrate-to does not reach",
+    );
+    assert_eq!(cca_of(&here), "bbr1", "a refused migration moved a socket");
+    assert!(registered("bbr1"));
+    done_tx.send(()).unwrap();
+    away.join().unwrap();
+    // With the unreachable one gone, the same command moves and unloads.
+    assert_success(&t.run(&["unload", "bbr1", "--migrate-to", "cubic"]));
+    assert_eq!(cca_of(&here), "cubic");
+    assert!(!registered("bbr1"));
+}

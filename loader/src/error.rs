@@ -36,6 +36,12 @@ pub enum Error {
         installed: String,
         this: u32,
     },
+    #[error("{cca}: {unreachable} of its {sockets} socket(s) are in network namespaces --migrate-to does not reach (it covers this one and those in /run/netns, not a container runtime's or an unshared one); nothing was moved: migrate them from inside their namespace first, or unload --force")]
+    Unreachable {
+        cca: String,
+        sockets: u64,
+        unreachable: u64,
+    },
     #[error("another rttfairctl holds the lock on {path}")]
     Busy { path: PathBuf },
     #[error("invalid value for {name}: {reason}")]

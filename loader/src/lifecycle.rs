@@ -388,13 +388,16 @@ pub struct Unloaded {
 }
 
 /// Unregister each of `ccas`, first moving their sockets to `migrate_to`
-/// (in every namespace) when given. Everything that can be checked is
-/// checked before the first socket moves or CCA goes, so a refusal changes
-/// nothing: the arguments ([`check_unload_args`]), the privileges, and each
-/// CCA's state ([`check_unload_state`]). The one refusal after a change:
-/// sockets a migration could not move keep every CCA loaded (the moved ones
-/// stay moved). Refuses while sockets use a CCA unless `force` or
-/// `migrate_to`.
+/// when given: in this network namespace and those in /run/netns, which is
+/// what [`crate::migrate::migrate_all`] reaches. Everything that can be
+/// checked is checked before the first socket moves or CCA goes, so a
+/// refusal changes nothing: the arguments ([`check_unload_args`]), the
+/// privileges, each CCA's state ([`check_unload_state`]) and, with a
+/// migration, that every socket of each CCA is in a namespace it reaches
+/// ([`check_reachable`]). The one refusal after a change: sockets a
+/// migration could not move (refused by the kernel, or opened meanwhile
+/// where it does not reach) keep every CCA loaded (the moved ones stay
+/// moved). Refuses while sockets use a CCA unless `force` or `migrate_to`.
 pub fn unload_all(
     ccas: &[Cca],
     fs: &BpfFs,
@@ -414,6 +417,7 @@ pub fn unload_all(
         preflight::require("migrating sockets", preflight::ITERATE_SOCKETS)?;
     }
     let mut registered = Vec::new();
+    let mut live = Vec::new();
     for &cca in ccas {
         // Sockets that cannot be counted (a CCA of another build's ABI)
         // only matter to a migration or an unforced unload: both refuse
@@ -429,6 +433,15 @@ pub fn unload_all(
         };
         check_unload_state(cca, &fs.link_pin(cca), state, force || migrate_to.is_some())?;
         registered.push(state.registered);
+        live.push(state.sockets);
+    }
+    if migrate_to.is_some() {
+        for ((&cca, &registered), &sockets) in ccas.iter().zip(&registered).zip(&live) {
+            if registered && sockets > 0 {
+                let reachable = crate::migrate::count_reachable(cca.name())?;
+                check_reachable(cca, sockets, reachable)?;
+            }
+        }
     }
     let mut done: Vec<Unloaded> = ccas
         .iter()
@@ -540,6 +553,21 @@ pub fn check_unload_state(
     Ok(())
 }
 
+/// Before a migration moves anything: `sockets` use `cca` (its live count,
+/// every namespace) and `reachable` of them are where the migration
+/// reaches; more in use than reachable means some would stay, so refuse now
+/// rather than after moving the others.
+pub fn check_reachable(cca: Cca, sockets: u64, reachable: u64) -> Result<()> {
+    if sockets > reachable {
+        return Err(Error::Unreachable {
+            cca: cca.to_string(),
+            sockets,
+            unreachable: sockets - reachable,
+        });
+    }
+    Ok(())
+}
+
 /// With no CCA left, the shared maps go too, so the host is left as found.
 fn remove_shared_maps(fs: &BpfFs) {
     if let Ok(entries) = fs::read_dir(fs.maps_dir()) {
@@ -645,7 +673,7 @@ pub fn remove_unused(fs: &BpfFs) {
 
 #[cfg(test)]
 mod tests {
-    use super::{check_unload_args, check_unload_state, UnloadState};
+    use super::{check_reachable, check_unload_args, check_unload_state, UnloadState};
     use crate::{Cca, Error};
 
     const LOADED: UnloadState = UnloadState {
@@ -719,5 +747,32 @@ mod tests {
         assert!(matches!(e, Error::InUse { sockets: 3, .. }), "{e}");
         check_unload_state(Cca::Qfair, pin, busy, true).unwrap();
         check_unload_state(Cca::Qfair, pin, LOADED, false).unwrap();
+    }
+
+    /// A migration that would leave sockets behind (in namespaces it does
+    /// not reach) is refused before it moves any, naming how many; one that
+    /// reaches them all (or more: sockets opened since the count) passes.
+    #[test]
+    fn a_migration_that_cannot_reach_every_socket_is_refused_up_front() {
+        let e = check_reachable(Cca::Fairtt, 5, 3).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::Unreachable {
+                    sockets: 5,
+                    unreachable: 2,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(
+            e.to_string().starts_with(
+                "fairtt: 2 of its 5 socket(s) are in network namespaces --migrate-to does not reach"
+            ),
+            "{e}"
+        );
+        check_reachable(Cca::Fairtt, 5, 5).unwrap();
+        check_reachable(Cca::Fairtt, 5, 6).unwrap();
     }
 }
