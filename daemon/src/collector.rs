@@ -136,8 +136,10 @@ impl FlowCollector {
             return Ok(()); // nothing loaded yet is a valid state
         }
         rttfair_loader::installed::check(&self.fs).map_err(|e| e.to_string())?;
+        // Open the maps and read one value, not every flow: a probe every
+        // few seconds must not cost a refresh.
         match FlowReader::open(&self.fs) {
-            Ok(r) => r.flows().map(|_| ()).map_err(|e| e.to_string()),
+            Ok(r) => r.counters(Cca::Bbr1).map(|_| ()).map_err(|e| e.to_string()),
             Err(rttfair_loader::Error::NothingLoaded { .. }) => Ok(()),
             Err(e) => Err(e.to_string()),
         }

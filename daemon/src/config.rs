@@ -14,7 +14,12 @@
 //! per_flow = "off"                 # per-flow series: "off" (default: per-CCA and
 //!                                  # per-group aggregates only), "all", or "top:N"
 //!                                  # (the N flows with the highest throughput)
-//! max_flows = 10000                # hard cap on flows with per-flow series
+//! max_flows = 10000                # hard cap on flows with per-flow series (not on
+//!                                  # the work: every refresh reads the whole flow map)
+//! flow_map_entries = 65536         # capacity of the per-flow export map, which bounds
+//!                                  # each refresh's work and memory (1024..=1048576);
+//!                                  # applies when the maps are created (first load);
+//!                                  # flows beyond it are controlled, not exported
 //! max_groups = 20                  # per CCA, destination groups with their own
 //!                                  # series (the fastest); the rest are summed
 //!                                  # into group="other" (1..=10000)
@@ -60,6 +65,11 @@ pub struct Config {
     /// Which flows get per-flow series (see [`PerFlow`]).
     pub per_flow: PerFlow,
     pub max_flows: usize,
+    /// Capacity of the per-flow export map when this daemon's load creates
+    /// it (`LoadOptions::flows_max`; None: the BPF side's 65536). Every
+    /// refresh reads every entry, so this, not `max_flows`, bounds the
+    /// daemon's work and memory for project flows.
+    pub flow_map_entries: Option<u32>,
     /// Per CCA, how many destination groups (the ones with the highest
     /// summed throughput) get their own per-group series; the others are
     /// summed into `group="other"`. What bounds the per-group series, which
@@ -88,6 +98,7 @@ impl Default for Config {
             unload_on_exit: false,
             per_flow: PerFlow::Off,
             max_flows: 10_000,
+            flow_map_entries: None,
             max_groups: DEFAULT_MAX_GROUPS,
             refresh_ms: 0,
             native_flows: false,
@@ -177,6 +188,11 @@ impl Config {
         }
         if self.max_flows == 0 || self.max_flows > 1_000_000 {
             bail!("max_flows: must be 1..=1000000, got {}", self.max_flows);
+        }
+        if let Some(n) = self.flow_map_entries {
+            if !(1024..=1_048_576).contains(&n) {
+                bail!("flow_map_entries: must be 1024..=1048576, got {n}");
+            }
         }
         if self.max_groups == 0 || self.max_groups > 10_000 {
             bail!("max_groups: must be 1..=10000, got {}", self.max_groups);
@@ -272,6 +288,9 @@ mod tests {
             "per_flow = 5",
             "refresh_ms = 60001",
             "max_groups = 0",
+            "flow_map_entries = 1023",
+            "flow_map_entries = 1048577",
+            "flow_map_entries = -1",
             "max_groups = 10001",
             "peer_addresses = \"masked\"",
         ] {
@@ -281,6 +300,12 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("max_flows: "), "{e}");
+        let e = Config::parse("flow_map_entries = 100")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "flow_map_entries: must be 1024..=1048576, got 100");
+        let c = Config::parse("flow_map_entries = 16384").unwrap();
+        assert_eq!(c.flow_map_entries, Some(16384));
         let e = Config::parse("max_groups = 0").unwrap_err().to_string();
         assert_eq!(e, "max_groups: must be 1..=10000, got 0");
         assert_eq!(Config::parse("").unwrap().max_groups, DEFAULT_MAX_GROUPS);

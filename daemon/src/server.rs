@@ -51,7 +51,7 @@ async fn serve(config: Config) -> Result<()> {
         .collect::<rttfair_loader::Result<Vec<_>>>()?;
     // Dropped on every way out of this function below: unloads what this
     // daemon loaded if the config says unload_on_exit.
-    let owned = match Owned::load(&fs, &ccas, config.unload_on_exit) {
+    let owned = match Owned::load(&fs, &ccas, config.unload_on_exit, config.flow_map_entries) {
         Ok(owned) => Some(owned),
         // CCAs of another build's ABI are registered: nothing was loaded or
         // adopted. Serve anyway, with /healthz failing on the same line,
