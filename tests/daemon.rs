@@ -294,7 +294,8 @@ fn flow_map_entries_sizes_the_map_the_daemon_creates() {
     let (status, body) = http_get(port, "/metrics").expect("/metrics answers");
     assert_eq!(status, 200);
     assert!(
-        body.lines().any(|l| l == "rttfair_flow_map_capacity 2048.0"),
+        body.lines()
+            .any(|l| l == "rttfair_flow_map_capacity 2048.0"),
         "{body}"
     );
     daemon.signal(nix::sys::signal::Signal::SIGTERM);

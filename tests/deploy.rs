@@ -286,7 +286,7 @@ fn kubernetes_manifests_pass_the_api_schemas_and_its_rules() {
         ),
     )
     .unwrap();
-    let out = semantics(&venv, &[broken.clone()]);
+    let out = semantics(&venv, std::slice::from_ref(&broken));
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("needs privileged: true"));
     // A node-critical pod outside kube-system without its ResourceQuota
