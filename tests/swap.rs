@@ -338,6 +338,9 @@ fn a_cca_of_another_abi_is_neither_adopted_nor_counted_idle() {
     assert!(swapped.contains("uncounted"), "{swapped}");
     assert_success(&t.run(&["unload", "fairtt"]));
     assert!(!registered("fairtt"));
+    // The last CCA out removed the old build's maps with this build's.
+    let old_flows = t.fs.map_pin(&format!("rttfair_flows{old}"));
+    assert!(!old_flows.exists(), "{} left", old_flows.display());
 }
 
 /// `unload --migrate-to` reaches this namespace and those in /run/netns
