@@ -922,6 +922,12 @@ static __always_inline bool cca_probe_rtt_due(struct sock *sk, struct rf_bbr *bb
  * cwnd: packet conservation holds a flow for one round trip per loss event,
  * which costs a 200 ms flow ten times what it costs a 20 ms one. Measured:
  * 20 vs 200 ms at 0.3 BDP, 12.7 vs 6.2 Mbit/s with it (docs/results.md).
+ * The one thing kept is BBR's restore on leaving Loss or Recovery, within
+ * the window (max(cwnd, min(prior_cwnd, max(4, w) + b)), the core's
+ * rf_cwnd_restored): an RTO sets cwnd to the packets in flight + 1, and
+ * grown back by slow start, a doubling per round trip, the window would
+ * cost a flow time in proportion to its RTT. A spurious RTO's undo leaves
+ * Loss on the same ACK, so it is restored the same way.
  */
 static __always_inline bool cca_loss_recovery_cwnd(struct sock *sk, struct rf_bbr *bbr)
 {
