@@ -950,6 +950,13 @@ static __always_inline void cca_export(struct sock *sk, struct rf_bbr *bbr,
 	struct qfair_flow *qf = qfair_flow_of(sk, false);
 	struct qfair_hot *hot = qfair_hot_of(bbr);
 
+	/* In cruise BBR's gains act on nothing (the core's cycle still turns,
+	 * mostly reading 1.25): Eq. 9 sets the pacing rate, Eq. 1 (a drain:
+	 * max(w/2, 4)) the window. 0 is the record's "no BBR gain in force". */
+	if (hot->flags & QF_CRUISE) {
+		f->pacing_gain_x256 = 0;
+		f->cwnd_gain_x256 = 0;
+	}
 	if (!qf)
 		return;
 	f->qfair_rate_bps = (((qf->xhat * tcp_sk(sk)->mss_cache) >> 12) * USEC_PER_SEC) >> (BW_SCALE - 12);

@@ -99,6 +99,10 @@ struct rttfair_flow {
 	__u32 srtt_us;         /* kernel smoothed RTT */
 	__u32 cwnd;            /* snd_cwnd, segments */
 	__u32 mss;             /* mss_cache, bytes */
+	/* The BBR gains in force, x256 (pacing: x BtlBw; cwnd: x BDP); 0 where
+	 * no BBR gain sets the rate or the window: qfair in cruise (Eq. 9
+	 * and Eq. 1 set them; its own g is qfair_gain_x256), kernel CCAs
+	 * without a BBR model. */
 	__u16 pacing_gain_x256;
 	__u16 cwnd_gain_x256;
 	__u64 delivered_bytes; /* tcp_sock.bytes_acked */

@@ -134,8 +134,12 @@ pub struct FlowRow {
     pub last_rtt_seconds: f64,
     pub srtt_seconds: f64,
     pub cwnd_segments: u32,
-    pub pacing_gain: f64,
-    pub cwnd_gain: f64,
+    /// The BBR gains in force; absent where none is (qfair in cruise:
+    /// its Eq. 9 and Eq. 1 set rate and window).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pacing_gain: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwnd_gain: Option<f64>,
     pub delivered_bytes: u64,
     pub retrans_bytes: u64,
     pub probe_rtt_entries: u32,
@@ -407,7 +411,7 @@ pub fn flows_table(flows: &[Flow]) -> String {
         let extra = row.extra();
         let _ = writeln!(
             s,
-            "{:>6} {:<6} {:<22} {:<22} {:<9} {:>11} {:>9} {:>9} {:>6} {:>6.2}  {}",
+            "{:>6} {:<6} {:<22} {:<22} {:<9} {:>11} {:>9} {:>9} {:>6} {:>6}  {}",
             row.id,
             row.cca,
             row.local,
@@ -417,7 +421,7 @@ pub fn flows_table(flows: &[Flow]) -> String {
             format!("{:.2}ms", row.min_rtt_seconds * 1e3),
             format!("{:.2}ms", row.last_rtt_seconds * 1e3),
             row.cwnd_segments,
-            row.pacing_gain,
+            or_dash(row.pacing_gain.map(|g| format!("{g:.2}"))),
             extra
         );
     }
@@ -488,7 +492,7 @@ impl From<&rttfair_loader::sockets::NativeSocket> for NativeRow {
             peer: f.peer.to_string(),
             mode: bbr.then(|| f.mode.name()),
             btlbw_bytes_per_second: bbr.then_some(f.btlbw_bps),
-            pacing_gain: bbr.then_some(f.pacing_gain),
+            pacing_gain: f.pacing_gain.filter(|_| bbr),
             min_rtt_seconds: f.min_rtt.as_secs_f64(),
             srtt_seconds: f.srtt.as_secs_f64(),
             cwnd_segments: f.cwnd,
@@ -581,5 +585,40 @@ mod tests {
         assert_eq!(json["qfair"]["offset_packets"], -1.25);
         let table = flows_table(&[f]);
         assert!(table.contains(" o=-1.25 "), "{table}");
+    }
+
+    /// A flow with no BBR gain in force (qfair in cruise) shows "-" in the
+    /// GAIN column and no gains in --json; one with a gain shows it.
+    #[test]
+    fn gains_show_only_where_in_force() {
+        let cruising = Flow {
+            cca: Some(Cca::Qfair),
+            ..Flow::default()
+        };
+        let json = serde_json::to_value(FlowRow::from(&cruising)).unwrap();
+        assert!(
+            json.get("pacing_gain").is_none() && json.get("cwnd_gain").is_none(),
+            "{json}"
+        );
+        let row = flows_table(&[cruising.clone()]);
+        let gain_col = row.lines().nth(1).unwrap().split_whitespace().nth(9);
+        assert_eq!(gain_col, Some("-"), "{row}");
+
+        let probing = Flow {
+            pacing_gain: Some(1.25),
+            cwnd_gain: Some(2.0),
+            ..cruising
+        };
+        let json = serde_json::to_value(FlowRow::from(&probing)).unwrap();
+        assert_eq!(
+            (json["pacing_gain"].as_f64(), json["cwnd_gain"].as_f64()),
+            (Some(1.25), Some(2.0))
+        );
+        let row = flows_table(&[probing]);
+        assert_eq!(
+            row.lines().nth(1).unwrap().split_whitespace().nth(9),
+            Some("1.25"),
+            "{row}"
+        );
     }
 }

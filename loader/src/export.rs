@@ -254,10 +254,14 @@ pub struct Flow {
     pub cwnd: u32,
     /// mss_cache, bytes.
     pub mss: u32,
-    /// BBR pacing gain in effect (1 = BtlBw).
-    pub pacing_gain: f64,
-    /// BBR cwnd gain in effect (x BDP).
-    pub cwnd_gain: f64,
+    /// The BBR pacing gain in force (1 = BtlBw); None where no BBR gain
+    /// sets the rate: qfair in cruise (its Eq. 9 does), kernel CCAs without
+    /// a BBR model (a 0 in the record, its "none"). One meaning, not a
+    /// ratio computed for CCAs that have no such gain.
+    pub pacing_gain: Option<f64>,
+    /// The BBR cwnd gain in force (x BDP); None as for `pacing_gain` (qfair
+    /// in cruise: Eq. 1's w sets the window).
+    pub cwnd_gain: Option<f64>,
     /// tcp_sock.bytes_acked.
     pub delivered_bytes: u64,
     /// tcp_sock.bytes_retrans.
@@ -297,8 +301,8 @@ impl Default for Flow {
             srtt: Duration::ZERO,
             cwnd: 0,
             mss: 0,
-            pacing_gain: 0.0,
-            cwnd_gain: 0.0,
+            pacing_gain: None,
+            cwnd_gain: None,
             delivered_bytes: 0,
             retrans_bytes: 0,
             total_retrans: 0,
@@ -377,8 +381,8 @@ impl Flow {
             srtt: us(r.srtt_us),
             cwnd: r.cwnd,
             mss: r.mss,
-            pacing_gain: x256(r.pacing_gain_x256),
-            cwnd_gain: x256(r.cwnd_gain_x256),
+            pacing_gain: gain_in_force(r.pacing_gain_x256),
+            cwnd_gain: gain_in_force(r.cwnd_gain_x256),
             delivered_bytes: r.delivered_bytes,
             retrans_bytes: r.retrans_bytes,
             total_retrans: r.total_retrans,
@@ -414,8 +418,8 @@ impl Flow {
             srtt_us: to_us(self.srtt),
             cwnd: self.cwnd,
             mss: self.mss,
-            pacing_gain_x256: to_fixed(self.pacing_gain, 256.0) as u16,
-            cwnd_gain_x256: to_fixed(self.cwnd_gain, 256.0) as u16,
+            pacing_gain_x256: to_fixed(self.pacing_gain.unwrap_or(0.0), 256.0) as u16,
+            cwnd_gain_x256: to_fixed(self.cwnd_gain.unwrap_or(0.0), 256.0) as u16,
             delivered_bytes: self.delivered_bytes,
             retrans_bytes: self.retrans_bytes,
             total_retrans: self.total_retrans,
@@ -479,6 +483,11 @@ fn to_us(d: Duration) -> u32 {
 
 fn x256(v: u16) -> f64 {
     v as f64 / 256.0
+}
+
+/// A BBR gain of the record: 0 is "none in force" (rttfair_abi.h).
+fn gain_in_force(v: u16) -> Option<f64> {
+    (v != 0).then(|| x256(v))
 }
 
 fn x1024(v: u32) -> f64 {
@@ -703,8 +712,8 @@ mod tests {
             srtt: Duration::from_micros(22_000),
             cwnd: 40,
             mss: 1448,
-            pacing_gain: 1.25,
-            cwnd_gain: 2.0,
+            pacing_gain: Some(1.25),
+            cwnd_gain: Some(2.0),
             delivered_bytes: 1 << 30,
             retrans_bytes: 4096,
             total_retrans: 3,
@@ -816,7 +825,8 @@ mod tests {
         assert_eq!(f.mode.name(), "probe_rtt");
         assert_eq!(f.local.ip(), IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)));
         assert_eq!(f.min_rtt, Duration::from_millis(20));
-        assert_eq!(f.pacing_gain, 1.25);
+        assert_eq!(f.pacing_gain, Some(1.25));
+        assert_eq!(f.cwnd_gain, None, "0 in the record: no BBR gain in force");
         assert_eq!(f.age(), Duration::from_secs(2));
         let q = f.qfair().unwrap();
         assert_eq!((q.alpha_pkts, q.gain), (3.0, 0.875));
