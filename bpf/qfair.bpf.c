@@ -26,8 +26,9 @@
  * them as a table), not a paper's: the law is the project's design, first
  * proposed in a fluid-model note and since changed by the lab. What it
  * borrows: Little's law (Eq. 2); the fixed backlog per flow of Vegas, FAST
- * (gamma = 1) and Copa (Eq. 1); Copa's velocity (Eq. 8); BBRv3's
- * full-loss Startup exit and its ProbeRTT at half the window (google/bbr v3,
+ * (gamma = 1) and Copa (Eq. 1); Copa's velocity (Eq. 8); a Startup exit
+ * on loss after BBRv3's full-loss exit (its constants, counted differently,
+ * below) and BBRv3's ProbeRTT at half the window (google/bbr v3,
  * tcp_bbr.c).
  *
  * What makes the estimates RTT-neutral (each alternative favoured one RTT
@@ -133,8 +134,11 @@
  * because a stale R^ inflates q^ and let every second drain pass.
  *
  * Startup and Drain are BBR's, with one more exit from Startup: a round with
- * at least 6 losses and more than 2% loss (BBRv3's full-loss rule), so a
- * shallow buffer does not make Startup overflow it for many rounds. The law
+ * at least 6 lost packets and more than 2% of the round's sent packets
+ * (delivered + lost) lost, so a shallow buffer does not make Startup
+ * overflow it for many rounds. After BBRv3's full-loss exit and with its
+ * constants, but not its rule: v3 counts loss-marking ACKs in a round in
+ * Recovery and tests lost / inflight at send (and sets inflight_hi). The law
  * ("cruise") takes over at the first round start in the core's ProbeBW.
  *
  * State: w, the current 8 ms bucket, the next drain time, flags and the
@@ -402,7 +406,9 @@ static __always_inline void qfair_start_measurement_interval(struct tcp_sock *tp
 	qf->bkt_cnt = 0;
 }
 
-/* Startup, per round: BBRv3's full-loss exit (>= 6 losses and > 2% lost). */
+/* Startup, per round: the exit on loss (>= 6 lost packets and > 2% of the
+ * round's lost + delivered), after BBRv3's full-loss exit, counted in
+ * packets and against the round's sent packets. */
 static __always_inline void qfair_startup_round(struct tcp_sock *tp, struct rf_bbr *bbr,
 						struct qfair_flow *qf)
 {

@@ -225,7 +225,7 @@ impl From<&Adbbr> for AdbbrRow {
 /// qfair's internals, as `rttfairctl flows --json` shows them.
 #[derive(Debug, Serialize)]
 pub struct QfairRow {
-    /// x^, the smoothed per-round delivery rate.
+    /// x^, the smoothed per-round sending rate (delivered + lost).
     pub rate_bytes_per_second: u64,
     /// alpha, the backlog target.
     pub alpha_packets: f64,

@@ -131,7 +131,7 @@ fn secs(d: std::time::Duration) -> f64 {
 pub static FAMILIES: &[Family] = &[
     // Per flow: the BBR core every project CCA shares.
     Family { name: "rttfair_flow_info", help: "Identity of an exported flow (always 1): 4-tuple, destination group and network namespace inode, keyed by flow", unit: "", ty: Gauge, source: Source::FlowInfo },
-    Family { name: "rttfair_flow_btlbw_bytes_per_second", help: "BBR bottleneck bandwidth estimate (windowed max delivery rate) of the flow", unit: "bytes/s", ty: Gauge, source: Source::Flow(Covers::Model, |s| Some(s.flow.btlbw_bps as f64)) },
+    Family { name: "rttfair_flow_btlbw_bytes_per_second", help: "BBR bottleneck bandwidth estimate of the flow: the windowed max delivery rate (the policed rate while policed); for bbr3 min(bw_hi, bw_lo), whose max is rttfair_bbr3_bw_hi_bytes_per_second", unit: "bytes/s", ty: Gauge, source: Source::Flow(Covers::Model, |s| Some(s.flow.btlbw_bps as f64)) },
     Family { name: "rttfair_flow_min_rtt_seconds", help: "Minimum RTT of the flow: BBR's RTprop estimate for rttfair's CCAs and native bbr, the kernel's windowed min RTT for other kernel CCAs", unit: "seconds", ty: Gauge, source: Source::Flow(Covers::All, |s| Some(secs(s.flow.min_rtt))) },
     Family { name: "rttfair_flow_last_rtt_seconds", help: "RTT of the flow's latest rate sample", unit: "seconds", ty: Gauge, source: Source::Flow(Covers::Project, |s| Some(secs(s.flow.last_rtt))) },
     Family { name: "rttfair_flow_smoothed_rtt_seconds", help: "Kernel smoothed RTT (srtt) of the flow", unit: "seconds", ty: Gauge, source: Source::Flow(Covers::All, |s| Some(secs(s.flow.srtt))) },

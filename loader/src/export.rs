@@ -233,13 +233,16 @@ pub struct Flow {
     /// The project CCA that exported it; `None` for a kernel CCA's socket.
     pub cca: Option<Cca>,
     pub mode: Mode,
-    /// ProbeBW gain-cycle phase, 0..7.
+    /// ProbeBW phase: the v1 gain cycle's 0..7 (bbr1, fairtt, adbbr,
+    /// qfair, native bbr); bbr3's 0..3 (UP, DOWN, CRUISE, REFILL).
     pub cycle_idx: u8,
     /// Inode number of the socket's network namespace.
     pub netns: u32,
     pub local: SocketAddr,
     pub peer: SocketAddr,
-    /// Windowed-max delivery rate (BBR's BtlBw), bytes/s.
+    /// The model's bandwidth estimate (BtlBw), bytes/s: the windowed-max
+    /// delivery rate (the v1 core's lt_bw while policed); for bbr3
+    /// min(bw_hi, bw_lo) (rttfair_abi.h).
     pub btlbw_bps: u64,
     /// sk_pacing_rate, bytes/s.
     pub pacing_rate_bps: u64,
