@@ -180,7 +180,9 @@ struct rttfair_flow {
 struct rttfair_counters {
 	__u64 flows_started;      /* init calls */
 	__u64 flows_released;     /* release calls */
-	__u64 export_failed;      /* flows that could not get a map entry (map full) */
+	__u64 export_failed;      /* flows left without a map entry: the map was full, or
+				   * (bbr3) the sk_storage holding the flow id could not be
+				   * allocated */
 	__u64 export_deleted;     /* entries removed at release */
 	__u64 probe_rtt_entries;  /* ProbeRTT entries, all flows */
 };

@@ -187,7 +187,7 @@ pub static FAMILIES: &[Family] = &[
     Family { name: "rttfair_cca_loaded", help: "1 if the CCA is registered by this installation", unit: "", ty: Gauge, source: Source::Loaded },
     Family { name: "rttfair_sockets", help: "Sockets currently using the CCA (init minus release)", unit: "", ty: Gauge, source: Source::Counters(|c| c.sockets() as f64) },
     Family { name: "rttfair_flows_started", help: "Flows the CCA initialised", unit: "", ty: Counter, source: Source::Counters(|c| c.flows_started as f64) },
-    Family { name: "rttfair_export_failed", help: "Flows that could not get a per-flow export entry (map full); they are still controlled", unit: "", ty: Counter, source: Source::Counters(|c| c.export_failed as f64) },
+    Family { name: "rttfair_export_failed", help: "Flows left without a per-flow export entry (map full, or bbr3's per-flow storage, which holds the flow id, not allocated); they are still controlled", unit: "", ty: Counter, source: Source::Counters(|c| c.export_failed as f64) },
     Family { name: "rttfair_probe_rtt_entries", help: "ProbeRTT entries, all flows of the CCA", unit: "", ty: Counter, source: Source::Counters(|c| c.probe_rtt_entries as f64) },
     Family { name: "rttfair_flow_map_capacity", help: "Capacity of the per-flow export map", unit: "entries", ty: Gauge, source: Source::Host(|s| s.capacity as f64) },
     Family { name: "rttfair_flows_read", help: "Flows read this refresh (all feed the aggregates)", unit: "", ty: Gauge, source: Source::Host(|s| s.flows.len() as f64) },

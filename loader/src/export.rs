@@ -451,6 +451,8 @@ pub struct Counters {
     /// release calls.
     pub flows_released: u64,
     /// Flows that could not get a map entry (map full); still controlled.
+    /// Flows left without an export entry: the map was full, or (bbr3)
+    /// the sk_storage holding the flow id could not be allocated.
     pub export_failed: u64,
     /// Entries removed at release.
     pub export_deleted: u64,
