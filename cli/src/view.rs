@@ -443,6 +443,20 @@ pub fn human_rate(bytes_per_sec: u64) -> String {
     }
 }
 
+/// What `get` prints: the table, or for a filter that selects no tunable
+/// (a CCA without any: bbr1, bbr3, bbr_native) one line saying so, so that
+/// "none" reads differently from a failed read or an unloaded CCA (which
+/// are errors). With no filter, none means no loaded CCA has tunables.
+pub fn tunables_text(filter: Option<&str>, values: &[rttfair_loader::tunables::Value]) -> String {
+    if !values.is_empty() {
+        return tunables_table(values).trim_end().to_string();
+    }
+    match filter {
+        Some(cca) => format!("{cca} has no runtime tunables"),
+        None => "no loaded CCA has runtime tunables".to_string(),
+    }
+}
+
 /// Tunables as `name = value  (default)  help`.
 pub fn tunables_table(values: &[rttfair_loader::tunables::Value]) -> String {
     let mut s = String::new();
@@ -585,6 +599,19 @@ mod tests {
         assert_eq!(json["qfair"]["offset_packets"], -1.25);
         let table = flows_table(&[f]);
         assert!(table.contains(" o=-1.25 "), "{table}");
+    }
+
+    /// `get` of a CCA without tunables says so in one line.
+    #[test]
+    fn get_of_a_cca_without_tunables_says_so() {
+        assert_eq!(
+            tunables_text(Some("bbr3"), &[]),
+            "bbr3 has no runtime tunables"
+        );
+        assert_eq!(
+            tunables_text(None, &[]),
+            "no loaded CCA has runtime tunables"
+        );
     }
 
     /// A flow with no BBR gain in force (qfair in cruise) shows "-" in the
