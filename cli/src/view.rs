@@ -618,34 +618,27 @@ mod tests {
     /// GAIN column and no gains in --json; one with a gain shows it.
     #[test]
     fn gains_show_only_where_in_force() {
-        let cruising = Flow {
-            cca: Some(Cca::Qfair),
-            ..Flow::default()
+        // (pacing gain, cwnd gain) in --json, and the table's GAIN column
+        let shown = |pacing_gain, cwnd_gain| {
+            let f = Flow {
+                cca: Some(Cca::Qfair),
+                pacing_gain,
+                cwnd_gain,
+                ..Flow::default()
+            };
+            let json = serde_json::to_value(FlowRow::from(&f)).unwrap();
+            let table = flows_table(&[f]);
+            let column = table.lines().nth(1).unwrap().split_whitespace().nth(9);
+            (
+                json.get("pacing_gain").map(|g| g.as_f64().unwrap()),
+                json.get("cwnd_gain").map(|g| g.as_f64().unwrap()),
+                column.unwrap().to_string(),
+            )
         };
-        let json = serde_json::to_value(FlowRow::from(&cruising)).unwrap();
-        assert!(
-            json.get("pacing_gain").is_none() && json.get("cwnd_gain").is_none(),
-            "{json}"
-        );
-        let row = flows_table(&[cruising.clone()]);
-        let gain_col = row.lines().nth(1).unwrap().split_whitespace().nth(9);
-        assert_eq!(gain_col, Some("-"), "{row}");
-
-        let probing = Flow {
-            pacing_gain: Some(1.25),
-            cwnd_gain: Some(2.0),
-            ..cruising
-        };
-        let json = serde_json::to_value(FlowRow::from(&probing)).unwrap();
+        assert_eq!(shown(None, None), (None, None, "-".to_string()));
         assert_eq!(
-            (json["pacing_gain"].as_f64(), json["cwnd_gain"].as_f64()),
-            (Some(1.25), Some(2.0))
-        );
-        let row = flows_table(&[probing]);
-        assert_eq!(
-            row.lines().nth(1).unwrap().split_whitespace().nth(9),
-            Some("1.25"),
-            "{row}"
+            shown(Some(1.25), Some(2.0)),
+            (Some(1.25), Some(2.0), "1.25".to_string())
         );
     }
 }
