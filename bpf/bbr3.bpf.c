@@ -154,9 +154,24 @@ static __always_inline void bbr3_export_if_due(struct sock *sk, struct bbr3 *b,
 /* ---- Per round ------------------------------------------------------------------ */
 
 /*
- * Once per packet-timed round, with the cold state: ECN alpha (Eq. 4), the
- * round's loss rate for the export, the export itself. A subprogram of its
- * own so the verifier walks it once, not once per path of the ACK handler.
+ * At a round start, first (as v3's bbr_main): ECN eligibility, alpha (Eq. 4)
+ * and Startup's ECN exit, so that this ACK's ECE and the model already see
+ * them. cold may be NULL (bbr3_update_ecn_alpha says what is left then). A
+ * subprogram of its own so the verifier walks it once, not once per path of
+ * the ACK handler.
+ */
+static __noinline void bbr3_on_round_start(struct sock *sk, struct bbr3 *b,
+					   struct bbr3_cold *cold)
+{
+	if (!sk || !b)
+		return;
+	bbr3_update_ecn_alpha(sk, b, cold);
+}
+
+/*
+ * Once per packet-timed round, at the end of the ACK, with the cold state:
+ * the round's loss rate for the export, the export itself. A subprogram of
+ * its own, as above.
  */
 static __noinline void bbr3_on_round(struct sock *sk, struct bbr3 *b, struct bbr3_cold *cold,
 				     const struct rate_sample *rs)
@@ -166,7 +181,6 @@ static __noinline void bbr3_on_round(struct sock *sk, struct bbr3 *b, struct bbr
 
 	if (!sk || !b || !cold)
 		return;
-	bbr3_update_ecn_alpha(sk, b, cold);
 	cold->rounds++;
 	lost = tp->lost - cold->round_lost0;
 	delivered = tp->delivered - cold->round_delivered0;
@@ -227,8 +241,10 @@ static __always_inline void bbr3_main(struct sock *sk, const struct rate_sample 
 	     is_ece || tlp_recovery || !rf_before(tp->delivered, b->snap_next_delivered)))
 		cold = bbr3_cold_of(sk, false);
 
-	if (b->round_start)
+	if (b->round_start) {
 		b->rounds_since_probe = rf_min(b->rounds_since_probe + 1U, 0xFFU);
+		bbr3_on_round_start(sk, b, cold);
+	}
 	b->ecn_in_round |= b->ecn_eligible && is_ece;
 	bbr3_tx_estimate(sk, rs, cold, &ctx.tx);
 	if (tlp_recovery)
@@ -304,8 +320,13 @@ void BPF_PROG(rf_init, struct sock *sk)
 
 	rttfair_count(RTTFAIR_CCA, flows_started, 1);
 	cold = bbr3_cold_of(sk, true);
-	if (!cold)
-		return; /* no export, still controlled (the ring is then unused) */
+	if (!cold) {
+		/* No export (the flow id lives in cold), still controlled: no
+		 * ring (so Eq. 1's loss test never fires), ECN with alpha at 1.
+		 * Counted with the flows the export map could not take. */
+		rttfair_count(RTTFAIR_CCA, export_failed, 1);
+		return;
+	}
 	__builtin_memset(cold, 0, sizeof(*cold));
 	b->cold_ok = 1;
 	cold->flow_id = rttfair_next_flow_id();

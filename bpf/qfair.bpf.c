@@ -26,8 +26,9 @@
  * them as a table), not a paper's: the law is the project's design, first
  * proposed in a fluid-model note and since changed by the lab. What it
  * borrows: Little's law (Eq. 2); the fixed backlog per flow of Vegas, FAST
- * (gamma = 1) and Copa (Eq. 1); Copa's velocity (Eq. 8); BBRv3's
- * full-loss Startup exit and its ProbeRTT at half the window (google/bbr v3,
+ * (gamma = 1) and Copa (Eq. 1); Copa's velocity (Eq. 8); a Startup exit
+ * on loss after BBRv3's full-loss exit (its constants, counted differently,
+ * below) and BBRv3's ProbeRTT at half the window (google/bbr v3,
  * tcp_bbr.c).
  *
  * What makes the estimates RTT-neutral (each alternative favoured one RTT
@@ -133,16 +134,20 @@
  * because a stale R^ inflates q^ and let every second drain pass.
  *
  * Startup and Drain are BBR's, with one more exit from Startup: a round with
- * at least 6 losses and more than 2% loss (BBRv3's full-loss rule), so a
- * shallow buffer does not make Startup overflow it for many rounds. The law
+ * at least 6 lost packets and more than 2% of the round's sent packets
+ * (delivered + lost) lost, so a shallow buffer does not make Startup
+ * overflow it for many rounds. After BBRv3's full-loss exit and with its
+ * constants, but not its rule: v3 counts loss-marking ACKs in a round in
+ * Recovery and tests lost / inflight at send (and sets inflight_hi). The law
  * ("cruise") takes over at the first round start in the core's ProbeBW.
  *
  * State: w, the current 8 ms bucket, the next drain time, flags and the
  * burst room's share live in the core's cca_hot (icsk_ca_priv), which is all
  * of qfair's state an ACK touches; the rest (x^, alpha, the start of the
  * per-round measurement interval, drain bookkeeping) in the qfair_sk
- * sk_storage, looked up once per bucket, per round, per export and on every
- * ACK of a drain.
+ * sk_storage, looked up when a bucket closes, at a round start (not again
+ * if a bucket closed on the same ACK), at a drain's first ACK and the first
+ * after it, and per export.
  * No map is shared between flows: a flow behaves the same as the only
  * rttfair socket on its host.
  *
@@ -402,7 +407,9 @@ static __always_inline void qfair_start_measurement_interval(struct tcp_sock *tp
 	qf->bkt_cnt = 0;
 }
 
-/* Startup, per round: BBRv3's full-loss exit (>= 6 losses and > 2% lost). */
+/* Startup, per round: the exit on loss (>= 6 lost packets and > 2% of the
+ * round's lost + delivered), after BBRv3's full-loss exit, counted in
+ * packets and against the round's sent packets. */
 static __always_inline void qfair_startup_round(struct tcp_sock *tp, struct rf_bbr *bbr,
 						struct qfair_flow *qf)
 {
@@ -698,14 +705,24 @@ static __noinline void qfair_update_round(struct sock *sk, struct rf_bbr *bbr,
  * would leave, not one someone else's queue, or the flow's own competitive
  * backlog, inflates. x^, alpha_d and b are the last round's (no round is
  * measured during a drain).
+ *
+ * The drain's minimum RTT is kept without a lookup per ACK: the current
+ * bucket restarts here with this ACK's sample alone (rtt_us, 0: none), each
+ * bucket that closes during the drain is folded into drain_min_us
+ * (qfair_close_bucket), and the drain's end adds the bucket still open
+ * (cca_on_rate_sample). The bucket's earlier, pre-drain samples are lost to
+ * Eq. 4, but nothing reads them: the interval they belong to is discarded
+ * (QF_SKIP_ROUND after the drain) and a drain outlasts a bucket (200 ms).
  */
 static __always_inline void qfair_begin_drain(struct sock *sk, struct rf_bbr *bbr,
-					      struct qfair_hot *hot, struct qfair_flow *qf)
+					      struct qfair_hot *hot, struct qfair_flow *qf,
+					      __u32 rtt_us)
 {
 	__u32 alpha_star_d = qf->alpha_d_x1024 + qfair_burst_room_pkts(sk, bbr) * (__u32)QF_UNIT;
 
 	hot->flags |= QF_IN_DRAIN;
 	qf->drain_min_us = ~0U;
+	hot->bkt_min_us = rtt_us ?: ~0U;
 	qf->drain_q_before_us =
 		qf_verdict_queue_us(qf->q_us, qf_default_backlog_delay_us(alpha_star_d, qf->xhat));
 	qf->pacing_before_drain = sk->sk_pacing_rate;
@@ -795,19 +812,26 @@ static __always_inline void qfair_end_drain(struct sock *sk, struct rf_bbr *bbr,
 						    QF_VERDICT_FOUND_QUEUE));
 }
 
-/* Fold the finished bucket's minimum into the round's sum (Eq. 4). */
-static __always_inline void qfair_close_bucket(struct sock *sk, struct qfair_hot *hot)
+/* Fold the finished bucket's minimum into the round's sum (Eq. 4) and,
+ * during a drain, into the drain's minimum. Returns the flow's qfair_sk (NULL
+ * when the bucket was empty or there is none), so that the same ACK need
+ * not look it up again. */
+static __always_inline struct qfair_flow *qfair_close_bucket(struct sock *sk,
+							     struct qfair_hot *hot)
 {
 	struct qfair_flow *qf;
 
 	if (hot->bkt_min_us == ~0U || !hot->bkt_min_us)
-		return;
+		return NULL;
 	qf = qfair_flow_of(sk, false);
 	if (!qf)
-		return;
+		return NULL;
 	qf->bkt_sum_us += hot->bkt_min_us;
 	qf->bkt_cnt++;
 	qf->last_bkt_min_us = hot->bkt_min_us;
+	if (hot->flags & QF_IN_DRAIN)
+		qf->drain_min_us = rf_min(qf->drain_min_us, hot->bkt_min_us);
+	return qf;
 }
 
 static __always_inline void cca_init(struct sock *sk, struct rf_bbr *bbr)
@@ -834,35 +858,46 @@ static __always_inline void cca_on_rate_sample(struct sock *sk, struct rf_bbr *b
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct qfair_hot *hot = qfair_hot_of(bbr);
-	struct qfair_flow *qf;
+	struct qfair_flow *qf = NULL;
+	__u32 rtt_us = rs->rtt_us > 0 ? (__u32)rs->rtt_us : 0;
+	__u32 open_min_us = hot->bkt_min_us; /* the open bucket without this ACK */
 	__u16 bkt;
 
 	/* Eq. 4, per ACK: the minimum RTT of the current 8 ms bucket. */
-	if (rs->rtt_us > 0) {
+	if (rtt_us) {
 		bkt = (__u16)(tp->tcp_mstamp >> QFAIR_BUCKET_SHIFT);
 		if (bkt != hot->bkt_idx) {
-			qfair_close_bucket(sk, hot);
+			qf = qfair_close_bucket(sk, hot);
+			open_min_us = ~0U;
 			hot->bkt_idx = bkt;
-			hot->bkt_min_us = (__u32)rs->rtt_us;
-		} else if ((__u32)rs->rtt_us < hot->bkt_min_us) {
-			hot->bkt_min_us = (__u32)rs->rtt_us;
+			hot->bkt_min_us = rtt_us;
+		} else if (rtt_us < hot->bkt_min_us) {
+			hot->bkt_min_us = rtt_us;
 		}
 	}
 
 	if (hot->flags & QF_CRUISE) {
 		/* R^ is a running minimum; drains, not the 10 s expiry, refresh it. */
 		bbr->min_rtt_stamp_ms = tcp_now_ms(tp);
-		if (bbr->mode == RTTFAIR_MODE_PROBE_RTT || (hot->flags & QF_IN_DRAIN)) {
-			qf = qfair_flow_of(sk, false);
+		/* A drain's ACKs (the hook sees the mode of the ACK before): its
+		 * samples go to the bucket, which qfair_close_bucket folds into
+		 * the drain's minimum; only its first and the first after it
+		 * look qfair_sk up. */
+		if (bbr->mode == RTTFAIR_MODE_PROBE_RTT) {
+			if (hot->flags & QF_IN_DRAIN)
+				return;
+			qf = qf ?: qfair_flow_of(sk, false);
+			if (qf)
+				qfair_begin_drain(sk, bbr, hot, qf, rtt_us);
+			return;
+		}
+		if (hot->flags & QF_IN_DRAIN) {
+			qf = qf ?: qfair_flow_of(sk, false);
 			if (!qf)
 				return;
-			if (bbr->mode == RTTFAIR_MODE_PROBE_RTT) {
-				if (!(hot->flags & QF_IN_DRAIN))
-					qfair_begin_drain(sk, bbr, hot, qf);
-				if (rs->rtt_us > 0 && (__u32)rs->rtt_us < qf->drain_min_us)
-					qf->drain_min_us = (__u32)rs->rtt_us;
-				return;
-			}
+			/* the drain's samples: the closed buckets', and the open
+			 * one's before this ACK (the first ACK after the drain) */
+			qf->drain_min_us = rf_min(qf->drain_min_us, open_min_us);
 			qfair_end_drain(sk, bbr, hot, qf);
 			return;
 		}
@@ -871,7 +906,7 @@ static __always_inline void cca_on_rate_sample(struct sock *sk, struct rf_bbr *b
 	/* The core decides round boundaries after this hook: the per-round work
 	 * keys off the previous ACK's round_start. */
 	if (bbr->round_start) {
-		qf = qfair_flow_of(sk, false);
+		qf = qf ?: qfair_flow_of(sk, false);
 		if (qf)
 			qfair_update_round(sk, bbr, qf, rs->is_app_limited);
 	}
@@ -922,6 +957,12 @@ static __always_inline bool cca_probe_rtt_due(struct sock *sk, struct rf_bbr *bb
  * cwnd: packet conservation holds a flow for one round trip per loss event,
  * which costs a 200 ms flow ten times what it costs a 20 ms one. Measured:
  * 20 vs 200 ms at 0.3 BDP, 12.7 vs 6.2 Mbit/s with it (docs/results.md).
+ * The one thing kept is BBR's restore on leaving Loss or Recovery, within
+ * the window (max(cwnd, min(prior_cwnd, max(4, w) + b)), the core's
+ * rf_cwnd_restored): an RTO sets cwnd to the packets in flight + 1, and
+ * grown back by slow start, a doubling per round trip, the window would
+ * cost a flow time in proportion to its RTT. A spurious RTO's undo leaves
+ * Loss on the same ACK, so it is restored the same way.
  */
 static __always_inline bool cca_loss_recovery_cwnd(struct sock *sk, struct rf_bbr *bbr)
 {
@@ -944,6 +985,13 @@ static __always_inline void cca_export(struct sock *sk, struct rf_bbr *bbr,
 	struct qfair_flow *qf = qfair_flow_of(sk, false);
 	struct qfair_hot *hot = qfair_hot_of(bbr);
 
+	/* In cruise BBR's gains act on nothing (the core's cycle still turns,
+	 * mostly reading 1.25): Eq. 9 sets the pacing rate, Eq. 1 (a drain:
+	 * max(w/2, 4)) the window. 0 is the record's "no BBR gain in force". */
+	if (hot->flags & QF_CRUISE) {
+		f->pacing_gain_x256 = 0;
+		f->cwnd_gain_x256 = 0;
+	}
 	if (!qf)
 		return;
 	f->qfair_rate_bps = (((qf->xhat * tcp_sk(sk)->mss_cache) >> 12) * USEC_PER_SEC) >> (BW_SCALE - 12);

@@ -761,7 +761,11 @@ fn bbr1_detects_a_token_bucket_policer_and_paces_at_its_rate() {
     assert!(!cruising.is_empty(), "policed, but never in ProbeBW");
     for f in cruising {
         let (lt, pacing) = (rate(f.long_term.bw_bps), rate(f.pacing_rate_bps));
-        assert_eq!(f.pacing_gain, 1.0, "ProbeBW still probes while policed");
+        assert_eq!(
+            f.pacing_gain,
+            Some(1.0),
+            "ProbeBW still probes while policed"
+        );
         assert!(
             pacing <= 1.25 && pacing >= 0.9 * lt,
             "policed: pacing {pacing:.2} x the policer's rate (lt_bw {lt:.2})"

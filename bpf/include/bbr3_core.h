@@ -130,7 +130,10 @@
 #define BBR3_MIN_TSO_SEGS 2
 #define BBR3_INFINITE_SSTHRESH 0x7fffffff
 #define BBR3_UNSET 0xffffffffU
-#define BBR3_UP_CNT_NONE 0xffff
+/* bw_probe_up_cnt / _acks are 24 bits (v3: u32): 2^24 - 1 packets, far
+ * above any cwnd the kernel reaches, and what icsk_ca_priv has room for. */
+#define BBR3_UP_CNT_MAX 0xffffffU
+#define BBR3_UP_CNT_NONE BBR3_UP_CNT_MAX
 
 /* tcp_ack()'s flag bit for an ACK with ECE (include/net/tcp.h). */
 #define BBR3_FLAG_ECE 0x40
@@ -186,11 +189,12 @@ struct bbr3 {
 	      full_bw_cnt : 2,
 	      full_bw_now : 1;
 	__u16 extra_acked[2];
-	__u16 bw_probe_up_cnt;        /* packets ACKed per inflight_hi + 1 */
-	__u16 bw_probe_up_acks;
+	__u32 bw_probe_up_cnt : 24,   /* packets ACKed per inflight_hi + 1 */
+	      rounds_since_probe : 8;
+	__u32 bw_probe_up_acks : 24,  /* packets ACKed since inflight_hi's last + 1 */
+	      loss_events_in_round : 8;
 	__u8 mode;                    /* enum rttfair_mode */
 	__u8 cycle_idx;               /* enum bbr3_cycle */
-	__u8 rounds_since_probe;
 	__u8 init_cwnd;
 	__u8 prev_ca_state : 3,
 	     ca_state : 3,
@@ -213,7 +217,6 @@ struct bbr3 {
 	     cold_ok : 1;             /* sk_storage exists (init could create it) */
 	__u8 bw_probe_up_rounds : 5,
 	     startup_ecn_rounds : 2;
-	__u8 loss_events_in_round;
 };
 
 _Static_assert(sizeof(struct bbr3) <= 104, "struct bbr3 must fit icsk_ca_priv");
@@ -464,6 +467,12 @@ static __always_inline void bbr3_note_loss(struct sock *sk, struct bbr3 *b)
 	b->loss_in_cycle = 1;
 }
 
+/* ecn_alpha (Eq. 4): the cold state's, or without it v3's initial 1. */
+static __always_inline __u32 bbr3_ecn_alpha(const struct bbr3_cold *cold)
+{
+	return cold ? cold->ecn_alpha : BBR3_UNIT;
+}
+
 /*
  * Once per loss round, outside probes: cut the lower bounds for ECN (Eq. 3)
  * and loss (Eq. 2), not below what the last round delivered.
@@ -475,10 +484,10 @@ static __always_inline void bbr3_adapt_lower_bounds(struct sock *sk, struct bbr3
 
 	if (bbr3_is_probing_bandwidth(b))
 		return;
-	if (b->ecn_in_round && cold) {
+	if (b->ecn_in_round) {
 		if (b->inflight_lo == BBR3_UNSET)
 			b->inflight_lo = tcp_sk(sk)->snd_cwnd;
-		cut = BBR3_UNIT - ((cold->ecn_alpha * BBR3_ECN_FACTOR) >> BBR3_SCALE);
+		cut = BBR3_UNIT - ((bbr3_ecn_alpha(cold) * BBR3_ECN_FACTOR) >> BBR3_SCALE);
 		ecn_inflight_lo = (__u32)(((__u64)b->inflight_lo * cut) >> BBR3_SCALE);
 	}
 	if (b->loss_in_round) {
@@ -626,7 +635,7 @@ static __always_inline void bbr3_raise_inflight_hi_slope(struct sock *sk, struct
 	__u32 cnt = rf_max(tcp_sk(sk)->snd_cwnd / growth, 1U);
 
 	b->bw_probe_up_rounds = rf_min(b->bw_probe_up_rounds + 1U, 30U);
-	b->bw_probe_up_cnt = rf_min(cnt, (__u32)BBR3_UP_CNT_NONE - 1);
+	b->bw_probe_up_cnt = rf_min(cnt, BBR3_UP_CNT_MAX - 1);
 }
 
 static __always_inline void bbr3_start_up(struct sock *sk, struct bbr3 *b,
@@ -704,7 +713,7 @@ static __always_inline void bbr3_probe_inflight_hi_upward(struct sock *sk, struc
 		acks -= delta * cnt;
 		b->inflight_hi += delta;
 	}
-	b->bw_probe_up_acks = rf_min(acks, 0xFFFFU);
+	b->bw_probe_up_acks = rf_min(acks, BBR3_UP_CNT_MAX);
 	if (b->round_start)
 		bbr3_raise_inflight_hi_slope(sk, b);
 }
@@ -781,8 +790,11 @@ static __always_inline __u32 bbr3_ilog2(__u32 v)
 /* Time to leave DOWN/CRUISE for REFILL? (ECN cleared, wall clock, Reno.) */
 static __always_inline bool bbr3_check_time_to_probe_bw(struct sock *sk, struct bbr3 *b)
 {
+	/* As v3 (bbr_check_time_to_probe_bw): ECN marks without loss have
+	 * cleared, so re-probe at once, whether or not a loss has set
+	 * inflight_hi; unset (~0), n comes out at 30, the cap. */
 	if (b->ecn_eligible && b->ecn_in_cycle && !b->loss_in_cycle &&
-	    b->ca_state == TCP_CA_Open && b->inflight_hi != BBR3_UNSET) {
+	    b->ca_state == TCP_CA_Open) {
 		bbr3_start_refill(sk, b,
 				  bbr3_ilog2((__u32)(((__u64)b->inflight_hi *
 						      BBR3_ECN_REPROBE_GAIN) >> BBR3_SCALE)));
@@ -1018,9 +1030,14 @@ static __always_inline bool bbr3_update_min_rtt(struct sock *sk, struct bbr3 *b,
 /* ---- ECN ---------------------------------------------------------------------- */
 
 /*
- * Once per round: Eq. 4 (ecn_alpha), and Startup's ECN exit. Returns the
- * round's CE ratio (x256) or -1. Eligible: ECN negotiated and min_rtt <= 5 ms
- * (v3 also asks for the route's ecn_low feature; see docs/algorithms.md).
+ * At a round start, before the model (as v3's bbr_main): eligibility, Eq. 4
+ * (ecn_alpha) and Startup's ECN exit. Returns the round's CE ratio (x256) or
+ * -1. Eligible: ECN negotiated and min_rtt <= 5 ms (v3 also asks for the
+ * route's ecn_low feature; see docs/algorithms.md). Without the cold state
+ * (its sk_storage could not be allocated) eligibility is still set, so ECE
+ * still feeds Eq. 1 and Eq. 3, but alpha stays at its initial 1
+ * (bbr3_ecn_alpha) and there is no per-round CE ratio, so no Startup ECN
+ * exit.
  */
 static __always_inline int bbr3_update_ecn_alpha(struct sock *sk, struct bbr3 *b,
 						 struct bbr3_cold *cold)
@@ -1032,7 +1049,7 @@ static __always_inline int bbr3_update_ecn_alpha(struct sock *sk, struct bbr3 *b
 	if (!b->ecn_eligible && (tp->ecn_flags & BBR3_TCP_ECN_OK) &&
 	    b->min_rtt_us <= BBR3_ECN_MAX_RTT_US)
 		b->ecn_eligible = 1;
-	if (!b->ecn_eligible)
+	if (!b->ecn_eligible || !cold)
 		return -1;
 	delivered = tp->delivered - cold->alpha_last_delivered;
 	delivered_ce = tp->delivered_ce - cold->alpha_last_delivered_ce;

@@ -95,6 +95,7 @@
 #include "tcp_ca.h"
 #include "rttfair_maps.h"
 #include "rttfair_cca_maps.h"
+#include "rf_math.h"
 
 #ifndef RTTFAIR_CCA
 #error "define RTTFAIR_CCA (enum rttfair_cca_id) before including bbr_core.h"
@@ -257,8 +258,11 @@ static __always_inline void cca_export(struct sock *sk, struct rf_bbr *bbr,
  *                                     (BBR v1: 4 packets)
  *   cca_loss_recovery_cwnd(sk, bbr)   whether losses and fast recovery shape
  *                                     cwnd (packet conservation, restore);
- *                                     the bookkeeping runs either way
- *                                     (BBR v1: true)
+ *                                     the bookkeeping runs either way, and
+ *                                     when false the cwnd saved before Loss
+ *                                     or Recovery is still restored on
+ *                                     leaving it, up to the target
+ *                                     (rf_cwnd_restored) (BBR v1: true)
  *   cca_min_rtt_expired(sk, bbr, win)  whether RTprop is stale, so that the
  *                                     next sample replaces it; win is the
  *                                     10 s window's verdict (BBR v1: win)
@@ -617,18 +621,27 @@ static __always_inline void bbr_set_cwnd(struct sock *sk, struct rf_bbr *bbr,
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	__u32 cwnd = tp->snd_cwnd, target;
+	bool own_law, leaving;
 
 	if (!acked)
 		goto done;
-	if (bbr_set_cwnd_to_recover_or_restore(sk, bbr, rs, acked, &cwnd) &&
-	    cca_loss_recovery_cwnd(sk, bbr))
+	/* This ACK leaves Loss or Recovery (read before the call below
+	 * records the state as seen). */
+	leaving = bbr->prev_ca_state >= TCP_CA_Recovery && bbr->ca_state < TCP_CA_Recovery;
+	own_law = !cca_loss_recovery_cwnd(sk, bbr);
+	if (bbr_set_cwnd_to_recover_or_restore(sk, bbr, rs, acked, &cwnd) && !own_law)
 		goto done;
-	if (!cca_loss_recovery_cwnd(sk, bbr))
-		cwnd = tp->snd_cwnd; /* the variant handles loss in its own law */
 
 	target = (__u32)cca_inflight_bdp(sk, bbr, bbr_bdp(bbr, bw, gain));
 	target += cca_ack_aggregation_cwnd(sk, bbr);
 	target = cca_cwnd_budget(sk, bbr, target);
+	/* A variant that handles loss in its own law: no cut by the lost
+	 * packets, no packet conservation, but the restore on leaving Loss or
+	 * Recovery, within the law's target (an RTO collapsed cwnd to the
+	 * packets in flight + 1; a spurious RTO's undo leaves Loss too). */
+	if (own_law)
+		cwnd = leaving ? rf_cwnd_restored(tp->snd_cwnd, bbr->prior_cwnd, target)
+			       : tp->snd_cwnd;
 	if (bbr->full_bw_reached)
 		cwnd = rf_min(cwnd + acked, target);
 	else if (cwnd < target || tp->delivered < TCP_INIT_CWND)

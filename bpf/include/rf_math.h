@@ -45,4 +45,20 @@ RF_INLINE __u64 rf_isqrt(__u64 x)
 	return r;
 }
 
+/*
+ * The cwnd a variant whose law handles loss itself (the core's
+ * cca_loss_recovery_cwnd() false: qfair in cruise) starts from on the ACK
+ * that leaves Loss or Recovery: the cwnd saved before it (prior_cwnd), as
+ * BBR restores it, but never above the law's own target (qfair: max(4, w)
+ * + b) and never below the cwnd it has. An RTO sets cwnd to the packets in
+ * flight + 1; without this the window would grow back by slow start, one
+ * doubling per round trip, which costs a flow time in proportion to its RTT.
+ */
+RF_INLINE __u32 rf_cwnd_restored(__u32 cwnd, __u32 prior_cwnd, __u32 target)
+{
+	__u32 restored = prior_cwnd < target ? prior_cwnd : target;
+
+	return restored > cwnd ? restored : cwnd;
+}
+
 #endif /* RTTFAIR_RF_MATH_H */

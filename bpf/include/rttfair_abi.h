@@ -85,20 +85,31 @@ struct rttfair_flow {
 	__u32 abi_version;     /* RTTFAIR_ABI_VERSION of the writer; 0 until filled */
 	__u8 cca;              /* enum rttfair_cca_id */
 	__u8 mode;             /* enum rttfair_mode */
-	__u8 cycle_idx;        /* ProbeBW gain-cycle phase, 0..7 */
+	__u8 cycle_idx;        /* ProbeBW phase: the v1 gain cycle's 0..7 (bbr1,
+				* fairtt, adbbr, qfair, native bbr); bbr3's
+				* 0..3 = UP, DOWN, CRUISE, REFILL */
 	__u8 family;           /* AF_INET (2) or AF_INET6 (10) */
 	__u32 netns_ino;       /* inode number of the socket's network namespace */
 	__u16 sport;           /* local port, host byte order */
 	__u16 dport;           /* remote port, host byte order */
 	__u8 saddr[16];        /* local address: IPv4 in the first 4 bytes */
 	__u8 daddr[16];        /* remote address: IPv4 in the first 4 bytes */
-	__u64 btlbw_bps;       /* windowed-max delivery rate, bytes/s */
+	/* The model's bandwidth estimate, bytes/s: for the v1 core (bbr1,
+	 * fairtt, adbbr, qfair) the windowed-max delivery rate, or lt_bw
+	 * while policed (lt_use_bw); native bbr's windowed max; bbr3's
+	 * min(bw_hi, bw_lo), a cut lower bound after a loss round (its max
+	 * is bbr3_bw_hi_bps). */
+	__u64 btlbw_bps;
 	__u64 pacing_rate_bps; /* sk_pacing_rate, bytes/s */
 	__u32 min_rtt_us;      /* the model's RTprop */
 	__u32 last_rtt_us;     /* RTT of the latest rate sample */
 	__u32 srtt_us;         /* kernel smoothed RTT */
 	__u32 cwnd;            /* snd_cwnd, segments */
 	__u32 mss;             /* mss_cache, bytes */
+	/* The BBR gains in force, x256 (pacing: x BtlBw; cwnd: x BDP); 0 where
+	 * no BBR gain sets the rate or the window: qfair in cruise (Eq. 9
+	 * and Eq. 1 set them; its own g is qfair_gain_x256), kernel CCAs
+	 * without a BBR model. */
 	__u16 pacing_gain_x256;
 	__u16 cwnd_gain_x256;
 	__u64 delivered_bytes; /* tcp_sock.bytes_acked */
@@ -146,7 +157,7 @@ struct rttfair_flow {
 	__u32 qfair_drains_failed;  /* drains that did not (a non-qfair queue) */
 	__u16 qfair_gain_x256;      /* g, the rate correction of the last round */
 	__u8 qfair_competitive;     /* 1 while in competitive mode */
-	__u8 qfair_pacing_floor;    /* 1 when w < 6: pacing, not cwnd, limits */
+	__u8 qfair_pacing_floor;    /* 1 when w + burst room < 6 while cruising: pacing, not cwnd, limits */
 	__u32 _pad_qfair;           /* keeps the bbr3 section 8-byte aligned */
 
 	/* bbr3 internals (zero for other CCAs); docs/algorithms.md, "bbr3".
@@ -169,7 +180,9 @@ struct rttfair_flow {
 struct rttfair_counters {
 	__u64 flows_started;      /* init calls */
 	__u64 flows_released;     /* release calls */
-	__u64 export_failed;      /* flows that could not get a map entry (map full) */
+	__u64 export_failed;      /* flows left without a map entry: the map was full, or
+				   * (bbr3) the sk_storage holding the flow id could not be
+				   * allocated */
 	__u64 export_deleted;     /* entries removed at release */
 	__u64 probe_rtt_entries;  /* ProbeRTT entries, all flows */
 };

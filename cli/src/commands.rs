@@ -64,7 +64,7 @@ pub fn run(cli: Cli) -> Result<()> {
             let values = rttfair_loader::tunables::get(&fs, name.as_deref())?;
             out.print(
                 serde_json::to_value(&values)?,
-                format_args!("{}", view::tunables_table(&values).trim_end()),
+                format_args!("{}", view::tunables_text(name.as_deref(), &values)),
             )
         }
         Command::Daemon {

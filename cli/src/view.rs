@@ -134,8 +134,12 @@ pub struct FlowRow {
     pub last_rtt_seconds: f64,
     pub srtt_seconds: f64,
     pub cwnd_segments: u32,
-    pub pacing_gain: f64,
-    pub cwnd_gain: f64,
+    /// The BBR gains in force; absent where none is (qfair in cruise:
+    /// its Eq. 9 and Eq. 1 set rate and window).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pacing_gain: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwnd_gain: Option<f64>,
     pub delivered_bytes: u64,
     pub retrans_bytes: u64,
     pub probe_rtt_entries: u32,
@@ -221,7 +225,7 @@ impl From<&Adbbr> for AdbbrRow {
 /// qfair's internals, as `rttfairctl flows --json` shows them.
 #[derive(Debug, Serialize)]
 pub struct QfairRow {
-    /// x^, the smoothed per-round delivery rate.
+    /// x^, the smoothed per-round sending rate (delivered + lost).
     pub rate_bytes_per_second: u64,
     /// alpha, the backlog target.
     pub alpha_packets: f64,
@@ -407,7 +411,7 @@ pub fn flows_table(flows: &[Flow]) -> String {
         let extra = row.extra();
         let _ = writeln!(
             s,
-            "{:>6} {:<6} {:<22} {:<22} {:<9} {:>11} {:>9} {:>9} {:>6} {:>6.2}  {}",
+            "{:>6} {:<6} {:<22} {:<22} {:<9} {:>11} {:>9} {:>9} {:>6} {:>6}  {}",
             row.id,
             row.cca,
             row.local,
@@ -417,7 +421,7 @@ pub fn flows_table(flows: &[Flow]) -> String {
             format!("{:.2}ms", row.min_rtt_seconds * 1e3),
             format!("{:.2}ms", row.last_rtt_seconds * 1e3),
             row.cwnd_segments,
-            row.pacing_gain,
+            or_dash(row.pacing_gain.map(|g| format!("{g:.2}"))),
             extra
         );
     }
@@ -436,6 +440,20 @@ pub fn human_rate(bytes_per_sec: u64) -> String {
         format!("{:.2}Mbit/s", bits / 1e6)
     } else {
         format!("{:.0}kbit/s", bits / 1e3)
+    }
+}
+
+/// What `get` prints: the table, or for a filter that selects no tunable
+/// (a CCA without any: bbr1, bbr3, bbr_native) one line saying so, so that
+/// "none" reads differently from a failed read or an unloaded CCA (which
+/// are errors). With no filter, none means no loaded CCA has tunables.
+pub fn tunables_text(filter: Option<&str>, values: &[rttfair_loader::tunables::Value]) -> String {
+    if !values.is_empty() {
+        return tunables_table(values).trim_end().to_string();
+    }
+    match filter {
+        Some(cca) => format!("{cca} has no runtime tunables"),
+        None => "no loaded CCA has runtime tunables".to_string(),
     }
 }
 
@@ -488,7 +506,7 @@ impl From<&rttfair_loader::sockets::NativeSocket> for NativeRow {
             peer: f.peer.to_string(),
             mode: bbr.then(|| f.mode.name()),
             btlbw_bytes_per_second: bbr.then_some(f.btlbw_bps),
-            pacing_gain: bbr.then_some(f.pacing_gain),
+            pacing_gain: f.pacing_gain.filter(|_| bbr),
             min_rtt_seconds: f.min_rtt.as_secs_f64(),
             srtt_seconds: f.srtt.as_secs_f64(),
             cwnd_segments: f.cwnd,
@@ -581,5 +599,46 @@ mod tests {
         assert_eq!(json["qfair"]["offset_packets"], -1.25);
         let table = flows_table(&[f]);
         assert!(table.contains(" o=-1.25 "), "{table}");
+    }
+
+    /// `get` of a CCA without tunables says so in one line.
+    #[test]
+    fn get_of_a_cca_without_tunables_says_so() {
+        assert_eq!(
+            tunables_text(Some("bbr3"), &[]),
+            "bbr3 has no runtime tunables"
+        );
+        assert_eq!(
+            tunables_text(None, &[]),
+            "no loaded CCA has runtime tunables"
+        );
+    }
+
+    /// A flow with no BBR gain in force (qfair in cruise) shows "-" in the
+    /// GAIN column and no gains in --json; one with a gain shows it.
+    #[test]
+    fn gains_show_only_where_in_force() {
+        // (pacing gain, cwnd gain) in --json, and the table's GAIN column
+        let shown = |pacing_gain, cwnd_gain| {
+            let f = Flow {
+                cca: Some(Cca::Qfair),
+                pacing_gain,
+                cwnd_gain,
+                ..Flow::default()
+            };
+            let json = serde_json::to_value(FlowRow::from(&f)).unwrap();
+            let table = flows_table(&[f]);
+            let column = table.lines().nth(1).unwrap().split_whitespace().nth(9);
+            (
+                json.get("pacing_gain").map(|g| g.as_f64().unwrap()),
+                json.get("cwnd_gain").map(|g| g.as_f64().unwrap()),
+                column.unwrap().to_string(),
+            )
+        };
+        assert_eq!(shown(None, None), (None, None, "-".to_string()));
+        assert_eq!(
+            shown(Some(1.25), Some(2.0)),
+            (Some(1.25), Some(2.0), "1.25".to_string())
+        );
     }
 }

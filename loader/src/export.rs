@@ -233,13 +233,16 @@ pub struct Flow {
     /// The project CCA that exported it; `None` for a kernel CCA's socket.
     pub cca: Option<Cca>,
     pub mode: Mode,
-    /// ProbeBW gain-cycle phase, 0..7.
+    /// ProbeBW phase: the v1 gain cycle's 0..7 (bbr1, fairtt, adbbr,
+    /// qfair, native bbr); bbr3's 0..3 (UP, DOWN, CRUISE, REFILL).
     pub cycle_idx: u8,
     /// Inode number of the socket's network namespace.
     pub netns: u32,
     pub local: SocketAddr,
     pub peer: SocketAddr,
-    /// Windowed-max delivery rate (BBR's BtlBw), bytes/s.
+    /// The model's bandwidth estimate (BtlBw), bytes/s: the windowed-max
+    /// delivery rate (the v1 core's lt_bw while policed); for bbr3
+    /// min(bw_hi, bw_lo) (rttfair_abi.h).
     pub btlbw_bps: u64,
     /// sk_pacing_rate, bytes/s.
     pub pacing_rate_bps: u64,
@@ -254,10 +257,14 @@ pub struct Flow {
     pub cwnd: u32,
     /// mss_cache, bytes.
     pub mss: u32,
-    /// BBR pacing gain in effect (1 = BtlBw).
-    pub pacing_gain: f64,
-    /// BBR cwnd gain in effect (x BDP).
-    pub cwnd_gain: f64,
+    /// The BBR pacing gain in force (1 = BtlBw); None where no BBR gain
+    /// sets the rate: qfair in cruise (its Eq. 9 does), kernel CCAs without
+    /// a BBR model (a 0 in the record, its "none"). One meaning, not a
+    /// ratio computed for CCAs that have no such gain.
+    pub pacing_gain: Option<f64>,
+    /// The BBR cwnd gain in force (x BDP); None as for `pacing_gain` (qfair
+    /// in cruise: Eq. 1's w sets the window).
+    pub cwnd_gain: Option<f64>,
     /// tcp_sock.bytes_acked.
     pub delivered_bytes: u64,
     /// tcp_sock.bytes_retrans.
@@ -297,8 +304,8 @@ impl Default for Flow {
             srtt: Duration::ZERO,
             cwnd: 0,
             mss: 0,
-            pacing_gain: 0.0,
-            cwnd_gain: 0.0,
+            pacing_gain: None,
+            cwnd_gain: None,
             delivered_bytes: 0,
             retrans_bytes: 0,
             total_retrans: 0,
@@ -377,8 +384,8 @@ impl Flow {
             srtt: us(r.srtt_us),
             cwnd: r.cwnd,
             mss: r.mss,
-            pacing_gain: x256(r.pacing_gain_x256),
-            cwnd_gain: x256(r.cwnd_gain_x256),
+            pacing_gain: gain_in_force(r.pacing_gain_x256),
+            cwnd_gain: gain_in_force(r.cwnd_gain_x256),
             delivered_bytes: r.delivered_bytes,
             retrans_bytes: r.retrans_bytes,
             total_retrans: r.total_retrans,
@@ -414,8 +421,8 @@ impl Flow {
             srtt_us: to_us(self.srtt),
             cwnd: self.cwnd,
             mss: self.mss,
-            pacing_gain_x256: to_fixed(self.pacing_gain, 256.0) as u16,
-            cwnd_gain_x256: to_fixed(self.cwnd_gain, 256.0) as u16,
+            pacing_gain_x256: to_fixed(self.pacing_gain.unwrap_or(0.0), 256.0) as u16,
+            cwnd_gain_x256: to_fixed(self.cwnd_gain.unwrap_or(0.0), 256.0) as u16,
             delivered_bytes: self.delivered_bytes,
             retrans_bytes: self.retrans_bytes,
             total_retrans: self.total_retrans,
@@ -444,6 +451,8 @@ pub struct Counters {
     /// release calls.
     pub flows_released: u64,
     /// Flows that could not get a map entry (map full); still controlled.
+    /// Flows left without an export entry: the map was full, or (bbr3)
+    /// the sk_storage holding the flow id could not be allocated.
     pub export_failed: u64,
     /// Entries removed at release.
     pub export_deleted: u64,
@@ -479,6 +488,11 @@ fn to_us(d: Duration) -> u32 {
 
 fn x256(v: u16) -> f64 {
     v as f64 / 256.0
+}
+
+/// A BBR gain of the record: 0 is "none in force" (rttfair_abi.h).
+fn gain_in_force(v: u16) -> Option<f64> {
+    (v != 0).then(|| x256(v))
 }
 
 fn x1024(v: u32) -> f64 {
@@ -703,8 +717,8 @@ mod tests {
             srtt: Duration::from_micros(22_000),
             cwnd: 40,
             mss: 1448,
-            pacing_gain: 1.25,
-            cwnd_gain: 2.0,
+            pacing_gain: Some(1.25),
+            cwnd_gain: Some(2.0),
             delivered_bytes: 1 << 30,
             retrans_bytes: 4096,
             total_retrans: 3,
@@ -816,7 +830,8 @@ mod tests {
         assert_eq!(f.mode.name(), "probe_rtt");
         assert_eq!(f.local.ip(), IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)));
         assert_eq!(f.min_rtt, Duration::from_millis(20));
-        assert_eq!(f.pacing_gain, 1.25);
+        assert_eq!(f.pacing_gain, Some(1.25));
+        assert_eq!(f.cwnd_gain, None, "0 in the record: no BBR gain in force");
         assert_eq!(f.age(), Duration::from_secs(2));
         let q = f.qfair().unwrap();
         assert_eq!((q.alpha_pkts, q.gain), (3.0, 0.875));

@@ -731,3 +731,51 @@ proptest! {
         prop_assert!(comp <= old);
     }
 }
+
+extern "C" {
+    fn host_rf_cwnd_restored(cwnd: u32, prior_cwnd: u32, target: u32) -> u32;
+}
+
+proptest! {
+    /// The cwnd on leaving Loss or Recovery (bbr_core.h's bbr_set_cwnd for
+    /// a variant whose law handles loss, qfair in cruise): the cwnd saved
+    /// before it, never above the law's target, never below the cwnd it has.
+    #[test]
+    fn restore_is_prior_cwnd_within_the_target(cwnd in 0u32..1 << 21, prior in 0u32..1 << 21,
+                                               target in 0u32..1 << 21) {
+        let got = unsafe { host_rf_cwnd_restored(cwnd, prior, target) };
+        prop_assert_eq!(got, cwnd.max(prior.min(target)));
+    }
+}
+
+/// An RTO sets cwnd to the packets in flight + 1. In Loss qfair's cwnd grows
+/// by what is acked (min(cwnd + acked, max(4, w) + b)), one doubling per
+/// round trip, until the retransmissions are acked. Leaving Loss, the flow
+/// is back at its window at once, so the time it spends below it after Loss
+/// is zero for 20 and 200 ms alike; grown back by slow start, it would be
+/// log2(window / cwnd) round trips, ten times longer for the 200 ms flow.
+#[test]
+fn an_rto_costs_no_rtt_dependent_regrowth_after_loss() {
+    let (prior, target) = (350u32, 352u32);
+    let retransmissions = 40u32;
+    for rtt_ms in [20u64, 200] {
+        let mut cwnd = 1u32;
+        let mut sent = 0u32;
+        while sent < retransmissions {
+            sent += cwnd;
+            cwnd = (2 * cwnd).min(target);
+        }
+        assert!(
+            cwnd < prior,
+            "Loss ended before slow start regrew the window"
+        );
+        cwnd = unsafe { host_rf_cwnd_restored(cwnd, prior, target) };
+        let mut below_ms = 0u64;
+        while cwnd < prior.min(target) {
+            cwnd = (2 * cwnd).min(target);
+            below_ms += rtt_ms;
+        }
+        assert_eq!(below_ms, 0, "{rtt_ms} ms flow below its window after Loss");
+        assert_eq!(cwnd, prior, "restored to the cwnd before the RTO");
+    }
+}
