@@ -272,6 +272,7 @@ mod tests {
             goodput: vec![(1.0, 5e6), (2.0, 6e6)],
             rtt_ms: vec![(1.0, 21.5)],
             retransmits: 0,
+            retransmits_by_interval: vec![],
             bytes_received: 0,
             mean_goodput: 5.5e6,
             congestion: "cubic".into(),
@@ -295,6 +296,7 @@ mod tests {
             flows: vec![flow(group)],
             queue: vec![],
             bpf: vec![],
+            random_loss_at_edges: None,
             summary: Summary::default(),
         };
         write_rep(dir, &rep).unwrap();

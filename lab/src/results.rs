@@ -144,7 +144,14 @@ pub struct FlowResult {
     pub goodput: Vec<(f64, f64)>,
     /// Sender smoothed RTT at each interval end (TCP_INFO via iperf3), ms.
     pub rtt_ms: Vec<(f64, f64)>,
+    /// Sender retransmissions over the whole flow (iperf3's end total,
+    /// warm-up included: not what the summary's ratio uses).
     pub retransmits: u64,
+    /// Sender retransmissions per interval: (end time since run start,
+    /// segments); the intervals follow each other from the flow's start.
+    /// What [`Summary::retrans_ratio`] sums over the window; empty in
+    /// folders written before it was stored.
+    pub retransmits_by_interval: Vec<(f64, u64)>,
     pub bytes_received: u64,
     /// Goodput over the measurement window (the same for every flow), bit/s.
     pub mean_goodput: f64,
@@ -181,16 +188,30 @@ pub struct Summary {
     /// this is not 0.
     #[serde(default)]
     pub arrivals_lost: u64,
-    /// The window goodput, utilization and Jain are computed over.
+    /// The window every figure of the summary is computed over: the
+    /// edges as marked (see [`crate::summary::window_of`]).
     pub window: Option<Window>,
+    /// Retransmitted segments over retransmitted plus delivered ones, in
+    /// the window: the senders' per-interval retransmissions (prorated at
+    /// the edges) against the window's first-time bytes / MSS. NaN (null
+    /// in JSON) where not known: a folder resummarized from files that
+    /// lack the per-interval retransmissions.
+    #[serde(deserialize_with = "null_as_nan")]
     pub retrans_ratio: f64,
+    /// Sender smoothed RTT of the interval samples in the window, ms.
     pub rtt_mean_ms: f64,
     pub rtt_p95_ms: f64,
-    /// Queueing delay at the bottleneck: backlog x 8 / rate.
+    /// Queueing delay at the bottleneck (backlog x 8 / rate) of the queue
+    /// samples in the window, ms.
     pub qdelay_mean_ms: f64,
     pub qdelay_p95_ms: f64,
+    /// Packets the bottleneck dropped in the window (its drop counter
+    /// interpolated at the two edges).
     pub queue_drops: u64,
-    pub random_loss_drops: u64,
+    /// Packets random loss dropped in the window (its counter read at the
+    /// edges); `None` where not known (a folder resummarized from files
+    /// that lack those readings, for a scenario with random loss).
+    pub random_loss_drops: Option<u64>,
     /// First time after which Jain's index of the interval goodputs stays >= 0.95.
     pub convergence_s: Option<f64>,
     pub flow_goodput_mbit: Vec<f64>,
@@ -215,6 +236,11 @@ impl Summary {
         g.sort_by(|a, b| alphanumeric_sort::compare_str(a, b));
         g
     }
+}
+
+/// An f64 that JSON may hold as null (how serde_json writes NaN): NaN.
+fn null_as_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
 
 /// The late-joiner / path-RTT-change metric of one repetition: which flow
@@ -247,6 +273,10 @@ pub struct RepResult {
     pub queue: Vec<QueueSample>,
     #[serde(skip)]
     pub bpf: Vec<BpfSample>,
+    /// The random-loss program's drop counter at the window's two edges
+    /// (what [`Summary::random_loss_drops`] is the difference of); kept so
+    /// the summary can be computed again from the folder.
+    pub random_loss_at_edges: Option<[u64; 2]>,
     pub summary: Summary,
 }
 
@@ -280,7 +310,8 @@ pub struct Worst {
     pub utilization: f64,
     /// Highest mean queueing delay, ms.
     pub qdelay_mean_ms: f64,
-    /// Highest retransmission ratio.
+    /// Highest retransmission ratio (NaN, null in JSON, if none is known).
+    #[serde(deserialize_with = "null_as_nan")]
     pub retrans_ratio: f64,
     /// How many repetitions this is the worst of.
     pub reps: u32,
