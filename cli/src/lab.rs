@@ -101,6 +101,17 @@ pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
             );
             Ok(())
         }
+        LabCommand::Resummarize { dirs } => {
+            let done = rttfair_lab::resummarize::resummarize(&dirs)?;
+            if json {
+                println!("{}", serde_json::to_string(&done)?);
+            } else {
+                for o in &done {
+                    println!("{}", o.note());
+                }
+            }
+            Ok(())
+        }
         LabCommand::Table { dirs } => {
             let table = rttfair_lab::runtable::load(&dirs)?;
             if json {

@@ -295,6 +295,25 @@ pub enum LabCommand {
         #[arg(required = true, value_name = "RUN_DIR")]
         dirs: Vec<std::path::PathBuf>,
     },
+    /// Compute the summaries of stored run or sweep folders again from
+    /// their files, with this build's definitions, in place.
+    ///
+    /// A run folder (what `lab run`/`compare` write): each repetition's
+    /// summary.json and the run's. A sweep or merge folder: each point's
+    /// run folder, then sweep.csv, sweep.json, compare.md and the plots
+    /// (provenance.json kept). Goodput, utilization and Jain are taken as
+    /// stored (the arrival records are not kept); every other figure is
+    /// recomputed over the stored window. Figures whose inputs the folder
+    /// lacks (per-interval retransmissions, the random-loss counter at the
+    /// window's edges: folders from before session 16) are written as
+    /// null and named on a note line. Refused, in one line and before
+    /// anything is written: a folder missing scenario.toml, summary.json,
+    /// a repetition's queue.csv or rtt.csv, or a marked window.
+    Resummarize {
+        /// Run folders and sweep (or merge) folders.
+        #[arg(required = true, value_name = "DIR")]
+        dirs: Vec<std::path::PathBuf>,
+    },
     /// List the embedded scenarios.
     Scenarios,
 }
