@@ -101,13 +101,17 @@ pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
             );
             Ok(())
         }
-        LabCommand::Resummarize { dirs } => {
-            let done = rttfair_lab::resummarize::resummarize(&dirs)?;
+        LabCommand::Resummarize { dirs, check } => {
+            let done = if check {
+                rttfair_lab::resummarize::check(&dirs)?
+            } else {
+                rttfair_lab::resummarize::resummarize(&dirs)?
+            };
             if json {
                 println!("{}", serde_json::to_string(&done)?);
             } else {
                 for o in &done {
-                    println!("{}", o.note());
+                    println!("{}", o.note(!check));
                 }
             }
             Ok(())

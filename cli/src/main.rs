@@ -313,6 +313,10 @@ pub enum LabCommand {
         /// Run folders and sweep (or merge) folders.
         #[arg(required = true, value_name = "DIR")]
         dirs: Vec<std::path::PathBuf>,
+        /// Compute everything, write nothing: say what would be done or
+        /// why the folders would be refused.
+        #[arg(long)]
+        check: bool,
     },
     /// List the embedded scenarios.
     Scenarios,

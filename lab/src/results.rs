@@ -167,7 +167,9 @@ pub struct Summary {
     pub rts_by_group: BTreeMap<String, f64>,
     /// STDR of the first group against the second (0 with one group).
     pub stdr: f64,
-    /// Mean goodput of the first group over the second (1 with one group).
+    /// Mean goodput of the first group over the second (1 with one group;
+    /// infinite, null in JSON, when the second got none).
+    #[serde(deserialize_with = "null_as_infinity")]
     pub group_ratio: f64,
     /// Sum of goodputs over the goodput capacity rate x MSS / wire packet,
     /// over the window, goodput counted as data arrives at the receivers
@@ -241,6 +243,12 @@ impl Summary {
 /// An f64 that JSON may hold as null (how serde_json writes NaN): NaN.
 fn null_as_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+/// An f64 that JSON holds as null where it was infinite (serde_json
+/// writes infinities as null): a ratio whose denominator was 0.
+fn null_as_infinity<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
 }
 
 /// The late-joiner / path-RTT-change metric of one repetition: which flow
@@ -335,6 +343,20 @@ pub struct SweepPoint {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A summary whose second group got nothing (ratio infinite, null in
+    /// the JSON serde_json writes) reads back, as infinite.
+    #[test]
+    fn an_infinite_group_ratio_round_trips() {
+        let s = Summary {
+            group_ratio: f64::INFINITY,
+            ..Summary::default()
+        };
+        let text = serde_json::to_string(&s).unwrap();
+        assert!(text.contains("\"group_ratio\":null"), "{text}");
+        let back: Summary = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.group_ratio, f64::INFINITY);
+    }
 
     #[test]
     fn groups_read_in_natural_order() {

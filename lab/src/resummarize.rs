@@ -52,17 +52,23 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    /// One line for stderr.
-    pub fn note(&self) -> String {
+    /// One line on what was done (`done`) or would be (a check).
+    pub fn note(&self, done: bool) -> String {
         let mut line = format!(
-            "{}: {} run folder{} resummarized",
+            "{}: {} run folder{} {}",
             self.dir.display(),
             self.runs,
-            if self.runs == 1 { "" } else { "s" }
+            if self.runs == 1 { "" } else { "s" },
+            if done {
+                "resummarized"
+            } else {
+                "can be resummarized"
+            }
         );
         if !self.not_known.is_empty() {
             line.push_str(&format!(
-                "; not known (inputs not stored by the build that ran it), written as null: {}",
+                "; not known (inputs not stored by the build that ran it), {} null: {}",
+                if done { "written as" } else { "would be" },
                 self.not_known.join(", ")
             ));
         }
@@ -78,6 +84,14 @@ pub fn resummarize(dirs: &[PathBuf]) -> Result<Vec<Outcome>> {
         .map(|d| Work::compute(d))
         .collect::<Result<_>>()?;
     work.iter().map(Work::write).collect()
+}
+
+/// As [`resummarize`], writing nothing: what it would do, or why it
+/// would refuse (a check of stored folders that must not change).
+pub fn check(dirs: &[PathBuf]) -> Result<Vec<Outcome>> {
+    dirs.iter()
+        .map(|d| Work::compute(d).map(|w| w.outcome()))
+        .collect()
 }
 
 /// One folder's new files, computed.
@@ -111,14 +125,7 @@ impl Work {
 
     fn write(&self) -> Result<Outcome> {
         match self {
-            Work::Run(r) => {
-                r.write()?;
-                Ok(Outcome {
-                    dir: r.dir.clone(),
-                    runs: 1,
-                    not_known: r.not_known.iter().copied().collect(),
-                })
-            }
+            Work::Run(r) => r.write()?,
             Work::Sweep {
                 folder,
                 scenario,
@@ -137,16 +144,24 @@ impl Work {
                     points,
                     &folder.provenance,
                 )?;
-                let not_known: BTreeSet<&'static str> = runs
-                    .iter()
-                    .flat_map(|r| r.not_known.iter().copied())
-                    .collect();
-                Ok(Outcome {
-                    dir: folder.dir.clone(),
-                    runs: runs.len(),
-                    not_known: not_known.into_iter().collect(),
-                })
             }
+        }
+        Ok(self.outcome())
+    }
+
+    fn outcome(&self) -> Outcome {
+        let (dir, runs) = match self {
+            Work::Run(r) => (&r.dir, std::slice::from_ref(r)),
+            Work::Sweep { folder, runs, .. } => (&folder.dir, &runs[..]),
+        };
+        let not_known: BTreeSet<&'static str> = runs
+            .iter()
+            .flat_map(|r| r.not_known.iter().copied())
+            .collect();
+        Outcome {
+            dir: dir.clone(),
+            runs: runs.len(),
+            not_known: not_known.into_iter().collect(),
         }
     }
 }
@@ -589,7 +604,11 @@ mod tests {
         write_stored_run(&dir, &plan(), 1, false);
         let out = resummarize(std::slice::from_ref(&dir)).unwrap();
         assert_eq!(out[0].not_known, ["retrans_ratio"]);
-        assert!(out[0].note().contains("retrans_ratio"), "{}", out[0].note());
+        assert!(
+            out[0].note(true).contains("retrans_ratio"),
+            "{}",
+            out[0].note(true)
+        );
         let stored = crate::files::read_run_summary(&dir).unwrap();
         check_over_the_window(&stored.summary, false);
     }
@@ -605,6 +624,15 @@ mod tests {
         let before = std::fs::read_to_string(good.join("summary.json")).unwrap();
         let e = resummarize(&[good.clone(), bad]).unwrap_err();
         assert!(format!("{e:#}").contains("queue.csv"), "{e:#}");
+        assert_eq!(
+            std::fs::read_to_string(good.join("summary.json")).unwrap(),
+            before
+        );
+        // A check says the same and writes nothing either.
+        let e = check(&[good.clone(), tmp.path().join("bad")]).unwrap_err();
+        assert!(format!("{e:#}").contains("queue.csv"), "{e:#}");
+        let fine = check(std::slice::from_ref(&good)).unwrap();
+        assert_eq!(fine[0].runs, 1);
         assert_eq!(
             std::fs::read_to_string(good.join("summary.json")).unwrap(),
             before
