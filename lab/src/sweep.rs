@@ -58,9 +58,12 @@ pub struct Selection {
     pub resume: bool,
 }
 
-/// The folder a sweep of `base` writes under `out_dir`.
+/// The folder a sweep (or a merge) of `base` writes under `out_dir`:
+/// the scenario's name made path-safe as run folders' are
+/// ([`crate::plan::sanitize`]), so a name with `/` or `..` cannot put it
+/// (and the claims [`clear_outputs`] removes) outside `out_dir`.
 pub fn dir_of(out_dir: &Path, base: &Scenario) -> PathBuf {
-    out_dir.join(format!("{}-sweep", base.name))
+    out_dir.join(format!("{}-sweep", crate::plan::sanitize(&base.name)))
 }
 
 /// As [`run`], the points `sel` selects; writes the sweep's files and its
@@ -206,6 +209,17 @@ pub fn write_outputs(
 mod tests {
     use super::*;
     use crate::testkit::{self, MadeUp};
+
+    /// A scenario named to climb out of `--out` gets a folder inside it.
+    #[test]
+    fn a_sweep_folder_stays_inside_out() {
+        let mut base = Scenario::from_toml(&testkit::grid_toml("c", 1, None, &[])).unwrap();
+        base.name = "../../escape/dir".into();
+        let out = Path::new("/srv/lab-out");
+        let dir = dir_of(out, &base);
+        assert_eq!(dir.parent(), Some(out));
+        assert_eq!(dir, out.join("______escape_dir-sweep"));
+    }
 
     /// An earlier sweep's folder after a new sweep's start: no
     /// provenance.json, sweep.json, sweep.csv or compare.md (so `lab
