@@ -131,6 +131,12 @@ pub fn adopt(fs: &BpfFs, cca: Cca) -> bool {
 /// with `--dry-run`) calls it once before the first, instead of finding an
 /// unavailable CCA when its turn comes, hours later.
 pub fn check_available(names: &[String]) -> Result<()> {
+    // A CCA named twice would run every point twice into one folder.
+    for (i, name) in names.iter().enumerate() {
+        if names[..i].contains(name) {
+            anyhow::bail!("--cca: '{name}' named twice");
+        }
+    }
     for name in names {
         if name.parse::<Cca>().is_err() && !kernel::is_registered(name)? {
             anyhow::bail!(
@@ -249,6 +255,14 @@ fn end_all_leases() {
 
 #[cfg(test)]
 mod tests {
+    /// A CCA named twice is refused before the kernel's list is read.
+    #[test]
+    fn a_cca_named_twice_is_refused() {
+        let names: Vec<String> = ["qfair", "cubic", "qfair"].map(String::from).into();
+        let e = super::check_available(&names).unwrap_err();
+        assert_eq!(e.to_string(), "--cca: 'qfair' named twice");
+    }
+
     /// A project CCA (loaded on demand) and a kernel one that is always
     /// built in pass; an unknown name is refused naming it, wherever it
     /// stands in the list.

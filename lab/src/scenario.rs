@@ -414,6 +414,16 @@ impl Scenario {
                 if a.values.is_empty() {
                     return Err(err(format!("sweep.{name}.values"), "must not be empty"));
                 }
+                // A repeated value is one point twice: the same run
+                // folder, written over, and two rows in sweep.csv.
+                for (j, v) in a.values.iter().enumerate() {
+                    if let Some(i) = a.values[..j].iter().position(|u| u == v) {
+                        return Err(err(
+                            format!("sweep.{name}.values[{j}]"),
+                            format!("repeats values[{i}] ({v}): each point once"),
+                        ));
+                    }
+                }
                 a.values
                     .iter()
                     .enumerate()
@@ -429,6 +439,15 @@ impl Scenario {
                     })
                     .collect()
             };
+        if let Some(y) = sweep.y.as_ref().filter(|y| y.param == sweep.x.param) {
+            return Err(err(
+                "sweep.y.param",
+                format!(
+                    "is the x axis' parameter too ({}): y would overwrite x at every point",
+                    y.param
+                ),
+            ));
+        }
         for point in check_axis(self, "x", &sweep.x)? {
             if let Some(y) = &sweep.y {
                 check_axis(&point, "y", y)?;
@@ -878,5 +897,24 @@ one_way_delay_ms = 5
         let e = error_of(&with_sweep.replace("[1, 2]", "[1, 0]"));
         assert_eq!(e.field, "sweep.x.values[1]", "{e}");
         assert_eq!(e.line, Some(last - 4), "{e}");
+    }
+
+    /// A grid with a point twice (a repeated value, 1 and 1.0 alike) or
+    /// one parameter on both axes is refused naming the field.
+    #[test]
+    fn a_grid_with_a_point_twice_is_refused() {
+        let grid = |x: &str, y: &str| {
+            format!(
+                "{OK}\n[sweep]\nx = {{ param = \"bottleneck.buffer.bdp\", values = {x} }}\n\
+                 y = {{ param = \"{y}\", values = [10, 50] }}\n"
+            )
+        };
+        Scenario::from_toml(&grid("[1, 2]", "flows[1].rtt_ms")).unwrap();
+        let e = error_of(&grid("[1, 1.0, 2]", "flows[1].rtt_ms"));
+        assert_eq!(e.field, "sweep.x.values[1]", "{e}");
+        assert!(e.reason.contains("repeats values[0]"), "{e}");
+        let e = error_of(&grid("[1, 2]", "bottleneck.buffer.bdp"));
+        assert_eq!(e.field, "sweep.y.param", "{e}");
+        assert!(e.reason.contains("overwrite"), "{e}");
     }
 }
