@@ -55,6 +55,11 @@ use serde::{Deserialize, Serialize};
 /// Payload bytes per full-size segment on the emulated links (MTU 1500,
 /// IPv4 + TCP with timestamps).
 pub const MSS: u64 = 1448;
+
+/// The largest drop-tail buffer, bytes: bfifo's (and TBF's) limit is a
+/// 32-bit count, so a larger one would fail inside `tc` after the
+/// namespaces are built.
+pub const MAX_BUFFER_BYTES: u64 = u32::MAX as u64;
 /// Bytes a full-size packet occupies in the bottleneck queue (skb->len,
 /// including the Ethernet header).
 pub const WIRE_PACKET: u64 = 1514;
@@ -227,6 +232,21 @@ impl Buffer {
         if self.bytes == Some(0) || self.packets == Some(0) {
             return Err(err("bottleneck.buffer", "must hold at least one packet"));
         }
+        if let Some(b) = self.bytes.filter(|b| *b > MAX_BUFFER_BYTES) {
+            return Err(err(
+                "bottleneck.buffer.bytes",
+                format!("must be at most {MAX_BUFFER_BYTES} (the qdisc's limit), got {b}"),
+            ));
+        }
+        let max_packets = MAX_BUFFER_BYTES / WIRE_PACKET;
+        if let Some(p) = self.packets.filter(|p| *p > max_packets) {
+            return Err(err(
+                "bottleneck.buffer.packets",
+                format!(
+                    "must be at most {max_packets} ({MAX_BUFFER_BYTES} bytes, the qdisc's limit), got {p}"
+                ),
+            ));
+        }
         Ok(())
     }
 }
@@ -350,6 +370,15 @@ impl Scenario {
             " Mbit/s",
         )?;
         self.bottleneck.buffer.validate()?;
+        if self.bottleneck.buffer.bdp.is_some() && self.buffer_bytes() > MAX_BUFFER_BYTES {
+            return Err(err(
+                "bottleneck.buffer.bdp",
+                format!(
+                    "gives {} bytes at this rate and RTT, more than the qdisc's limit of {MAX_BUFFER_BYTES}",
+                    self.buffer_bytes()
+                ),
+            ));
+        }
         if self.flows.is_empty() {
             return Err(err("flows", "at least one flow is needed"));
         }
@@ -554,7 +583,8 @@ impl Scenario {
         let bytes = if let Some(x) = b.bytes {
             x
         } else if let Some(p) = b.packets {
-            p * WIRE_PACKET
+            // Validation bounds it; never wrap whatever the caller built.
+            p.saturating_mul(WIRE_PACKET)
         } else {
             let bdp = self.rate_bit() as f64 / 8.0 * b.rtt_ms.unwrap_or(0.0) / 1e3;
             (bdp * b.bdp.unwrap_or(0.0)) as u64
@@ -916,5 +946,26 @@ one_way_delay_ms = 5
         let e = error_of(&grid("[1, 2]", "bottleneck.buffer.bdp"));
         assert_eq!(e.field, "sweep.y.param", "{e}");
         assert!(e.reason.contains("overwrite"), "{e}");
+    }
+
+    /// A buffer the qdisc cannot hold is refused naming the field, in
+    /// bytes, in packets (whose bytes once wrapped to a 2-packet buffer)
+    /// and from a BDP; the largest one is accepted.
+    #[test]
+    fn a_buffer_beyond_the_qdiscs_limit_is_refused() {
+        let with = |buffer: &str| OK.replace("buffer = { bdp = 2.0, rtt_ms = 20.0 }", buffer);
+        assert!(OK.contains("buffer = { bdp = 2.0, rtt_ms = 20.0 }"));
+        let e = error_of(&with("buffer = { bytes = 5000000000 }"));
+        assert_eq!(e.field, "bottleneck.buffer.bytes", "{e}");
+        let e = error_of(&with("buffer = { packets = 12184111013018198 }"));
+        assert_eq!(e.field, "bottleneck.buffer.packets", "{e}");
+        let e = error_of(
+            &with("buffer = { bdp = 1000, rtt_ms = 5000 }")
+                .replace("rate_mbit = 10\n", "rate_mbit = 10000\n"),
+        );
+        assert_eq!(e.field, "bottleneck.buffer.bdp", "{e}");
+        let max = Scenario::from_toml(&with(&format!("buffer = {{ bytes = {MAX_BUFFER_BYTES} }}")))
+            .unwrap();
+        assert_eq!(max.buffer_bytes(), MAX_BUFFER_BYTES);
     }
 }
