@@ -35,6 +35,9 @@ pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
             common,
         } => {
             let mut s = prepare(&scenario, &common)?;
+            if let Some(note) = rttfair_lab::grid::base_note(&s) {
+                eprintln!("{note}");
+            }
             if let Some(c) = cca {
                 s = s.with_cca(&c);
             }
@@ -131,6 +134,9 @@ pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
             common,
         } => {
             let s = prepare(&scenario, &common)?;
+            if let Some(note) = rttfair_lab::grid::base_note(&s) {
+                eprintln!("{note}");
+            }
             // Every CCA's scenario and availability before the first run.
             let plans = cca
                 .iter()

@@ -60,6 +60,7 @@ pub const MSS: u64 = 1448;
 /// 32-bit count, so a larger one would fail inside `tc` after the
 /// namespaces are built.
 pub const MAX_BUFFER_BYTES: u64 = u32::MAX as u64;
+
 /// Bytes a full-size packet occupies in the bottleneck queue (skb->len,
 /// including the Ethernet header).
 pub const WIRE_PACKET: u64 = 1514;
