@@ -59,9 +59,7 @@ pub fn run_plan(plan: &Plan, opts: &RunOptions) -> Result<RunResult> {
 
     let dir = opts.out_dir.join(plan.dir_name());
     std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
-    // A result left by an earlier run must not outlive this one's start
-    // (`--resume` takes a folder with summary.json as finished).
-    let _ = std::fs::remove_file(dir.join("summary.json"));
+    crate::files::clear_run_outputs(&dir)?;
     crate::files::write_scenario(&dir, plan)?;
     let provenance = RunProvenance {
         environment: Environment::current(),
