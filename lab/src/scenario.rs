@@ -286,8 +286,10 @@ impl FlowGroup {
         }
         in_range(&p("loss_pct"), self.loss_pct, 0.0, 50.0, " %")?;
         in_range(&p("start_s"), self.start_s, 0.0, duration_s - 1.0, " s")?;
+        whole_seconds(&p("start_s"), self.start_s)?;
         if let Some(stop) = self.stop_s {
             in_range(&p("stop_s"), stop, self.start_s + 1.0, duration_s, " s")?;
+            whole_seconds(&p("stop_s"), stop)?;
         }
         in_range(&p("jitter_ms"), self.jitter_ms, 0.0, 1000.0, " ms")?;
         in_range(&p("ack_batch_ms"), self.ack_batch_ms, 0.0, 1000.0, " ms")?;
@@ -329,6 +331,20 @@ fn err(field: impl Into<String>, reason: impl Into<String>) -> ScenarioError {
         field: field.into(),
         line: None,
         reason: reason.into(),
+    }
+}
+
+/// A time that sets an iperf3 client's length (`-t stop - start`): whole
+/// seconds, because iperf3 reads `-t` with atoi() (12.5 runs 12 s, and
+/// the flow would stop before the time the scenario says).
+fn whole_seconds(field: &str, v: f64) -> Result<(), ScenarioError> {
+    if v.fract() == 0.0 {
+        Ok(())
+    } else {
+        Err(err(
+            field,
+            format!("must be whole seconds (iperf3 runs whole seconds), got {v}"),
+        ))
     }
 }
 
@@ -422,6 +438,7 @@ impl Scenario {
             return Err(err("name", "must not be empty"));
         }
         in_range("duration_s", self.duration_s, 1.0, 3600.0, " s")?;
+        whole_seconds("duration_s", self.duration_s)?;
         if self.repetitions == 0 || self.repetitions > 100 {
             return Err(err(
                 "repetitions",
@@ -968,5 +985,23 @@ one_way_delay_ms = 5
         let max = Scenario::from_toml(&with(&format!("buffer = {{ bytes = {MAX_BUFFER_BYTES} }}")))
             .unwrap();
         assert_eq!(max.buffer_bytes(), MAX_BUFFER_BYTES);
+    }
+
+    /// A flow length iperf3 would cut to whole seconds is refused, from
+    /// the duration, a start or a stop (a sweep point's too).
+    #[test]
+    fn a_fractional_flow_length_is_refused() {
+        let e = error_of(&OK.replace("duration_s = 10", "duration_s = 12.5"));
+        assert_eq!(e.field, "duration_s", "{e}");
+        assert!(e.reason.contains("whole seconds"), "{e}");
+        let e = error_of(&OK.replace("count = 2\n", "count = 2\nstart_s = 2.5\n"));
+        assert_eq!(e.field, "flows[1].start_s", "{e}");
+        let e = error_of(&OK.replace("count = 2\n", "count = 2\nstop_s = 8.5\n"));
+        assert_eq!(e.field, "flows[1].stop_s", "{e}");
+        Scenario::from_toml(&OK.replace("count = 2\n", "count = 2\nstart_s = 2\nstop_s = 8.0\n"))
+            .unwrap();
+        let mut s = Scenario::from_toml(OK).unwrap();
+        s.set_duration(7.5);
+        assert_eq!(s.validate().unwrap_err().field, "duration_s");
     }
 }
