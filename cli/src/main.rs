@@ -238,7 +238,8 @@ pub enum LabCommand {
         shard: Option<String>,
         /// Continue an interrupted sweep in the same --out: points whose
         /// run folder holds a complete result of the same scenario made by
-        /// this build are kept, the others run.
+        /// this build under the tunables the CCAs have now are kept, the
+        /// others run.
         #[arg(long)]
         resume: bool,
         /// Run nothing: print the points, the machine-hours they take and,
@@ -259,7 +260,8 @@ pub enum LabCommand {
     /// anything is written: folders whose scenarios differ other than in
     /// the repetition count ("mixed scenarios"); one CCA's folders made by
     /// different builds ("mixed binaries") or with different repetition
-    /// counts ("mixed repetitions"); a CCA with a grid point in no folder
+    /// counts ("mixed repetitions"), or whose points ran under different
+    /// tunables ("mixed tunables"); a CCA with a grid point in no folder
     /// ("missing points") or in two ("duplicate point"). The CCAs keep the
     /// order in which they first appear in the folders given, so the
     /// first folder's CCAs are the first columns. Prints (and writes to

@@ -15,6 +15,8 @@
 //!   from different builds and repetition counts: each CCA's source
 //!   (build, object, repetitions, folders) is recorded in the merged
 //!   provenance.json (`sources`) and printed as one note line;
+//! - per CCA, every point ran under the same tunables (provenance.json's
+//!   per-point `tunables`): else "mixed tunables";
 //! - every CCA any folder swept has every point of the grid, once: else
 //!   "missing points" or "duplicate point";
 //! - the CCAs keep the order in which they first appear in the folders
@@ -364,6 +366,7 @@ pub fn combine(folders: &[Folder]) -> Result<Merged> {
         records.push(record.clone());
         runs.push(f.dir.join("runs").join(&record.run_dir));
     }
+    same_tunables(&records, &runs)?;
     let provenance = SweepProvenance {
         environment: sources[0].environment.clone(),
         ccas: sources
@@ -412,6 +415,38 @@ fn same_source(known: &CcaSource, new: &CcaSource, a: &str, b: &str) -> Result<(
             "mixed repetitions: {cca} in {a} ran {} per point and in {b} {}",
             known.repetitions,
             new.repetitions
+        );
+    }
+    Ok(())
+}
+
+/// Refuse a CCA whose points ran under different tunables (a sweep
+/// resumed after `rttfairctl set`, or shards on nodes set otherwise): one
+/// CCA's grid is one law. `runs[k]` is where `records[k]` ran.
+fn same_tunables(records: &[provenance::PointProvenance], runs: &[PathBuf]) -> Result<()> {
+    for (k, r) in records.iter().enumerate() {
+        let Some(first) = records[..k].iter().position(|q| q.cca == r.cca) else {
+            continue;
+        };
+        let q = &records[first];
+        if q.tunables == r.tunables {
+            continue;
+        }
+        let value = |t: &std::collections::BTreeMap<String, f64>, name: &str| {
+            t.get(name).map_or("unset".to_string(), |v| v.to_string())
+        };
+        let name = q
+            .tunables
+            .keys()
+            .chain(r.tunables.keys())
+            .find(|n| q.tunables.get(*n) != r.tunables.get(*n))
+            .expect("the maps differ");
+        bail!(
+            "mixed tunables: {name} is {} in {} and {} in {}",
+            value(&q.tunables, name),
+            runs[first].display(),
+            value(&r.tunables, name),
+            runs[k].display()
         );
     }
     Ok(())
@@ -911,6 +946,32 @@ mod tests {
         let folders = [Folder::load(&a).unwrap(), Folder::load(&d).unwrap()];
         let m = combine(&folders).unwrap();
         assert_eq!(m.warnings.len(), 1, "{:?}", m.warnings);
+    }
+
+    /// Shards whose fairtt points ran under different tunables are one
+    /// grid under two laws: refused naming the tunable; the same values
+    /// in both merge.
+    #[test]
+    fn refuses_mixed_tunables() {
+        let root_dir = tmp("mixed-tunables");
+        let root = root_dir.path().to_path_buf();
+        let beta = |v: f64| {
+            move |p: &mut SweepProvenance| {
+                for r in p.points.iter_mut().filter(|r| r.cca == "fairtt") {
+                    r.tunables.insert("fairtt.beta".into(), v);
+                }
+            }
+        };
+        let a = write_sweep_folder(&root.join("a"), &grid_2d(), shard(0, 2), beta(0.8));
+        let b = write_sweep_folder(&root.join("b"), &grid_2d(), shard(1, 2), beta(0.5));
+        refused(
+            &root,
+            &[a.clone(), b],
+            "mixed tunables: fairtt.beta is 0.8 in",
+        );
+        let c = write_sweep_folder(&root.join("c"), &grid_2d(), shard(1, 2), beta(0.8));
+        let folders = [Folder::load(&a).unwrap(), Folder::load(&c).unwrap()];
+        combine(&folders).unwrap();
     }
 
     #[test]

@@ -123,6 +123,18 @@ pub fn tunables(fs: &BpfFs, names: &[String]) -> Result<BTreeMap<String, f64>> {
     Ok(out)
 }
 
+/// The tunables in `all` (as [`tunables`] returns them) of the CCAs among
+/// `names`: what a run of those CCAs records.
+pub fn tunables_of(all: &BTreeMap<String, f64>, names: &[String]) -> BTreeMap<String, f64> {
+    all.iter()
+        .filter(|(k, _)| {
+            k.split_once('.')
+                .is_some_and(|(cca, _)| names.iter().any(|n| n == cca))
+        })
+        .map(|(k, v)| (k.clone(), *v))
+        .collect()
+}
+
 /// The provenance of one run's folder.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunProvenance {

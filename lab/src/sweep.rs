@@ -82,10 +82,19 @@ pub fn run_selected(
         plans = sh.select(plans);
     }
     let dir = dir_of(&opts.out_dir, base);
-    let build = crate::resume::Build::current();
-    if sel.resume {
+    let mut build = crate::resume::Build::current();
+    // With --resume, the CCAs are held registered for the whole sweep and
+    // their tunables read once, as the runs will have them: a point kept
+    // must have run under the same ones (each run takes its own lease
+    // too; the last one out unloads what a lab loaded).
+    let _held = if sel.resume {
         build.check_resumable(&dir.join("runs"))?;
-    }
+        let session = crate::ccas::CcaSession::ensure(&opts.bpffs, ccas)?;
+        build.tunables = crate::provenance::tunables(&opts.bpffs, ccas)?;
+        Some(session)
+    } else {
+        None
+    };
     std::fs::create_dir_all(&dir)?;
     clear_outputs(&dir)?;
     let inner = RunOptions {
