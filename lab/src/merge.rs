@@ -234,6 +234,12 @@ pub fn combine(folders: &[Folder]) -> Result<Merged> {
                     warnings.push(note);
                 }
             }
+            if src.object_sha256.as_deref() == Some(crate::ccas::UNKNOWN_OBJECT) {
+                bail!(
+                    "unknown binaries: {cca} in {} ran an object registered before the lab, not by a lab, so which one is unknown",
+                    name(f)
+                );
+            }
             match sources.iter().position(|k| k.name == cca) {
                 None => {
                     sources.push(src);
@@ -972,6 +978,18 @@ mod tests {
         let c = write_sweep_folder(&root.join("c"), &grid_2d(), shard(1, 2), beta(0.8));
         let folders = [Folder::load(&a).unwrap(), Folder::load(&c).unwrap()];
         combine(&folders).unwrap();
+    }
+
+    /// A sweep whose CCA ran an object the lab could not name (one the
+    /// operator had registered) is refused, even alone.
+    #[test]
+    fn refuses_an_unknown_object() {
+        let root_dir = tmp("unknown-object");
+        let root = root_dir.path().to_path_buf();
+        let a = write_sweep_folder(&root.join("a"), &grid_2d(), None, |p| {
+            p.ccas[0].object_sha256 = Some(crate::ccas::UNKNOWN_OBJECT.into())
+        });
+        refused(&root, &[a], "unknown binaries: fairtt in");
     }
 
     #[test]

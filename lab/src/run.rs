@@ -16,7 +16,7 @@ use crate::ccas::CcaSession;
 use crate::iperf::{self, ClientSpec};
 use crate::link::Bottleneck;
 use crate::plan::Plan;
-use crate::provenance::{CcaObject, Environment, RunProvenance, SelfCheck};
+use crate::provenance::{Environment, RunProvenance, SelfCheck};
 use crate::qstats::QueueSampler;
 use crate::rcvbytes;
 use crate::results::{BpfSample, FlowResult};
@@ -49,7 +49,7 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<RunResult> {
 
 /// Run a resolved plan end to end and write its results folder.
 pub fn run_plan(plan: &Plan, opts: &RunOptions) -> Result<RunResult> {
-    let _session = CcaSession::ensure(&opts.bpffs, &plan.ccas)?;
+    let session = CcaSession::ensure(&opts.bpffs, &plan.ccas)?;
     let tunables = crate::provenance::tunables(&opts.bpffs, &plan.ccas)?;
     let (net, rtt_check) = build_checked_network(plan)?;
     let servers: Vec<iperf::Server> = (0..plan.flows.len())
@@ -63,7 +63,8 @@ pub fn run_plan(plan: &Plan, opts: &RunOptions) -> Result<RunResult> {
     crate::files::write_scenario(&dir, plan)?;
     let provenance = RunProvenance {
         environment: Environment::current(),
-        ccas: plan.ccas.iter().map(|c| CcaObject::of(c)).collect(),
+        // What is registered, which need not be this build's object.
+        ccas: session.objects(&plan.ccas),
         tunables,
         scenario: crate::provenance::scenario_text(&plan.scenario)?,
         self_check: SelfCheck {

@@ -103,6 +103,7 @@ pub fn run_selected(
     };
     let mut points = Vec::new();
     let mut records = Vec::new();
+    let mut ran = Vec::new();
     for p in &plans {
         let run_dir = p.plan.dir_name();
         let earlier = sel
@@ -136,6 +137,7 @@ pub fn run_selected(
                 (r.summary, worst, r.provenance)
             }
         };
+        ran.extend(prov.ccas.iter().cloned());
         records.push(PointProvenance {
             cca: p.key.cca.clone(),
             x: p.key.x,
@@ -154,7 +156,7 @@ pub fn run_selected(
     }
     let provenance = SweepProvenance {
         environment: Environment::current(),
-        ccas: ccas.iter().map(|c| CcaObject::of(c)).collect(),
+        ccas: ccas.iter().map(|c| object_run(c, &ran)).collect(),
         scenario: crate::provenance::scenario_text(base)?,
         shard: sel.shard,
         merged_from: Vec::new(),
@@ -163,6 +165,24 @@ pub fn run_selected(
     };
     write_outputs(&dir, base, sweep, ccas, &points, &provenance)?;
     Ok((points, dir))
+}
+
+/// The object `cca` ran in a sweep's points (`ran`: every point's run
+/// record): the one they all recorded, [`crate::ccas::UNKNOWN_OBJECT`] if
+/// they differ, this build's if no point recorded one.
+fn object_run(cca: &str, ran: &[CcaObject]) -> CcaObject {
+    let mut seen = ran.iter().filter(|o| o.name == cca);
+    let Some(first) = seen.next() else {
+        return CcaObject::of(cca);
+    };
+    if seen.all(|o| o == first) {
+        first.clone()
+    } else {
+        CcaObject {
+            name: cca.to_string(),
+            object_sha256: Some(crate::ccas::UNKNOWN_OBJECT.to_string()),
+        }
+    }
 }
 
 /// The file beside sweep.csv with the CCAs side by side
@@ -218,6 +238,21 @@ pub fn write_outputs(
 mod tests {
     use super::*;
     use crate::testkit::{self, MadeUp};
+
+    /// A sweep records the object its points ran, unknown if they differ.
+    #[test]
+    fn a_sweep_records_the_object_its_points_ran() {
+        let other = |sha: &str| CcaObject {
+            name: "qfair".into(),
+            object_sha256: Some(sha.into()),
+        };
+        assert_eq!(object_run("qfair", &[]), CcaObject::of("qfair"));
+        let unknown = other(crate::ccas::UNKNOWN_OBJECT);
+        let ran = [other("ab"), CcaObject::of("cubic"), other("ab")];
+        assert_eq!(object_run("qfair", &ran), other("ab"));
+        assert_eq!(object_run("cubic", &ran), CcaObject::of("cubic"));
+        assert_eq!(object_run("qfair", &[other("ab"), other("cd")]), unknown);
+    }
 
     /// A scenario named to climb out of `--out` gets a folder inside it.
     #[test]
