@@ -344,18 +344,13 @@ pub fn combine(folders: &[Folder]) -> Result<Merged> {
             .find(|(_, q)| q.cca == g.key.cca && q.x == g.key.x && q.y == g.key.y)
             .expect("checked above");
         let f = &folders[*i];
-        let record = f
-            .provenance
-            .points
-            .iter()
-            .find(|r| r.cca == pt.cca && r.x == pt.x && r.y == pt.y)
-            .ok_or_else(|| {
-                anyhow!(
-                    "{}: point {} is in sweep.json but not in provenance.json",
-                    name(f),
-                    key_text(&g.key)
-                )
-            })?;
+        let record = f.provenance.record_of(&pt.cca, pt.x, pt.y).ok_or_else(|| {
+            anyhow!(
+                "{}: point {} is in sweep.json but not in provenance.json",
+                name(f),
+                key_text(&g.key)
+            )
+        })?;
         if let Some(other) = records
             .iter()
             .position(|r: &provenance::PointProvenance| r.run_dir == record.run_dir)

@@ -201,6 +201,14 @@ impl SweepProvenance {
         self.ccas.iter().map(|c| c.name.clone()).collect()
     }
 
+    /// The record of the point of `cca` at (`x`, `y`), if the folder has
+    /// it (where its run is, what it ran with).
+    pub fn record_of(&self, cca: &str, x: f64, y: Option<f64>) -> Option<&PointProvenance> {
+        self.points
+            .iter()
+            .find(|r| r.cca == cca && r.x == x && r.y == y)
+    }
+
     /// The source of `cca`'s points in this folder: its entry in `sources`
     /// (a merged folder), else this folder's build, `cca`'s object and
     /// `repetitions` (the scenario's, which the caller parsed); `None` if

@@ -179,9 +179,7 @@ fn sweep(dir: &Path) -> Result<Work> {
     for p in &folder.points {
         let record = folder
             .provenance
-            .points
-            .iter()
-            .find(|r| r.cca == p.cca && r.x == p.x && r.y == p.y)
+            .record_of(&p.cca, p.x, p.y)
             .ok_or_else(|| {
                 anyhow!(
                     "{}: point {} x={} y={:?} has no record in {}",
@@ -489,23 +487,25 @@ mod tests {
                 }
             })
             .collect();
+        // As an older build summarized it (made up).
+        let summary = Summary {
+            jain: 1.0,
+            utilization: 0.97,
+            window: Some(W),
+            retrans_ratio: 0.5,
+            qdelay_mean_ms: 7.0,
+            rtt_mean_ms: 60.0,
+            queue_drops: 304,
+            random_loss_drops: Some(0),
+            flow_goodput_mbit: vec![7.0],
+            ..Summary::default()
+        };
         RepResult {
-            flows,
-            queue,
-            bpf: vec![],
+            summary,
             random_loss_at_edges: None,
-            summary: Summary {
-                jain: 1.0,
-                utilization: 0.97,
-                window: Some(W),
-                retrans_ratio: 0.5,
-                qdelay_mean_ms: 7.0,
-                rtt_mean_ms: 60.0,
-                queue_drops: 304,
-                random_loss_drops: Some(0),
-                flow_goodput_mbit: vec![7.0],
-                ..Summary::default()
-            },
+            bpf: vec![],
+            queue,
+            flows,
         }
     }
 
@@ -569,13 +569,21 @@ mod tests {
         }
     }
 
+    /// A stored run folder of `reps` repetitions (with the per-interval
+    /// retransmissions or not), resummarized: the temp folder holding it,
+    /// the run folder, what resummarize said.
+    fn resummarized(reps: usize, per_interval: bool) -> (tempfile::TempDir, PathBuf, Outcome) {
+        let tmp = testkit::temp_folder("resummarize");
+        let dir = tmp.path().join("rs-cubic");
+        write_stored_run(&dir, &plan(), reps, per_interval);
+        let mut out = resummarize(std::slice::from_ref(&dir)).unwrap();
+        (tmp, dir, out.remove(0))
+    }
+
     #[test]
     fn a_run_folder_gets_every_figure_over_its_window() {
-        let tmp = testkit::temp_folder("resummarize-run");
-        let dir = tmp.path().join("rs-cubic");
-        write_stored_run(&dir, &plan(), 2, true);
-        let out = resummarize(std::slice::from_ref(&dir)).unwrap();
-        assert_eq!((out[0].runs, out[0].not_known.len()), (1, 0));
+        let (_tmp, dir, out) = resummarized(2, true);
+        assert_eq!((out.runs, out.not_known.len()), (1, 0));
         let stored = crate::files::read_run_summary(&dir).unwrap();
         check_over_the_window(&stored.summary, true);
         for (n, rep) in stored.reps.iter().enumerate() {
@@ -599,15 +607,12 @@ mod tests {
 
     #[test]
     fn an_older_folder_gets_the_others_and_says_retransmissions_are_not_known() {
-        let tmp = testkit::temp_folder("resummarize-old");
-        let dir = tmp.path().join("rs-cubic");
-        write_stored_run(&dir, &plan(), 1, false);
-        let out = resummarize(std::slice::from_ref(&dir)).unwrap();
-        assert_eq!(out[0].not_known, ["retrans_ratio"]);
+        let (_tmp, dir, out) = resummarized(1, false);
+        assert_eq!(out.not_known, ["retrans_ratio"]);
         assert!(
-            out[0].note(true).contains("retrans_ratio"),
+            out.note(true).contains("retrans_ratio"),
             "{}",
-            out[0].note(true)
+            out.note(true)
         );
         let stored = crate::files::read_run_summary(&dir).unwrap();
         check_over_the_window(&stored.summary, false);
