@@ -9,7 +9,9 @@
  * bpf_setsockopt(TCP_CONGESTION, to_cca): the kernel releases the old CCA's
  * state and initialises the new one on the live connection, which keeps its
  * sequence space, buffers and timers. One line per matched socket tells user
- * space what happened: "<errno> <local port> <remote port> <state>".
+ * space what happened: "<errno> <local port> <remote port> <state>". With
+ * count_only set it moves nothing and prints "0 ..." per matched socket, so
+ * user space can count before it moves (unload --migrate-to).
  *
  * GPL-2.0.
  */
@@ -29,6 +31,7 @@ const volatile __u32 to_len = 0;
 const volatile __u32 dst_net = 0;   /* network byte order */
 const volatile __u32 dst_mask = 0;  /* network byte order; 0 = any */
 const volatile __u16 port = 0;      /* local or remote port; 0 = any */
+const volatile __u32 count_only = 0; /* 1: match and report, move nothing */
 
 static __always_inline bool same_name(const char *a)
 {
@@ -65,6 +68,10 @@ int migrate_tcp(struct bpf_iter__tcp *ctx)
 		return 0;
 	if (dst_mask && (skc->skc_family != AF_INET || (skc->skc_daddr & dst_mask) != dst_net))
 		return 0;
+	if (count_only) {
+		BPF_SEQ_PRINTF(seq, "0 %u %u %u\n", lport, rport, skc->skc_state);
+		return 0;
+	}
 	for (i = 0; i < TCP_CA_NAME_MAX; i++)
 		name[i] = to_cca[i];
 	err = bpf_setsockopt(tp, SOL_TCP, TCP_CONGESTION, name, to_len);

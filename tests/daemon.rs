@@ -269,6 +269,40 @@ fn daemon_start_errors_are_one_line() {
     assert!(!registered("fairtt"));
 }
 
+/// `flow_map_entries` sizes the flow map the daemon's load creates (what
+/// bounds every refresh's work), and the capacity metric says so; the
+/// daemon gives back what it loaded.
+#[test]
+fn flow_map_entries_sizes_the_map_the_daemon_creates() {
+    let t = KernelTest::new();
+    let cfg = temp_file(
+        "mapsize",
+        ".toml",
+        "load = [\"bbr1\"]\nunload_on_exit = true\nflow_map_entries = 2048\n",
+    );
+    let port = free_port();
+    let mut daemon = Daemon::start(
+        &t.fs,
+        &["--config", cfg.path().to_str().unwrap()],
+        port,
+        Up::Healthy,
+    );
+    let capacity = rttfair_loader::flows::FlowReader::open(&t.fs)
+        .unwrap()
+        .capacity();
+    assert_eq!(capacity, 2048);
+    let (status, body) = http_get(port, "/metrics").expect("/metrics answers");
+    assert_eq!(status, 200);
+    assert!(
+        body.lines()
+            .any(|l| l == "rttfair_flow_map_capacity 2048.0"),
+        "{body}"
+    );
+    daemon.signal(nix::sys::signal::Signal::SIGTERM);
+    assert!(daemon.wait().success(), "{}", daemon.stderr());
+    assert!(!registered("bbr1"), "the daemon did not give bbr1 back");
+}
+
 /// Connections on kernel CCAs (cubic, native bbr) in the daemon's network
 /// namespace are exported beside rttfair's own flows, each with what its CCA
 /// knows: native bbr's own model (BtlBw, mode), cubic the generic TCP view.

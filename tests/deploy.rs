@@ -109,6 +109,50 @@ fn systemd_unit_grants_exactly_what_the_shipped_config_needs() {
     }
 }
 
+/// Following the unit's own install comment gives the daemon the config
+/// its ExecStart names (an explicit --config that is missing is an error,
+/// which Restart=on-failure would turn into a restart loop), and the file
+/// installed there is a valid config.
+#[test]
+fn systemd_unit_install_steps_provide_the_config_it_names() {
+    let text = std::fs::read_to_string(unit_path()).unwrap();
+    let exec = unit_values("ExecStart");
+    let config = exec
+        .iter()
+        .position(|a| a == "--config")
+        .map(|i| exec[i + 1].clone())
+        .expect("ExecStart names its config");
+    let install: String = text
+        .lines()
+        .skip_while(|l| !l.starts_with("# Install:"))
+        .take_while(|l| l.starts_with("# ") && !l.starts_with("# ExecStart"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        install.contains(&format!("daemon.toml {config}")),
+        "the install steps do not put daemon.toml at {config}:\n{install}"
+    );
+    check_config(&repo().join("deploy/systemd/daemon.toml"));
+}
+
+/// The unit leaves the labs' lease folder writable: taking over a CCA a
+/// lab loaded removes the lab's marker there, and under ProtectSystem=strict
+/// a read-only /run left the marker, so the lab unloaded the daemon's CCA.
+#[test]
+fn systemd_unit_lets_the_daemon_take_over_a_lab_loaded_cca() {
+    let leases = rttfair_lab::ccas::lease_dir(&rttfair_loader::BpfFs::new(
+        rttfair_loader::BpfFs::DEFAULT_ROOT,
+    ));
+    let writable = unit_values("ReadWritePaths");
+    assert!(
+        writable
+            .iter()
+            .any(|p| leases.starts_with(p.trim_start_matches('-'))),
+        "{} is not under ReadWritePaths {writable:?}",
+        leases.display()
+    );
+}
+
 #[test]
 fn a_missing_capability_is_named_in_one_line_before_anything_is_done() {
     // Loading a CCA: CAP_NET_ADMIN does not stand in for CAP_PERFMON.
@@ -242,9 +286,35 @@ fn kubernetes_manifests_pass_the_api_schemas_and_its_rules() {
         ),
     )
     .unwrap();
-    let out = semantics(&venv, &[broken]);
+    let out = semantics(&venv, std::slice::from_ref(&broken));
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("needs privileged: true"));
+    // A node-critical pod outside kube-system without its ResourceQuota
+    // (refused by GKE's admission), a DaemonSet that runs on the lab pool
+    // the sweep selects, and a rollout one node at a time are refused too.
+    let job = repo().join("deploy/kubernetes/lab-sweep-job.yaml");
+    for (from, to, says) in [
+        (
+            "kind: ResourceQuota",
+            "kind: LimitRange",
+            "needs a ResourceQuota",
+        ),
+        ("operator: NotIn", "operator: In", "runs on the lab pool"),
+        (
+            "maxUnavailable: 10%",
+            "maxUnavailable: 1",
+            "use a percentage",
+        ),
+    ] {
+        assert!(text.contains(from), "{from}");
+        std::fs::write(&broken, text.replace(from, to)).unwrap();
+        let out = semantics(&venv, &[broken.clone(), job.clone()]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            !out.status.success() && stdout.contains(says),
+            "{from}: {stdout}"
+        );
+    }
 }
 
 /// The `on(...)` label lists of every vector match in `promql`.

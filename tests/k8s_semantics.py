@@ -81,6 +81,15 @@ def check_daemonset(where, spec):
         bad(where, "no bpffs mount at /sys/fs/bpf")
 
 
+def check_rollout(where, doc):
+    """A pod restart does not touch traffic, so a rollout must not be one
+    node at a time (14-28 h on 5,000 nodes): maxUnavailable a percentage."""
+    ru = ((doc["spec"].get("updateStrategy") or {}).get("rollingUpdate") or {})
+    mu = ru.get("maxUnavailable", 1)
+    if not (isinstance(mu, str) and mu.endswith("%")):
+        bad(where, f"rollingUpdate maxUnavailable {mu!r} replaces a fixed number of nodes at a time; use a percentage")
+
+
 def check_sweep(where, doc, merge_args):
     spec = doc["spec"]
     if spec.get("completionMode") != "Indexed":
@@ -113,6 +122,52 @@ def check_sweep(where, doc, merge_args):
             bad(where, f"the merge Job merges {shards}, the sweep writes {want}")
 
 
+CRITICAL = ("system-node-critical", "system-cluster-critical")
+
+
+def check_priority_quota(where, doc, spec, docs):
+    """Clusters that limit priority class consumption (GKE by default)
+    admit a pod of a system-*-critical class outside kube-system only into a
+    namespace with a ResourceQuota whose scopeSelector names that class."""
+    cls = spec.get("priorityClassName")
+    ns = doc["metadata"].get("namespace", "default")
+    if cls not in CRITICAL or ns == "kube-system":
+        return
+    for _, q in docs:
+        if q.get("kind") != "ResourceQuota" or q["metadata"].get("namespace", "default") != ns:
+            continue
+        for e in (q["spec"].get("scopeSelector") or {}).get("matchExpressions", []):
+            if e.get("scopeName") == "PriorityClass" and e.get("operator") == "In" and cls in e.get("values", []):
+                return
+    bad(where, f"priorityClassName {cls} in namespace {ns} needs a ResourceQuota there scoped to PriorityClass In [{cls}]")
+
+
+def excludes(term, key, value):
+    """Whether a nodeSelectorTerm keeps off nodes labelled key=value."""
+    for e in term.get("matchExpressions", []):
+        if e.get("key") != key:
+            continue
+        if e.get("operator") == "DoesNotExist":
+            return True
+        if e.get("operator") == "NotIn" and value in e.get("values", []):
+            return True
+    return False
+
+
+def check_lab_pool(where, sweep, daemonsets):
+    """The sweep runs on a labelled lab pool, and every DaemonSet of the
+    project keeps off it: its CCAs would be what the lab measures."""
+    selector = sweep["spec"]["template"]["spec"].get("nodeSelector") or {}
+    if not selector:
+        bad(where, "the sweep Job must select the lab pool (nodeSelector)")
+    for dwhere, ds in daemonsets:
+        aff = (ds["spec"]["template"]["spec"].get("affinity") or {}).get("nodeAffinity") or {}
+        terms = (aff.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms", [])
+        for k, v in selector.items():
+            if not terms or not all(excludes(t, k, v) for t in terms):
+                bad(dwhere, f"runs on the lab pool ({k}={v}): needs a required nodeAffinity excluding it")
+
+
 def main():
     image, files = sys.argv[1], sys.argv[2:]
     docs = []
@@ -130,10 +185,13 @@ def main():
         if spec is None:
             continue
         check_pod(where, d, spec, image)
+        check_priority_quota(where, d, spec, docs)
         if d["kind"] == "DaemonSet":
             check_daemonset(where, spec)
+            check_rollout(where, d)
         if d["kind"] == "Job" and d["spec"].get("completionMode") == "Indexed":
             check_sweep(where, d, merge_args)
+            check_lab_pool(where, d, [(w, x) for w, x in docs if x.get("kind") == "DaemonSet"])
     for p in problems:
         print(p)
     sys.exit(1 if problems else 0)

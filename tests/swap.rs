@@ -289,3 +289,105 @@ fn failed_swap_leaves_the_old_implementation() {
     drop(ns);
     assert_success(&t.run(&["unload", "bbr1"]));
 }
+
+/// A CCA registered by a build of another ABI (simulated by renaming its
+/// pinned maps to the previous version) is not adopted: `load` refuses
+/// naming both ABIs and the fix, `unload` refuses rather than count zero
+/// sockets, and a daemon told to load it serves with /healthz failing on
+/// the same line. `swap` is the fix, and a plain unload works after it.
+#[test]
+fn a_cca_of_another_abi_is_neither_adopted_nor_counted_idle() {
+    use common::daemon::{Daemon, Up};
+    use rttfair_loader::abi::ABI_VERSION;
+    let t = KernelTest::new();
+    assert_success(&t.run(&["load", "fairtt"]));
+    let (this, old) = (format!("_v{ABI_VERSION}"), format!("_v{}", ABI_VERSION - 1));
+    for e in std::fs::read_dir(t.fs.maps_dir()).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let base = name.strip_suffix(&this).expect("a map of this ABI");
+        std::fs::rename(e.path(), t.fs.map_pin(&format!("{base}{old}"))).unwrap();
+    }
+    let want = format!(
+        "fairtt loaded by a build of ABI v{}; this build is ABI v{ABI_VERSION}",
+        ABI_VERSION - 1
+    );
+    let line = assert_one_line_error(&t.run(&["load", "fairtt"]), &want);
+    assert!(line.contains("rttfairctl swap"), "{line}");
+    assert_one_line_error(&t.run(&["load", "bbr1"]), &want);
+    assert!(
+        !registered("bbr1"),
+        "loading beside it would hide the mismatch"
+    );
+    assert_one_line_error(&t.run(&["unload", "fairtt"]), &want);
+    assert!(registered("fairtt"));
+
+    let cfg = temp_file("abi", ".toml", "load = [\"fairtt\"]\n");
+    let port = free_port();
+    let daemon = Daemon::start(
+        &t.fs,
+        &["--config", cfg.path().to_str().unwrap()],
+        port,
+        Up::Serving,
+    );
+    let (status, body) = http_get(port, "/healthz").expect("/healthz answers");
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains(&want), "{body}");
+    drop(daemon);
+
+    let swapped = assert_success(&t.run(&["swap", "fairtt"]));
+    assert!(swapped.contains("uncounted"), "{swapped}");
+    assert_success(&t.run(&["unload", "fairtt"]));
+    assert!(!registered("fairtt"));
+    // The last CCA out removed the old build's maps with this build's.
+    let old_flows = t.fs.map_pin(&format!("rttfair_flows{old}"));
+    assert!(!old_flows.exists(), "{} left", old_flows.display());
+}
+
+/// `unload --migrate-to` reaches this namespace and those in /run/netns
+/// only: with a socket of the CCA in an unshared namespace it refuses
+/// before moving anything (the reachable socket stays on the CCA too),
+/// naming how many it cannot reach.
+#[test]
+fn unload_migrate_to_refuses_before_moving_when_a_socket_is_out_of_reach() {
+    use std::sync::mpsc;
+    let t = KernelTest::new();
+    assert_success(&t.run(&["load", "bbr1"]));
+    // One connection here, where the migration reaches...
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let here = connect_with(l.local_addr().unwrap(), "bbr1");
+    let (_here_peer, _) = l.accept().unwrap();
+    // ... and one in a namespace of its own, in no /run/netns.
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let away = std::thread::spawn(move || {
+        nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+        // A child of this thread runs in its namespace.
+        let up = std::process::Command::new("ip")
+            .args(["link", "set", "lo", "up"])
+            .status()
+            .unwrap();
+        assert!(up.success());
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = connect_with(l.local_addr().unwrap(), "bbr1");
+        let (s, _) = l.accept().unwrap();
+        ready_tx.send(()).unwrap();
+        let _ = done_rx.recv();
+        drop((c, s));
+    });
+    ready_rx.recv().unwrap();
+    // Only the connecting ends set bbr1 (accepted ones get the listener's
+    // default), so bbr1 has 2 sockets, 1 of them out of reach.
+    let out = t.run(&["unload", "bbr1", "--migrate-to", "cubic"]);
+    assert_one_line_error(
+        &out,
+        "bbr1: 1 of its 2 socket(s) are in network namespaces --migrate-to does not reach",
+    );
+    assert_eq!(cca_of(&here), "bbr1", "a refused migration moved a socket");
+    assert!(registered("bbr1"));
+    done_tx.send(()).unwrap();
+    away.join().unwrap();
+    // With the unreachable one gone, the same command moves and unloads.
+    assert_success(&t.run(&["unload", "bbr1", "--migrate-to", "cubic"]));
+    assert_eq!(cca_of(&here), "cubic");
+    assert!(!registered("bbr1"));
+}

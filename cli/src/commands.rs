@@ -125,12 +125,20 @@ fn swap(fs: &BpfFs, out: &Out, cca: &str, object: Option<&Path>) -> Result<()> {
     )?;
     // The operator's object now: a lab that had loaded it no longer owns
     // it (nor unloads it), and cannot vouch for which object it runs.
-    rttfair_lab::ccas::adopt(fs, cca);
+    // Swapped either way: a marker left in place is said, not fatal.
+    if let Err(e) = rttfair_lab::ccas::adopt(fs, cca) {
+        tracing::warn!("{e:#}");
+    }
     out.print(
         json!({ "cca": cca.name(), "swapped": true, "sockets_on_previous": r.sockets_on_previous }),
         format_args!(
-            "{cca}: swapped in place; new sockets get the new build, {} open socket(s) keep the previous one until they close or are migrated",
-            r.sockets_on_previous
+            "{cca}: swapped in place; new sockets get the new build, {} keep the previous one until they close or are migrated",
+            match r.sockets_on_previous {
+                Some(n) => format!("{n} open socket(s)"),
+                // The previous build was of another ABI: its counters are
+                // not this build's to read.
+                None => "its open sockets (uncounted: the previous build was of another ABI)".into(),
+            }
         ),
     )
 }
@@ -306,9 +314,15 @@ fn load(
     for cca in &ccas {
         match lifecycle::load(*cca, fs, &opts) {
             Ok(outcome) => {
+                // A marker left in place is said, not fatal: the CCA is loaded.
+                let from_lab = outcome == LoadOutcome::AlreadyLoaded
+                    && rttfair_lab::ccas::adopt(fs, *cca).unwrap_or_else(|e| {
+                        tracing::warn!("{e:#}");
+                        false
+                    });
                 let what = match outcome {
                     LoadOutcome::Loaded => "loaded",
-                    LoadOutcome::AlreadyLoaded if rttfair_lab::ccas::adopt(fs, *cca) => {
+                    LoadOutcome::AlreadyLoaded if from_lab => {
                         "already loaded by a running lab; now yours (the lab will leave it registered)"
                     }
                     LoadOutcome::AlreadyLoaded => "already loaded",

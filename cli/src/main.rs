@@ -64,7 +64,9 @@ pub enum Command {
         /// Unregister even if sockets still use it (they keep running on it).
         #[arg(long, conflicts_with = "migrate_to")]
         force: bool,
-        /// First move the sockets using it to this CCA (all namespaces).
+        /// First move the sockets using it to this CCA: in this network
+        /// namespace and those in /run/netns (not a container runtime's or
+        /// an unshared one; refused before anything moves if sockets are there).
         #[arg(long, value_name = "CCA")]
         migrate_to: Option<String>,
     },

@@ -55,6 +55,8 @@ pub struct FlowCollector {
     prefix_v4: u8,
     prefix_v6: u8,
     native_flows: bool,
+    /// Per CCA, destination groups with their own series (`max_groups`).
+    max_groups: usize,
     state: Mutex<State>,
     /// How peer addresses and groups are labelled (config `peer_addresses`).
     peer: crate::peer::PeerLabels,
@@ -68,7 +70,6 @@ struct State {
     native: Option<Result<NativeBox, String>>,
     /// Keyed by (is a native socket, id or cookie): the id spaces differ.
     seen: HashMap<(bool, u64), Seen>,
-    omitted_total: u64,
     last_scrape_seconds: f64,
 }
 
@@ -104,6 +105,7 @@ impl FlowCollector {
         FlowCollector {
             fs,
             native_flows,
+            max_groups: crate::config::DEFAULT_MAX_GROUPS,
             per_flow_limit: per_flow.limit(max_flows),
             per_flow_on: per_flow != PerFlow::Off,
             prefix_v4,
@@ -113,19 +115,31 @@ impl FlowCollector {
         }
     }
 
+    /// Give at most `n` destination groups per CCA their own series
+    /// (default [`crate::config::DEFAULT_MAX_GROUPS`]).
+    pub fn with_max_groups(mut self, n: usize) -> Self {
+        self.max_groups = n;
+        self
+    }
+
     /// Render peer addresses and groups as `mode` says (default: as they are).
     pub fn with_peer_addresses(mut self, mode: crate::peer::PeerAddresses) -> Self {
         self.peer = crate::peer::PeerLabels::new(mode);
         self
     }
 
-    /// Whether the maps can be read (for /healthz).
+    /// Whether the maps can be read (for /healthz): not when the loaded
+    /// CCAs are of another build's ABI, whose maps this build cannot read
+    /// (it would export no flows while they run).
     pub fn healthy(&self) -> Result<(), String> {
         if !self.fs.exists() {
             return Ok(()); // nothing loaded yet is a valid state
         }
+        rttfair_loader::installed::check(&self.fs).map_err(|e| e.to_string())?;
+        // Open the maps and read one value, not every flow: a probe every
+        // few seconds must not cost a refresh.
         match FlowReader::open(&self.fs) {
-            Ok(r) => r.flows().map(|_| ()).map_err(|e| e.to_string()),
+            Ok(r) => r.counters(Cca::Bbr1).map(|_| ()).map_err(|e| e.to_string()),
             Err(rttfair_loader::Error::NothingLoaded { .. }) => Ok(()),
             Err(e) => Err(e.to_string()),
         }
@@ -185,7 +199,6 @@ impl FlowCollector {
         let native_readable = self.read_native(&mut st, &mut all);
         let flows = self.rate_and_label(&mut st, all);
         let (per_flow, omitted) = self.cap(flows.len());
-        st.omitted_total += omitted as u64;
         let previous = st.last_scrape_seconds;
         st.last_scrape_seconds = t0.elapsed().as_secs_f64();
         Snapshot {
@@ -193,7 +206,6 @@ impl FlowCollector {
             per_flow,
             native_readable,
             omitted,
-            omitted_total: st.omitted_total,
             counters,
             loaded: Cca::ALL
                 .iter()
@@ -202,6 +214,7 @@ impl FlowCollector {
             capacity,
             maps_present: pinned,
             previous_scrape_seconds: previous,
+            max_groups: self.max_groups,
         }
     }
 

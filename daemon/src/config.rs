@@ -14,7 +14,15 @@
 //! per_flow = "off"                 # per-flow series: "off" (default: per-CCA and
 //!                                  # per-group aggregates only), "all", or "top:N"
 //!                                  # (the N flows with the highest throughput)
-//! max_flows = 10000                # hard cap on flows with per-flow series
+//! max_flows = 10000                # hard cap on flows with per-flow series (not on
+//!                                  # the work: every refresh reads the whole flow map)
+//! flow_map_entries = 65536         # capacity of the per-flow export map, which bounds
+//!                                  # each refresh's work and memory (1024..=1048576);
+//!                                  # applies when the maps are created (first load);
+//!                                  # flows beyond it are controlled, not exported
+//! max_groups = 20                  # per CCA, destination groups with their own
+//!                                  # series (the fastest); the rest are summed
+//!                                  # into group="other" (1..=10000)
 //! refresh_ms = 0                   # 0: read and encode at every scrape (scrapes
 //!                                  # arriving together share one encode); N: a
 //!                                  # background task re-encodes every N ms while
@@ -37,6 +45,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 
+/// `max_groups` by default: with 5 CCAs, 3 x 5 x 21 = 315 per-group series
+/// at most, about as many as the per-CCA histograms.
+pub const DEFAULT_MAX_GROUPS: usize = 20;
+
 /// Where the daemon looks for its config when none is given.
 pub const DEFAULT_PATH: &str = "/etc/rttfair/daemon.toml";
 
@@ -53,6 +65,16 @@ pub struct Config {
     /// Which flows get per-flow series (see [`PerFlow`]).
     pub per_flow: PerFlow,
     pub max_flows: usize,
+    /// Capacity of the per-flow export map when this daemon's load creates
+    /// it (`LoadOptions::flows_max`; None: the BPF side's 65536). Every
+    /// refresh reads every entry, so this, not `max_flows`, bounds the
+    /// daemon's work and memory for project flows.
+    pub flow_map_entries: Option<u32>,
+    /// Per CCA, how many destination groups (the ones with the highest
+    /// summed throughput) get their own per-group series; the others are
+    /// summed into `group="other"`. What bounds the per-group series, which
+    /// would otherwise grow with the number of distinct peer prefixes.
+    pub max_groups: usize,
     /// How old a served exposition may be, in ms: while scrapers come, a
     /// background task re-reads and re-encodes at this interval and scrapes
     /// are answered from the latest body, so concurrent or slow scrapers
@@ -76,6 +98,8 @@ impl Default for Config {
             unload_on_exit: false,
             per_flow: PerFlow::Off,
             max_flows: 10_000,
+            flow_map_entries: None,
+            max_groups: DEFAULT_MAX_GROUPS,
             refresh_ms: 0,
             native_flows: false,
             group_prefix_v4: 24,
@@ -164,6 +188,14 @@ impl Config {
         }
         if self.max_flows == 0 || self.max_flows > 1_000_000 {
             bail!("max_flows: must be 1..=1000000, got {}", self.max_flows);
+        }
+        if let Some(n) = self.flow_map_entries {
+            if !(1024..=1_048_576).contains(&n) {
+                bail!("flow_map_entries: must be 1024..=1048576, got {n}");
+            }
+        }
+        if self.max_groups == 0 || self.max_groups > 10_000 {
+            bail!("max_groups: must be 1..=10000, got {}", self.max_groups);
         }
         if self.refresh_ms > 60_000 {
             bail!("refresh_ms: must be 0..=60000, got {}", self.refresh_ms);
@@ -255,6 +287,11 @@ mod tests {
             "per_flow = \"top:x\"",
             "per_flow = 5",
             "refresh_ms = 60001",
+            "max_groups = 0",
+            "flow_map_entries = 1023",
+            "flow_map_entries = 1048577",
+            "flow_map_entries = -1",
+            "max_groups = 10001",
             "peer_addresses = \"masked\"",
         ] {
             assert!(Config::parse(bad).is_err(), "{bad} accepted");
@@ -263,6 +300,15 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("max_flows: "), "{e}");
+        let e = Config::parse("flow_map_entries = 100")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "flow_map_entries: must be 1024..=1048576, got 100");
+        let c = Config::parse("flow_map_entries = 16384").unwrap();
+        assert_eq!(c.flow_map_entries, Some(16384));
+        let e = Config::parse("max_groups = 0").unwrap_err().to_string();
+        assert_eq!(e, "max_groups: must be 1..=10000, got 0");
+        assert_eq!(Config::parse("").unwrap().max_groups, DEFAULT_MAX_GROUPS);
         let e = Config::parse("per_flow = \"top:0\"")
             .unwrap_err()
             .to_string();

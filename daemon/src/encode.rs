@@ -195,28 +195,36 @@ mod tests {
         }
     }
 
-    /// The OpenMetrics text a registry exposes that holds only the snapshot
-    /// of a daemon with `cca` loaded and `flows` read (per-flow series for
-    /// the first `per_flow`), its maps present, nothing omitted, no counters,
-    /// kernel-CCA connections not read.
-    fn exposition_of(cca: Cca, per_flow: usize, flows: Vec<FlowSample>) -> String {
-        let snap = Snapshot {
+    /// The snapshot of a daemon with `cca` loaded and `flows` read
+    /// (per-flow series for the first `per_flow`), its maps present,
+    /// nothing omitted, no counters, kernel-CCA connections not read, the
+    /// default `max_groups`.
+    fn snapshot_of(cca: Cca, per_flow: usize, flows: Vec<FlowSample>) -> Snapshot {
+        Snapshot {
             per_flow,
             flows,
             native_readable: Err("disabled".into()),
             omitted: 0,
-            omitted_total: 0,
             counters: vec![],
             loaded: vec![(cca, true)],
             capacity: 1024,
             maps_present: true,
             previous_scrape_seconds: 0.0,
-        };
+            max_groups: crate::config::DEFAULT_MAX_GROUPS,
+        }
+    }
+
+    /// The OpenMetrics text a registry exposes that holds only `snap`.
+    fn expose(snap: Snapshot) -> String {
         let mut registry = prometheus_client::registry::Registry::default();
         registry.register_collector(Box::new(One(snap)));
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
         text
+    }
+
+    fn exposition_of(cca: Cca, per_flow: usize, flows: Vec<FlowSample>) -> String {
+        expose(snapshot_of(cca, per_flow, flows))
     }
 
     /// A qfair flow gets the core families and qfair's own, and none of
@@ -317,5 +325,70 @@ mod tests {
         ] {
             assert!(has(line), "missing {line}:\n{text}");
         }
+    }
+
+    /// A flow of `cca` to the /24 `10.<g/256>.<g%256>.0/24` at `rate` bytes/s.
+    fn grouped(id: u64, cca: Cca, g: u32, rate: f64) -> FlowSample {
+        FlowSample {
+            flow: Flow {
+                id,
+                cca: Some(cca),
+                ..Flow::default()
+            },
+            rate,
+            kind: Kind::Project,
+            cca: cca.name().into(),
+            group: format!("10.{}.{}.0/24", g / 256, g % 256),
+            peer_addr: String::new(),
+            peer_port: String::new(),
+            labels: FlowLabels::default(),
+        }
+    }
+
+    /// Per CCA, the per-group series are bounded by `max_groups`, not by
+    /// the number of distinct peer prefixes: 1000 flows to 1000 /24s of
+    /// each of two CCAs give `max_groups` groups plus `other` per CCA; the
+    /// kept ones are the fastest, `other` sums the rest, and the folded
+    /// groups are counted per CCA.
+    #[test]
+    fn per_group_series_are_bounded_by_max_groups() {
+        let mut flows = Vec::new();
+        for g in 0..1000u32 {
+            // Group g's single flow runs at (g + 1) kB/s: 999 is the fastest.
+            flows.push(grouped(g as u64, Cca::Qfair, g, (g + 1) as f64 * 1e3));
+            flows.push(grouped(10_000 + g as u64, Cca::Fairtt, g, 5e3));
+        }
+        let mut snap = snapshot_of(Cca::Qfair, 0, flows);
+        snap.max_groups = 3;
+        let text = expose(snap);
+        let series = |family: &str| {
+            text.lines()
+                .filter(|l| l.starts_with(&format!("{family}{{")))
+                .count()
+        };
+        for family in [
+            "rttfair_group_active_flows",
+            "rttfair_group_throughput_bytes_per_second",
+            "rttfair_group_jain_index_ratio",
+        ] {
+            assert_eq!(series(family), 2 * (3 + 1), "{family}:\n{text}");
+        }
+        let has = |l: &str| text.lines().any(|x| x == l);
+        for line in [
+            "rttfair_group_throughput_bytes_per_second{cca=\"qfair\",group=\"10.3.231.0/24\"} 1000000.0",
+            "rttfair_group_throughput_bytes_per_second{cca=\"qfair\",group=\"10.3.229.0/24\"} 998000.0",
+            // 1 + 2 + ... + 997 kB/s.
+            "rttfair_group_throughput_bytes_per_second{cca=\"qfair\",group=\"other\"} 497503000.0",
+            "rttfair_group_active_flows{cca=\"qfair\",group=\"other\"} 997.0",
+            // Ties keep the lowest labels.
+            "rttfair_group_active_flows{cca=\"fairtt\",group=\"10.0.0.0/24\"} 1.0",
+            "rttfair_group_active_flows{cca=\"fairtt\",group=\"10.0.1.0/24\"} 1.0",
+            "rttfair_groups_folded{cca=\"qfair\"} 997.0",
+            "rttfair_groups_folded{cca=\"fairtt\"} 997.0",
+            "rttfair_active_flows{cca=\"qfair\"} 1000.0",
+        ] {
+            assert!(has(line), "missing {line}:\n{text}");
+        }
+        assert!(!text.contains("group=\"10.0.5.0/24\""), "{text}");
     }
 }

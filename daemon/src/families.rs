@@ -8,7 +8,7 @@
 use prometheus_client::metrics::MetricType;
 use rttfair_loader::export::{Counters, Flow};
 
-use crate::snapshot::{FlowSample, Snapshot};
+use crate::snapshot::{CcaRates, FlowSample, Snapshot};
 
 /// Which flows a per-flow family covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,9 +57,10 @@ pub enum Source {
     /// Per CCA, a histogram over every flow read (capped or not) for which
     /// `value` gives a number, with these bucket upper bounds (+Inf added).
     Histogram(fn(&FlowSample) -> Option<f64>, &'static [f64]),
-    /// Per CCA, over the throughputs of its active flows.
-    PerCca(fn(&[f64]) -> f64),
-    /// Per CCA and destination group, over the throughputs of its active flows.
+    /// Per CCA, over its active flows (and how its groups were folded).
+    PerCca(fn(&CcaRates) -> f64),
+    /// Per CCA and destination group, over the throughputs of its active
+    /// flows: the CCA's `max_groups` fastest groups and `group="other"`.
     PerGroup(fn(&[f64]) -> f64),
     /// One unlabelled value for the whole host.
     Host(fn(&Snapshot) -> f64),
@@ -89,7 +90,9 @@ impl Source {
             Source::Counters(_) | Source::Loaded => "per project CCA".into(),
             Source::PerCca(_) => "per CCA with active flows".into(),
             Source::Histogram(_, b) => format!("per CCA with flows, {} buckets", b.len() + 1),
-            Source::PerGroup(_) => "per CCA and destination group".into(),
+            Source::PerGroup(_) => {
+                "per CCA and destination group, at most `max_groups` + 1 per CCA".into()
+            }
             Source::Host(_) => "host".into(),
         }
     }
@@ -192,17 +195,19 @@ pub static FAMILIES: &[Family] = &[
     Family { name: "rttfair_flow_map_capacity", help: "Capacity of the per-flow export map", unit: "entries", ty: Gauge, source: Source::Host(|s| s.capacity as f64) },
     Family { name: "rttfair_flows_read", help: "Flows read this refresh (all feed the aggregates)", unit: "", ty: Gauge, source: Source::Host(|s| s.flows.len() as f64) },
     Family { name: "rttfair_flows_exported", help: "Flows with per-flow series this refresh (per_flow setting)", unit: "", ty: Gauge, source: Source::Host(|s| s.per_flow as f64) },
-    Family { name: "rttfair_flows_omitted", help: "Flows denied per-flow series by the cap (per_flow top:N, max_flows), summed over refreshes; 0 while per_flow is off", unit: "", ty: Counter, source: Source::Host(|s| s.omitted_total as f64) },
-    Family { name: "rttfair_flows_omitted_last_scrape", help: "Flows denied per-flow series by the cap in this refresh", unit: "", ty: Gauge, source: Source::Host(|s| s.omitted as f64) },
+    // A gauge only: a sum over refreshes grew with every scrape, so its
+    // rate() scaled with the number of scrapers (an HA pair doubled it).
+    Family { name: "rttfair_flows_omitted_last_scrape", help: "Flows denied per-flow series by the cap (per_flow top:N, max_flows) in this refresh; 0 while per_flow is off", unit: "", ty: Gauge, source: Source::Host(|s| s.omitted as f64) },
     Family { name: "rttfair_native_flows_readable", help: "1 if connections on kernel CCAs (cubic, native bbr) could be read this scrape", unit: "", ty: Gauge, source: Source::Host(|s| s.native_readable.is_ok() as u8 as f64) },
     Family { name: "rttfair_maps_present", help: "1 if the pinned maps exist (some CCA was loaded)", unit: "", ty: Gauge, source: Source::Host(|s| s.maps_present as u8 as f64) },
     Family { name: "rttfair_previous_scrape_duration_seconds", help: "Time the previous refresh spent reading the maps", unit: "seconds", ty: Gauge, source: Source::Host(|s| s.previous_scrape_seconds) },
     // Fairness: of per-flow throughput, over the flows with a sample.
-    Family { name: "rttfair_jain_index_ratio", help: "Jain's fairness index of per-flow throughput over the CCA's active flows (1 = fair)", unit: "ratio", ty: Gauge, source: Source::PerCca(rttfair_loader::fairness::jain) },
+    Family { name: "rttfair_jain_index_ratio", help: "Jain's fairness index of per-flow throughput over the CCA's active flows (1 = fair)", unit: "ratio", ty: Gauge, source: Source::PerCca(|c| rttfair_loader::fairness::jain(&c.rates)) },
     Family { name: "rttfair_group_active_flows", help: "Flows with a throughput sample, per CCA and destination group", unit: "", ty: Gauge, source: Source::PerGroup(|v| v.len() as f64) },
     Family { name: "rttfair_group_throughput_bytes_per_second", help: "Summed delivery rate of the group's active flows", unit: "bytes/s", ty: Gauge, source: Source::PerGroup(|v| v.iter().sum()) },
     Family { name: "rttfair_group_jain_index_ratio", help: "Jain's index of per-flow throughput within a destination group", unit: "ratio", ty: Gauge, source: Source::PerGroup(rttfair_loader::fairness::jain) },
-    Family { name: "rttfair_active_flows", help: "Flows with a throughput sample, per CCA", unit: "", ty: Gauge, source: Source::PerCca(|v| v.len() as f64) },
+    Family { name: "rttfair_active_flows", help: "Flows with a throughput sample, per CCA", unit: "", ty: Gauge, source: Source::PerCca(|c| c.rates.len() as f64) },
+    Family { name: "rttfair_groups_folded", help: "Destination groups of the CCA beyond its max_groups fastest, summed into group=\"other\" this refresh", unit: "", ty: Gauge, source: Source::PerCca(|c| c.groups_folded as f64) },
 ];
 
 /// The name a family's samples carry (counters end in `_total`).
@@ -227,13 +232,18 @@ pub fn reference() -> String {
          series. `per_flow = \"top:N\"` adds per-flow series for the N flows\n\
          with the highest throughput (ties: lowest id), `per_flow = \"all\"`\n\
          for every flow up to `max_flows`; flows the cap leaves out are\n\
-         counted in `rttfair_flows_omitted_total`.\n\n\
+         counted in the gauge `rttfair_flows_omitted_last_scrape`.\n\n\
          Series per host: about 15 + 90 per CCA with flows (4 histograms of\n\
          10 to 16 buckets plus `_sum` and `_count`, counters) + 3 per CCA and\n\
-         destination group, whatever the number of flows; each flow with\n\
-         per-flow series adds 8 (a kernel CCA's) to 26 (qfair's): info, core,\n\
-         mode and its CCA's own families. At 10k flows: ~0.4k series by\n\
-         default, ~180k with `per_flow = \"all\"`, ~1.9k with\n\
+         destination group kept. Per CCA, only the `max_groups` groups with\n\
+         the highest summed throughput (default 20) keep their own group\n\
+         series; the others are summed into `group=\"other\"` and counted in\n\
+         `rttfair_groups_folded`. So by default a host exports at most\n\
+         15 + (90 + 3 x (`max_groups` + 1)) per CCA with flows, about 0.8k\n\
+         with 5 CCAs, whatever the number of flows and of distinct peer\n\
+         prefixes. Each flow with per-flow series adds 8 (a kernel CCA's) to\n\
+         26 (qfair's): info, core, mode and its CCA's own families; at 10k\n\
+         flows ~180k with `per_flow = \"all\"`, ~1.8k with\n\
          `per_flow = \"top:100\"`.\n\n\
          Per-flow series carry only `cca` and `flow`; the 4-tuple, destination\n\
          group and network namespace are labels of `rttfair_flow_info`, to be\n\
@@ -284,6 +294,18 @@ mod tests {
             have == want,
             "docs/metrics.md is stale: run RTTFAIR_BLESS=1 cargo test -p rttfair-daemon metrics_reference"
         );
+    }
+
+    /// A host value is what this refresh read, so it is a gauge: a sum
+    /// kept over refreshes (the old `rttfair_flows_omitted_total`) grows
+    /// with every scrape, and its rate() with the number of scrapers.
+    #[test]
+    fn host_families_are_gauges_not_sums_over_scrapes() {
+        for f in FAMILIES {
+            if matches!(f.source, Source::Host(_)) {
+                assert!(matches!(f.ty, MetricType::Gauge), "{}", f.name);
+            }
+        }
     }
 
     #[test]

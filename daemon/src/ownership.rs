@@ -36,8 +36,16 @@ pub struct Owned {
 
 impl Owned {
     /// Load every CCA in `ccas`, all or nothing, and log what each needed.
-    /// On an error nothing this call registered is left registered.
-    pub fn load(fs: &BpfFs, ccas: &[Cca], unload_on_exit: bool) -> anyhow::Result<Owned> {
+    /// On an error nothing this call registered is left registered. A flow
+    /// map this load creates gets `flows_max` entries (config
+    /// `flow_map_entries`); one that already exists keeps its size, which
+    /// is said if it differs.
+    pub fn load(
+        fs: &BpfFs,
+        ccas: &[Cca],
+        unload_on_exit: bool,
+        flows_max: Option<u32>,
+    ) -> anyhow::Result<Owned> {
         let mut owned = Owned {
             fs: fs.clone(),
             ccas: Vec::new(),
@@ -45,8 +53,12 @@ impl Owned {
             unload_on_exit: true,
         };
         let mut adopted = Vec::new();
+        let opts = LoadOptions {
+            flows_max,
+            object: None,
+        };
         for &cca in ccas {
-            match lifecycle::load(cca, fs, &LoadOptions::default()) {
+            match lifecycle::load(cca, fs, &opts) {
                 Ok(LoadOutcome::AlreadyLoaded) => adopted.push(cca),
                 Ok(LoadOutcome::Loaded | LoadOutcome::Repaired) => owned.ccas.push(cca),
                 Err(e) => {
@@ -56,16 +68,28 @@ impl Owned {
             }
         }
         owned.unload_on_exit = unload_on_exit;
+        if let (Some(want), Ok(r)) = (flows_max, rttfair_loader::flows::FlowReader::open(fs)) {
+            if r.capacity() != want {
+                tracing::warn!(
+                    "the flow map has {} entries, not flow_map_entries = {want}: it was created earlier, and keeps its size until every CCA is unloaded",
+                    r.capacity()
+                );
+            }
+        }
         // Said once all are in, so a failed start says nothing but its error.
         for &cca in &owned.ccas {
             tracing::info!("loaded {cca}");
         }
         for cca in adopted {
-            if rttfair_lab::ccas::adopt(fs, cca) {
-                tracing::info!("adopted {cca} (loaded by a running lab; now the daemon's)");
-                owned.ccas.push(cca);
-            } else {
-                tracing::info!("adopted {cca} (already loaded; left registered at exit)");
+            match rttfair_lab::ccas::adopt(fs, cca) {
+                Ok(true) => {
+                    tracing::info!("adopted {cca} (loaded by a running lab; now the daemon's)");
+                    owned.ccas.push(cca);
+                }
+                Ok(false) => {
+                    tracing::info!("adopted {cca} (already loaded; left registered at exit)")
+                }
+                Err(e) => tracing::warn!("{e:#}"),
             }
         }
         Ok(owned)

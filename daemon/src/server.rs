@@ -51,12 +51,29 @@ async fn serve(config: Config) -> Result<()> {
         .collect::<rttfair_loader::Result<Vec<_>>>()?;
     // Dropped on every way out of this function below: unloads what this
     // daemon loaded if the config says unload_on_exit.
-    let owned = Owned::load(&fs, &ccas, config.unload_on_exit)?;
+    let owned = match Owned::load(&fs, &ccas, config.unload_on_exit, config.flow_map_entries) {
+        Ok(owned) => Some(owned),
+        // CCAs of another build's ABI are registered: nothing was loaded or
+        // adopted. Serve anyway, with /healthz failing on the same line,
+        // so probes and dashboards show it rather than a restart loop.
+        Err(e) if is_abi_mismatch(&e) => None,
+        Err(e) => return Err(e),
+    };
+    if let Err(e) = rttfair_loader::installed::check(&fs) {
+        tracing::error!("{e} (then restart the daemon); /healthz fails until then");
+    }
     let served = serve_until(&config, fs, listener, stop).await;
     drop(owned);
     served?;
     tracing::info!("stopped");
     Ok(())
+}
+
+fn is_abi_mismatch(e: &anyhow::Error) -> bool {
+    matches!(
+        e.downcast_ref::<rttfair_loader::Error>(),
+        Some(rttfair_loader::Error::AbiMismatch { .. })
+    )
 }
 
 /// Serve /metrics and /healthz until `stop` fires.
@@ -75,7 +92,8 @@ async fn serve_until(
             config.group_prefix_v6,
             config.native_flows,
         )
-        .with_peer_addresses(config.peer_addresses),
+        .with_peer_addresses(config.peer_addresses)
+        .with_max_groups(config.max_groups),
     );
     let mut registry = Registry::default();
     registry.register_collector(Box::new(SharedCollector(collector.clone())));
@@ -187,11 +205,9 @@ async fn metrics(State(app): State<Arc<App>>, headers: axum::http::HeaderMap) ->
 async fn healthz(State(app): State<Arc<App>>) -> Response {
     match tokio::task::spawn_blocking(move || app.collector.healthy()).await {
         Ok(Ok(())) => (StatusCode::OK, "ok\n").into_response(),
-        Ok(Err(e)) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("maps unreadable: {e}\n"),
-        )
-            .into_response(),
+        Ok(Err(e)) => {
+            (StatusCode::SERVICE_UNAVAILABLE, format!("unhealthy: {e}\n")).into_response()
+        }
         Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "check failed\n").into_response(),
     }
 }

@@ -62,21 +62,40 @@ pub struct Snapshot {
     pub per_flow: usize,
     /// Whether kernel-CCA connections could be read, and why not.
     pub native_readable: Result<(), String>,
+    /// Flows the per-flow cap denied series in this refresh.
     pub omitted: usize,
-    pub omitted_total: u64,
     pub counters: Vec<(Cca, Counters)>,
     pub loaded: Vec<(Cca, bool)>,
     pub capacity: u32,
     pub maps_present: bool,
     pub previous_scrape_seconds: f64,
+    /// Destination groups per CCA with their own series (config
+    /// `max_groups`); the rest are summed into [`OTHER_GROUP`].
+    pub max_groups: usize,
 }
 
+/// The `group` label of the flows whose destination groups are beyond a
+/// CCA's `max_groups` fastest: no prefix (`a.b.c.d/n`), hash (`h...`) or the
+/// empty label of `peer_addresses = "dropped"` can take this value.
+pub const OTHER_GROUP: &str = "other";
+
 /// Per-flow throughputs of the flows with a sample, grouped the two ways
-/// the fairness families aggregate them.
+/// the fairness families aggregate them. `per_group` has at most
+/// `max_groups + 1` entries per CCA, whatever the number of distinct peer
+/// prefixes: the fastest `max_groups` groups and [`OTHER_GROUP`].
 #[derive(Debug, Default)]
 pub struct Throughputs {
-    pub per_cca: BTreeMap<String, Vec<f64>>,
+    pub per_cca: BTreeMap<String, CcaRates>,
     pub per_group: BTreeMap<(String, String), Vec<f64>>,
+}
+
+/// One CCA's active flows, for the per-CCA families.
+#[derive(Debug, Default)]
+pub struct CcaRates {
+    /// Throughput of each of its flows with a sample.
+    pub rates: Vec<f64>,
+    /// How many of its destination groups were summed into [`OTHER_GROUP`].
+    pub groups_folded: usize,
 }
 
 impl Snapshot {
@@ -85,15 +104,42 @@ impl Snapshot {
         &self.flows[..self.per_flow.min(self.flows.len())]
     }
 
-    /// The inputs of the fairness families.
+    /// The inputs of the fairness families: per CCA, its `max_groups`
+    /// groups with the highest summed throughput (ties: lowest label) keep
+    /// their own series and the others are summed into [`OTHER_GROUP`], so
+    /// the series count does not grow with the number of peer prefixes.
     pub fn throughputs(&self) -> Throughputs {
         let mut t = Throughputs::default();
+        let mut groups: BTreeMap<&str, BTreeMap<&str, Vec<f64>>> = BTreeMap::new();
         for s in self.flows.iter().filter(|s| s.rate > 0.0) {
-            t.per_cca.entry(s.cca.clone()).or_default().push(s.rate);
-            t.per_group
-                .entry((s.cca.clone(), s.group.clone()))
+            t.per_cca
+                .entry(s.cca.clone())
+                .or_default()
+                .rates
+                .push(s.rate);
+            groups
+                .entry(&s.cca)
+                .or_default()
+                .entry(&s.group)
                 .or_default()
                 .push(s.rate);
+        }
+        for (cca, by_group) in groups {
+            let mut ranked: Vec<(&str, Vec<f64>)> = by_group.into_iter().collect();
+            let sum = |v: &[f64]| v.iter().sum::<f64>();
+            // Stable sort over the BTreeMap's label order: ties keep it.
+            ranked.sort_by(|a, b| sum(&b.1).total_cmp(&sum(&a.1)));
+            let folded = ranked.split_off(ranked.len().min(self.max_groups));
+            if !folded.is_empty() {
+                t.per_cca.get_mut(cca).expect("counted above").groups_folded = folded.len();
+                let other = folded.into_iter().flat_map(|(_, v)| v).collect();
+                t.per_group
+                    .insert((cca.to_string(), OTHER_GROUP.to_string()), other);
+            }
+            for (group, rates) in ranked {
+                t.per_group
+                    .insert((cca.to_string(), group.to_string()), rates);
+            }
         }
         t
     }

@@ -150,11 +150,28 @@ fn end_lease(lease: Lease) {
 }
 
 /// The operator asked for `cca` while a lab had loaded it: from now on it is
-/// the operator's, and no lab unloads it. Returns whether a lab had loaded it.
-pub fn adopt(fs: &BpfFs, cca: Cca) -> bool {
-    // The operator may swap it from now on: no lab can vouch for it.
+/// the operator's, and no lab unloads it. Returns whether a lab had loaded it
+/// (no marker: no lab did). Any other failure to remove the marker (a
+/// read-only /run, say) is an error, because the lab that loaded `cca`
+/// will then unload it under its new owner when it ends.
+pub fn adopt(fs: &BpfFs, cca: Cca) -> Result<bool> {
+    let adopted = remove_marker(cca, &marker(fs, cca))?;
+    // The operator may swap it from now on: no lab can vouch for which
+    // object it runs (without the marker the record is not read anyway).
     let _ = std::fs::remove_file(object_record(fs, cca));
-    std::fs::remove_file(marker(fs, cca)).is_ok()
+    Ok(adopted)
+}
+
+/// [`adopt`]'s step: remove the marker `m` that says a lab loaded `cca`.
+fn remove_marker(cca: Cca, m: &Path) -> Result<bool> {
+    match std::fs::remove_file(m) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(anyhow::anyhow!(
+            "cannot take {cca} over from the lab that loaded it (remove {}: {e}); that lab will unload it when it ends",
+            m.display()
+        )),
+    }
 }
 
 /// Whether every one of `names` can run in an experiment, as
@@ -338,7 +355,7 @@ mod tests {
         std::fs::write(super::marker(&fs, cca), "1234").unwrap();
         std::fs::write(super::object_record(&fs, cca), &sha).unwrap();
         let known = super::registered_object(&fs, cca);
-        super::adopt(&fs, cca);
+        super::adopt(&fs, cca).unwrap();
         let adopted = super::registered_object(&fs, cca);
         let left = std::fs::read_dir(&dir).unwrap().count();
         std::fs::remove_dir_all(&dir).unwrap();
@@ -366,5 +383,26 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("congestion control 'bbbr' is neither"), "{e}");
+    }
+
+    /// Taking a CCA over from a lab: a marker removed is "a lab loaded it",
+    /// no marker is "no lab did", and a marker that cannot be removed (here
+    /// a directory in its place; under the shipped unit it was a read-only
+    /// /run) is an error naming it, not "no lab did".
+    #[test]
+    fn a_marker_that_cannot_be_removed_is_an_error_not_no_lab() {
+        use rttfair_loader::Cca;
+        let dir = tempfile::tempdir().unwrap();
+        let m = dir.path().join("qfair.loaded-by-lab");
+        assert!(!super::remove_marker(Cca::Qfair, &m).unwrap());
+        std::fs::write(&m, "").unwrap();
+        assert!(super::remove_marker(Cca::Qfair, &m).unwrap());
+        assert!(!m.exists());
+        std::fs::create_dir(&m).unwrap();
+        let e = super::remove_marker(Cca::Qfair, &m)
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("cannot take qfair over from the lab"), "{e}");
+        assert!(e.contains(&m.display().to_string()), "{e}");
     }
 }

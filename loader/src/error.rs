@@ -30,6 +30,18 @@ pub enum Error {
     InUse { cca: String, sockets: u64 },
     #[error("pinned map {path} does not match this build ({reason}); remove it or unload all rttfair CCAs")]
     ForeignPin { path: PathBuf, reason: String },
+    #[error("{ccas} loaded by a build of {installed}; this build is ABI v{this} and finds no maps of its own: run `rttfairctl swap <cca>` for each (open sockets keep the old build), or `rttfairctl unload --force` them and load again")]
+    AbiMismatch {
+        ccas: String,
+        installed: String,
+        this: u32,
+    },
+    #[error("{cca}: {unreachable} of its {sockets} socket(s) are in network namespaces --migrate-to does not reach (it covers this one and those in /run/netns, not a container runtime's or an unshared one); nothing was moved: migrate them from inside their namespace first, or unload --force")]
+    Unreachable {
+        cca: String,
+        sockets: u64,
+        unreachable: u64,
+    },
     #[error("another rttfairctl holds the lock on {path}")]
     Busy { path: PathBuf },
     #[error("invalid value for {name}: {reason}")]

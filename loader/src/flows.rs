@@ -138,8 +138,14 @@ fn decode_entry(id: u64, bytes: &[u8]) -> Option<Flow> {
 
 /// Sockets currently using `cca`: flows initialised minus flows released.
 /// Exact even when the per-flow map is full (the counters do not depend on it).
+/// Without this build's counters that is 0 only if `cca` is not loaded: a
+/// `cca` registered by a build of another ABI has counters this build
+/// cannot read, and that is an error ([`crate::installed`]), never zero.
 pub fn live_sockets(fs: &BpfFs, cca: Cca) -> Result<u64> {
     if !fs.map_pin(maps::COUNTERS).exists() {
+        if crate::lifecycle::is_loaded(cca, fs) {
+            crate::installed::loaded_ccas_check(fs, &[cca])?;
+        }
         return Ok(0);
     }
     Ok(FlowReader::open(fs)?.counters(cca)?.sockets())

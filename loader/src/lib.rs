@@ -18,7 +18,8 @@
 //! (generated from BTF; raw records private) and names the shared maps,
 //! [`export`] gives the exported records their meaning, once ([`Flow`]),
 //! [`flows`] reads them from the pinned maps, and [`preflight`] checks what
-//! the host must offer. Beside it: [`tunables`], [`migrate`], [`cgroup`],
+//! the host must offer; [`installed`] whether the loaded CCAs are of this
+//! build's ABI. Beside it: [`tunables`], [`migrate`], [`cgroup`],
 //! [`sockets`] (connections on kernel CCAs) and [`fairness`] (Jain's index
 //! and friends, shared by the daemon and the lab).
 
@@ -47,6 +48,7 @@ pub mod error;
 pub mod export;
 pub mod fairness;
 pub mod flows;
+pub mod installed;
 pub mod kernel;
 pub mod lab_arrival;
 pub mod lifecycle;

@@ -17,7 +17,7 @@ use crate::abi::maps;
 use crate::bpffs::BpfFs;
 use crate::cca::Cca;
 use crate::error::{Error, Result};
-use crate::{flows, kernel, objects, preflight, stack_depth};
+use crate::{flows, installed, kernel, objects, preflight, stack_depth};
 
 /// Knobs of a load that matter only when the shared maps are first created.
 #[derive(Debug, Clone, Default)]
@@ -234,11 +234,15 @@ impl Registered {
 }
 
 /// Load `cca` end to end: preflight, open, load, register, pin. Idempotent.
+/// Refused while CCAs of another build's ABI are loaded without this
+/// build's maps ([`installed::check`]): adopting one would read nothing,
+/// and loading another would create this build's maps and hide them.
 pub fn load(cca: Cca, fs: &BpfFs, opts: &LoadOptions) -> Result<LoadOutcome> {
     preflight::check_can_register(&format!("loading {cca}"))?;
     preflight::check_btf()?;
     fs.ensure()?;
     let _lock = fs.lock(Duration::from_secs(10))?;
+    installed::check(fs)?;
 
     let pin = fs.link_pin(cca);
     let registered = kernel::is_registered(cca.name())?;
@@ -280,8 +284,10 @@ pub fn load(cca: Cca, fs: &BpfFs, opts: &LoadOptions) -> Result<LoadOutcome> {
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct SwapReport {
     /// Sockets that were on the CCA at the swap: they keep the previous
-    /// programs until they close or are migrated.
-    pub sockets_on_previous: u64,
+    /// programs until they close or are migrated. `None` when they cannot
+    /// be counted: the previous build was of another ABI, whose counters
+    /// this build does not read.
+    pub sockets_on_previous: Option<u64>,
 }
 
 /// Step 5: replace a loaded CCA's programs with `opts.object` (or the
@@ -299,7 +305,7 @@ pub fn update(cca: Cca, fs: &BpfFs, opts: &LoadOptions) -> Result<SwapReport> {
         });
     }
     let _lock = fs.lock(Duration::from_secs(10))?;
-    let sockets_on_previous = flows::live_sockets(fs, cca).unwrap_or(0);
+    let sockets_on_previous = flows::live_sockets(fs, cca).ok();
     let mut loaded = open(cca, fs, opts)?.load()?;
     let link = Link::open(&pin).map_err(|e| Error::bpf(format!("open {}", pin.display()), e))?;
     let ops = cca.ops_map();
@@ -349,7 +355,8 @@ pub fn unregister(cca: Cca, fs: &BpfFs, force: bool) -> Result<()> {
     }
     let _lock = fs.lock(Duration::from_secs(10))?;
     if !force {
-        let sockets = flows::live_sockets(fs, cca).unwrap_or(0);
+        // Uncountable (another build's ABI) is a refusal, never zero.
+        let sockets = flows::live_sockets(fs, cca)?;
         if sockets > 0 {
             return Err(Error::InUse {
                 cca: cca.to_string(),
@@ -381,13 +388,16 @@ pub struct Unloaded {
 }
 
 /// Unregister each of `ccas`, first moving their sockets to `migrate_to`
-/// (in every namespace) when given. Everything that can be checked is
-/// checked before the first socket moves or CCA goes, so a refusal changes
-/// nothing: the arguments ([`check_unload_args`]), the privileges, and each
-/// CCA's state ([`check_unload_state`]). The one refusal after a change:
-/// sockets a migration could not move keep every CCA loaded (the moved ones
-/// stay moved). Refuses while sockets use a CCA unless `force` or
-/// `migrate_to`.
+/// when given: in this network namespace and those in /run/netns, which is
+/// what [`crate::migrate::migrate_all`] reaches. Everything that can be
+/// checked is checked before the first socket moves or CCA goes, so a
+/// refusal changes nothing: the arguments ([`check_unload_args`]), the
+/// privileges, each CCA's state ([`check_unload_state`]) and, with a
+/// migration, that every socket of each CCA is in a namespace it reaches
+/// ([`check_reachable`]). The one refusal after a change: sockets a
+/// migration could not move (refused by the kernel, or opened meanwhile
+/// where it does not reach) keep every CCA loaded (the moved ones stay
+/// moved). Refuses while sockets use a CCA unless `force` or `migrate_to`.
 pub fn unload_all(
     ccas: &[Cca],
     fs: &BpfFs,
@@ -407,14 +417,31 @@ pub fn unload_all(
         preflight::require("migrating sockets", preflight::ITERATE_SOCKETS)?;
     }
     let mut registered = Vec::new();
+    let mut live = Vec::new();
     for &cca in ccas {
+        // Sockets that cannot be counted (a CCA of another build's ABI)
+        // only matter to a migration or an unforced unload: both refuse
+        // here, before anything moves.
+        let sockets = match flows::live_sockets(fs, cca) {
+            Err(_) if force => 0,
+            counted => counted?,
+        };
         let state = UnloadState {
             pinned: fs.link_pin(cca).exists(),
             registered: kernel::is_registered(cca.name())?,
-            sockets: flows::live_sockets(fs, cca).unwrap_or(0),
+            sockets,
         };
         check_unload_state(cca, &fs.link_pin(cca), state, force || migrate_to.is_some())?;
         registered.push(state.registered);
+        live.push(state.sockets);
+    }
+    if migrate_to.is_some() {
+        for ((&cca, &registered), &sockets) in ccas.iter().zip(&registered).zip(&live) {
+            if registered && sockets > 0 {
+                let reachable = crate::migrate::count_reachable(cca.name())?;
+                check_reachable(cca, sockets, reachable)?;
+            }
+        }
     }
     let mut done: Vec<Unloaded> = ccas
         .iter()
@@ -434,7 +461,7 @@ pub fn unload_all(
             u.migrated = Some(moved);
         }
         for &cca in ccas {
-            let sockets = flows::live_sockets(fs, cca).unwrap_or(0);
+            let sockets = flows::live_sockets(fs, cca)?;
             if sockets > 0 {
                 return Err(Error::InUse {
                     cca: cca.to_string(),
@@ -521,6 +548,21 @@ pub fn check_unload_state(
         return Err(Error::InUse {
             cca: cca.to_string(),
             sockets: state.sockets,
+        });
+    }
+    Ok(())
+}
+
+/// Before a migration moves anything: `sockets` use `cca` (its live count,
+/// every namespace) and `reachable` of them are where the migration
+/// reaches; more in use than reachable means some would stay, so refuse now
+/// rather than after moving the others.
+pub fn check_reachable(cca: Cca, sockets: u64, reachable: u64) -> Result<()> {
+    if sockets > reachable {
+        return Err(Error::Unreachable {
+            cca: cca.to_string(),
+            sockets,
+            unreachable: sockets - reachable,
         });
     }
     Ok(())
@@ -631,7 +673,7 @@ pub fn remove_unused(fs: &BpfFs) {
 
 #[cfg(test)]
 mod tests {
-    use super::{check_unload_args, check_unload_state, UnloadState};
+    use super::{check_reachable, check_unload_args, check_unload_state, UnloadState};
     use crate::{Cca, Error};
 
     const LOADED: UnloadState = UnloadState {
@@ -705,5 +747,32 @@ mod tests {
         assert!(matches!(e, Error::InUse { sockets: 3, .. }), "{e}");
         check_unload_state(Cca::Qfair, pin, busy, true).unwrap();
         check_unload_state(Cca::Qfair, pin, LOADED, false).unwrap();
+    }
+
+    /// A migration that would leave sockets behind (in namespaces it does
+    /// not reach) is refused before it moves any, naming how many; one that
+    /// reaches them all (or more: sockets opened since the count) passes.
+    #[test]
+    fn a_migration_that_cannot_reach_every_socket_is_refused_up_front() {
+        let e = check_reachable(Cca::Fairtt, 5, 3).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::Unreachable {
+                    sockets: 5,
+                    unreachable: 2,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(
+            e.to_string().starts_with(
+                "fairtt: 2 of its 5 socket(s) are in network namespaces --migrate-to does not reach"
+            ),
+            "{e}"
+        );
+        check_reachable(Cca::Fairtt, 5, 5).unwrap();
+        check_reachable(Cca::Fairtt, 5, 6).unwrap();
     }
 }

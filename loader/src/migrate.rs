@@ -76,6 +76,23 @@ pub fn parse_prefix(s: &str) -> Result<(Ipv4Addr, u8)> {
 /// Move the sockets of the *calling thread's* network namespace that run
 /// `from` (and match `filter`) to `to`. Both must be registered.
 pub fn migrate_here(from: &str, to: &str, filter: &Filter) -> Result<Report> {
+    if !kernel::is_registered(to)? {
+        return Err(Error::NotLoaded {
+            cca: format!("{to} (the target)"),
+        });
+    }
+    iterate_here(from, to, filter, false)
+}
+
+/// How many sockets of the calling thread's network namespace run `from`
+/// (and match `filter`): [`migrate_here`]'s match, moving nothing.
+pub fn count_here(from: &str, filter: &Filter) -> Result<u64> {
+    Ok(iterate_here(from, from, filter, true)?.moved)
+}
+
+/// Run the migrate iterator once here: move the matched sockets to `to`,
+/// or with `count_only` report each as moved and move none.
+fn iterate_here(from: &str, to: &str, filter: &Filter, count_only: bool) -> Result<Report> {
     for name in [from, to] {
         if name.is_empty() || name.len() > 15 {
             return Err(Error::InvalidValue {
@@ -85,11 +102,6 @@ pub fn migrate_here(from: &str, to: &str, filter: &Filter) -> Result<Report> {
         }
     }
     crate::preflight::require("migrating sockets", crate::preflight::ITERATE_SOCKETS)?;
-    if !kernel::is_registered(to)? {
-        return Err(Error::NotLoaded {
-            cca: format!("{to} (the target)"),
-        });
-    }
     let mut storage = MaybeUninit::uninit();
     let mut open = skel::MigrateSkelBuilder::default()
         .open(&mut storage)
@@ -111,6 +123,7 @@ pub fn migrate_here(from: &str, to: &str, filter: &Filter) -> Result<Report> {
         }
     }
     ro.port = filter.port.unwrap_or(0);
+    ro.count_only = count_only as u32;
     let skel = open
         .load()
         .map_err(|e| Error::bpf("load migrate iterator", e))?;
@@ -145,17 +158,40 @@ pub fn migrate_here(from: &str, to: &str, filter: &Filter) -> Result<Report> {
 
 /// As [`migrate_here`], inside the named network namespace (`/run/netns/NAME`).
 pub fn migrate_in_netns(netns: &str, from: &str, to: &str, filter: &Filter) -> Result<Report> {
+    let (from, to, filter) = (from.to_string(), to.to_string(), filter.clone());
+    in_named_netns(netns, move || migrate_here(&from, &to, &filter))
+}
+
+/// Run `f` on a thread inside the named network namespace.
+fn in_named_netns<T: Send + 'static>(
+    netns: &str,
+    f: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
     let path = format!("/run/netns/{netns}");
     let file = std::fs::File::open(&path)
         .map_err(|e| Error::io(format!("network namespace {netns} ({path})"), e))?;
-    let (from, to, filter) = (from.to_string(), to.to_string(), filter.clone());
-    std::thread::spawn(move || -> Result<Report> {
+    std::thread::spawn(move || -> Result<T> {
         nix::sched::setns(file.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET)
             .map_err(|e| Error::io("setns", e.into()))?;
-        migrate_here(&from, &to, &filter)
+        f()
     })
     .join()
     .map_err(|_| Error::io("migrate thread", std::io::Error::other("panicked")))?
+}
+
+/// How many sockets run `from` in the namespaces [`migrate_all`] reaches
+/// without a named one: the calling thread's and every one in /run/netns.
+/// Sockets of other namespaces (a container runtime's, an `unshare`d one)
+/// are not counted: compare with the CCA's live count to find them.
+pub fn count_reachable(from: &str) -> Result<u64> {
+    let mut n = count_here(from, &Filter::default())?;
+    for ns in named_netns() {
+        let from = from.to_string();
+        if let Ok(k) = in_named_netns(&ns, move || count_here(&from, &Filter::default())) {
+            n += k;
+        }
+    }
+    Ok(n)
 }
 
 /// Move the sockets running `from` (and matching `filter`) to `to` in the
