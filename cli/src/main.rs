@@ -312,7 +312,7 @@ pub enum LabCommand {
     /// window's edges: folders from before session 16) are written as
     /// null and named on a note line. Refused, in one line and before
     /// anything is written: a folder missing scenario.toml, summary.json,
-    /// a repetition's queue.csv or rtt.csv, or a marked window.
+    /// a repetition's queue.csv, or a marked window.
     Resummarize {
         /// Run folders and sweep (or merge) folders.
         #[arg(required = true, value_name = "DIR")]

@@ -200,7 +200,8 @@ pub struct Summary {
     /// lack the per-interval retransmissions.
     #[serde(deserialize_with = "null_as_nan")]
     pub retrans_ratio: f64,
-    /// Sender smoothed RTT of the interval samples in the window, ms.
+    /// Sender smoothed RTT of the interval samples in the window (those
+    /// whose interval's midpoint is in it), ms.
     pub rtt_mean_ms: f64,
     pub rtt_p95_ms: f64,
     /// Queueing delay at the bottleneck (backlog x 8 / rate) of the queue

@@ -6,8 +6,8 @@
 //! window and the window's per-flow goodput (the arrival counter's, in
 //! each `rep<N>/summary.json`; the arrival records themselves are not
 //! kept, so goodput, utilization, Jain and their error are taken as
-//! stored), the flows' goodput and retransmission series (summary.json),
-//! their RTT samples (`rtt.csv`) and the queue samples (`queue.csv`). Two
+//! stored), the flows' goodput, RTT and retransmission series
+//! (summary.json) and the queue samples (`queue.csv`). Two
 //! inputs only folders written since they were stored have:
 //! - the senders' retransmissions per interval: without them
 //!   `retrans_ratio` over the window cannot be known and is written as
@@ -18,8 +18,8 @@
 //!
 //! Every other figure is recomputed, and each folder says on one note
 //! line which figures it could not. A folder that lacks an input every
-//! figure needs (scenario.toml, summary.json, a repetition's queue.csv or
-//! rtt.csv, a marked window) is refused in one line. Nothing is written
+//! figure needs (scenario.toml, summary.json, a repetition's queue.csv,
+//! a marked window) is refused in one line. Nothing is written
 //! until every folder given has been computed.
 //!
 //! A sweep (or merge) folder: each point's run folder is resummarized,
@@ -227,9 +227,8 @@ struct RawRep {
     summary: Summary,
 }
 
-/// A flow of a stored repetition: the fields the summary reads (its RTT
-/// series is read from rtt.csv: in summary.json its key repeats the
-/// configured RTT's).
+/// A flow of a stored repetition: the fields the summary reads but its
+/// RTT series (see [`rtt_series`]).
 #[derive(Deserialize)]
 struct StoredFlow {
     index: usize,
@@ -251,14 +250,6 @@ struct QueueRow {
     drops: u32,
     sent_bytes: u64,
     sent_packets: u32,
-}
-
-/// A row of rtt.csv.
-#[derive(Deserialize)]
-struct RttRow {
-    t: f64,
-    flow: usize,
-    srtt_ms: f64,
 }
 
 /// A run folder's new summaries, computed.
@@ -343,18 +334,14 @@ fn resummarize_rep(
             plan.flows.len()
         );
     }
-    let rtts = read_rtts(&rep_dir.join("rtt.csv"))?;
+    let rtts = rtt_series(rep.flows.get()).with_context(|| format!("{d}: summary.json"))?;
     let queue = read_queue(&rep_dir.join("queue.csv"))?;
     let flows: Vec<FlowResult> = stored
         .into_iter()
         .map(|f| FlowResult {
             spec: plan.flows[f.index].clone(),
             goodput: f.goodput,
-            rtt_ms: rtts
-                .iter()
-                .filter(|r| r.flow == f.index)
-                .map(|r| (r.t, r.srtt_ms))
-                .collect(),
+            rtt_ms: rtts[f.index].clone(),
             retransmits: f.retransmits,
             retransmits_by_interval: f.retransmits_by_interval,
             bytes_received: f.bytes_received,
@@ -394,8 +381,20 @@ fn resummarize_rep(
     Ok((summary, unknown))
 }
 
-fn read_rtts(path: &Path) -> Result<Vec<RttRow>> {
-    read_csv(path)
+/// Each flow's RTT series, at full precision (rtt.csv rounds its times
+/// to the millisecond, which moves samples across an edge a few µs
+/// away). In summary.json the series' key `rtt_ms` follows the configured
+/// RTT's (the flow spec is flattened into the flow): the later one is the
+/// series, which a JSON map keeps.
+fn rtt_series(flows_json: &str) -> Result<Vec<Vec<(f64, f64)>>> {
+    let flows: Vec<serde_json::Map<String, serde_json::Value>> = serde_json::from_str(flows_json)?;
+    flows
+        .into_iter()
+        .map(|f| {
+            let v = f.get("rtt_ms").cloned().unwrap_or_default();
+            serde_json::from_value(v).context("a flow's rtt_ms is not its RTT series")
+        })
+        .collect()
 }
 
 fn read_queue(path: &Path) -> Result<Vec<QueueSample>> {

@@ -41,7 +41,10 @@ pub fn summarize(
         .flat_map(|f| {
             f.rtt_ms
                 .iter()
-                .filter(|(t, _)| w.holds(*t))
+                // A sample stands for the interval it ends: in the window
+                // when most of that interval is (the interval ends and the
+                // edges are both a few µs after whole seconds).
+                .filter(|(t, _)| w.holds(t - plan.interval_s / 2.0))
                 .map(|(_, r)| *r)
         })
         .collect();
@@ -517,6 +520,49 @@ mod tests {
             s.retrans_ratio
         );
         assert_eq!(s.window, Some(w));
+    }
+
+    /// An RTT sample counts by the interval it ends: the last interval
+    /// of a run ends a few µs after the marked end (both fall just after
+    /// whole seconds) and is inside the window all the same; the first,
+    /// which ends just after the start edge, is mostly before it.
+    #[test]
+    fn an_rtt_sample_counts_where_its_interval_lies() {
+        let scenario = crate::scenario::Scenario::from_toml(
+            "name = \"w\"\nduration_s = 6\nwarmup_s = 1\n\
+             [bottleneck]\nrate_mbit = 8\nbuffer = { packets = 100 }\n\
+             [[flows]]\ncca = \"qfair\"\nrtt_ms = 10\n",
+        )
+        .unwrap();
+        let plan = Plan::resolve(&scenario).unwrap();
+        let acc = WindowAccounting {
+            window: Some(Window {
+                start_s: 1.000_100,
+                end_s: 6.000_100,
+            }),
+            ..WindowAccounting::default()
+        };
+        let flow = FlowResult {
+            spec: plan.flows[0].clone(),
+            goodput: vec![],
+            // Ends 16 µs after each whole second: 1 s is Startup (90 ms).
+            rtt_ms: (1..=6)
+                .map(|k| {
+                    (
+                        k as f64 + 0.000_116,
+                        if k == 1 { 90.0 } else { 20.0 + k as f64 },
+                    )
+                })
+                .collect(),
+            retransmits: 0,
+            retransmits_by_interval: vec![],
+            bytes_received: 0,
+            mean_goodput: 0.0,
+            congestion: "qfair".into(),
+        };
+        let s = summarize(&plan, &[flow], &[], &acc, None);
+        // 22..26 ms: the intervals (1, 2] ... (5, 6].
+        assert_eq!((s.rtt_mean_ms, s.rtt_p95_ms), (24.0, 26.0));
     }
 
     /// Without the per-interval counts (a folder of an older build) the
