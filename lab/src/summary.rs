@@ -438,19 +438,29 @@ mod tests {
         assert_eq!(back.time_to_fair, None);
     }
 
+    /// The plan of one qfair flow of 10 ms through 8 Mbit/s for
+    /// `duration_s` with `warmup_s` of warm-up (0: the default).
+    fn one_flow(duration_s: u32, warmup_s: u32) -> Plan {
+        let warmup = if warmup_s > 0 {
+            format!("warmup_s = {warmup_s}\n")
+        } else {
+            String::new()
+        };
+        let text = format!(
+            "name = \"w\"\nduration_s = {duration_s}\n{warmup}\
+             [bottleneck]\nrate_mbit = 8\nbuffer = {{ packets = 100 }}\n\
+             [[flows]]\ncca = \"qfair\"\nrtt_ms = 10\n"
+        );
+        Plan::resolve(&crate::scenario::Scenario::from_toml(&text).unwrap()).unwrap()
+    }
+
     /// A repetition of 60 s with 20 s of warm-up, marked at 20.2 and
     /// 60.3 s: Startup's losses and drops before the start edge, a tail of
     /// queue and RTT samples after the end edge (the sampler runs until
     /// the clients exit). Every figure is over the marked window.
     #[test]
     fn every_figure_is_over_the_marked_window() {
-        let scenario = crate::scenario::Scenario::from_toml(
-            "name = \"w\"\nduration_s = 60\nwarmup_s = 20\n\
-             [bottleneck]\nrate_mbit = 8\nbuffer = { packets = 100 }\n\
-             [[flows]]\ncca = \"qfair\"\nrtt_ms = 10\n",
-        )
-        .unwrap();
-        let plan = Plan::resolve(&scenario).unwrap();
+        let plan = one_flow(60, 20);
         let w = Window {
             start_s: 20.2,
             end_s: 60.3,
@@ -528,13 +538,7 @@ mod tests {
     /// which ends just after the start edge, is mostly before it.
     #[test]
     fn an_rtt_sample_counts_where_its_interval_lies() {
-        let scenario = crate::scenario::Scenario::from_toml(
-            "name = \"w\"\nduration_s = 6\nwarmup_s = 1\n\
-             [bottleneck]\nrate_mbit = 8\nbuffer = { packets = 100 }\n\
-             [[flows]]\ncca = \"qfair\"\nrtt_ms = 10\n",
-        )
-        .unwrap();
-        let plan = Plan::resolve(&scenario).unwrap();
+        let plan = one_flow(6, 1);
         let acc = WindowAccounting {
             window: Some(Window {
                 start_s: 1.000_100,
@@ -571,13 +575,7 @@ mod tests {
     /// none.
     #[test]
     fn retransmissions_without_per_interval_counts_are_not_known() {
-        let scenario = crate::scenario::Scenario::from_toml(
-            "name = \"w\"\nduration_s = 10\n\
-             [bottleneck]\nrate_mbit = 8\nbuffer = { packets = 100 }\n\
-             [[flows]]\ncca = \"qfair\"\nrtt_ms = 10\n",
-        )
-        .unwrap();
-        let plan = Plan::resolve(&scenario).unwrap();
+        let plan = one_flow(10, 0);
         let flow = |retransmits| FlowResult {
             spec: plan.flows[0].clone(),
             goodput: vec![],
