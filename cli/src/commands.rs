@@ -123,6 +123,12 @@ fn swap(fs: &BpfFs, out: &Out, cca: &str, object: Option<&Path>) -> Result<()> {
             object,
         },
     )?;
+    // The operator's object now: a lab that had loaded it no longer owns
+    // it (nor unloads it), and cannot vouch for which object it runs.
+    // Swapped either way: a marker left in place is said, not fatal.
+    if let Err(e) = rttfair_lab::ccas::adopt(fs, cca) {
+        tracing::warn!("{e:#}");
+    }
     out.print(
         json!({ "cca": cca.name(), "swapped": true, "sockets_on_previous": r.sockets_on_previous }),
         format_args!(

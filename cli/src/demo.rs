@@ -110,7 +110,8 @@ pub fn run(fs: &BpfFs, opts: &DemoOptions) -> Result<()> {
 
 /// The seconds per CCA `demo --seconds` accepts: at least a few round
 /// trips of the 50 ms flow after the warm-up, and at most ten minutes per
-/// CCA (seven CCAs run one after the other). The only bound on the option.
+/// CCA (seven CCAs run one after the other); whole seconds (iperf3's
+/// `-t`). The only bound on the option.
 pub const SECONDS: std::ops::RangeInclusive<f64> = 5.0..=600.0;
 
 /// The demo's scenario (the embedded two-flow-deep), `seconds` long per
@@ -119,9 +120,9 @@ pub const SECONDS: std::ops::RangeInclusive<f64> = 5.0..=600.0;
 fn scenario(seconds: Option<f64>) -> Result<Scenario> {
     let mut scenario = builtin::resolve("two-flow-deep")?;
     if let Some(s) = seconds {
-        if !SECONDS.contains(&s) {
+        if !SECONDS.contains(&s) || s.fract() != 0.0 {
             anyhow::bail!(
-                "--seconds must be between {} and {}, got {s}",
+                "--seconds must be whole seconds between {} and {}, got {s}",
                 SECONDS.start(),
                 SECONDS.end()
             );
@@ -216,15 +217,16 @@ mod tests {
         }
     }
 
-    /// `--seconds` outside 5..=600 (NaN too) is refused by the one check,
+    /// `--seconds` outside 5..=600 (NaN too) or not whole (iperf3 would
+    /// cut it) is refused by the one check,
     /// before the demo loads anything, naming the option and its range;
     /// both ends are accepted and set the scenario's duration.
     #[test]
     fn a_bad_duration_is_refused_naming_the_option() {
-        for bad in [0.0, -1.0, 4.9, 600.5, 4000.0, f64::NAN, f64::INFINITY] {
+        for bad in [0.0, -1.0, 4.9, 600.5, 4000.0, 12.5, f64::NAN, f64::INFINITY] {
             let e = scenario(Some(bad)).unwrap_err().to_string();
             assert!(
-                e.starts_with("--seconds must be between 5 and 600, got "),
+                e.starts_with("--seconds must be whole seconds between 5 and 600, got "),
                 "{bad}: {e}"
             );
         }

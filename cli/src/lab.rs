@@ -35,6 +35,9 @@ pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
             common,
         } => {
             let mut s = prepare(&scenario, &common)?;
+            if let Some(note) = rttfair_lab::grid::base_note(&s) {
+                eprintln!("{note}");
+            }
             if let Some(c) = cca {
                 s = s.with_cca(&c);
             }
@@ -101,6 +104,21 @@ pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
             );
             Ok(())
         }
+        LabCommand::Resummarize { dirs, check } => {
+            let done = if check {
+                rttfair_lab::resummarize::check(&dirs)?
+            } else {
+                rttfair_lab::resummarize::resummarize(&dirs)?
+            };
+            if json {
+                println!("{}", serde_json::to_string(&done)?);
+            } else {
+                for o in &done {
+                    println!("{}", o.note(!check));
+                }
+            }
+            Ok(())
+        }
         LabCommand::Table { dirs } => {
             let table = rttfair_lab::runtable::load(&dirs)?;
             if json {
@@ -116,6 +134,9 @@ pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
             common,
         } => {
             let s = prepare(&scenario, &common)?;
+            if let Some(note) = rttfair_lab::grid::base_note(&s) {
+                eprintln!("{note}");
+            }
             // Every CCA's scenario and availability before the first run.
             let plans = cca
                 .iter()

@@ -240,7 +240,8 @@ pub enum LabCommand {
         shard: Option<String>,
         /// Continue an interrupted sweep in the same --out: points whose
         /// run folder holds a complete result of the same scenario made by
-        /// this build are kept, the others run.
+        /// this build under the tunables the CCAs have now are kept, the
+        /// others run.
         #[arg(long)]
         resume: bool,
         /// Run nothing: print the points, the machine-hours they take and,
@@ -261,7 +262,8 @@ pub enum LabCommand {
     /// anything is written: folders whose scenarios differ other than in
     /// the repetition count ("mixed scenarios"); one CCA's folders made by
     /// different builds ("mixed binaries") or with different repetition
-    /// counts ("mixed repetitions"); a CCA with a grid point in no folder
+    /// counts ("mixed repetitions"), or whose points ran under different
+    /// tunables ("mixed tunables"); a CCA with a grid point in no folder
     /// ("missing points") or in two ("duplicate point"). The CCAs keep the
     /// order in which they first appear in the folders given, so the
     /// first folder's CCAs are the first columns. Prints (and writes to
@@ -296,6 +298,29 @@ pub enum LabCommand {
         /// rep2/qfair-loss-*.
         #[arg(required = true, value_name = "RUN_DIR")]
         dirs: Vec<std::path::PathBuf>,
+    },
+    /// Compute the summaries of stored run or sweep folders again from
+    /// their files, with this build's definitions, in place.
+    ///
+    /// A run folder (what `lab run`/`compare` write): each repetition's
+    /// summary.json and the run's. A sweep or merge folder: each point's
+    /// run folder, then sweep.csv, sweep.json, compare.md and the plots
+    /// (provenance.json kept). Goodput, utilization and Jain are taken as
+    /// stored (the arrival records are not kept); every other figure is
+    /// recomputed over the stored window. Figures whose inputs the folder
+    /// lacks (per-interval retransmissions, the random-loss counter at the
+    /// window's edges: folders from before session 16) are written as
+    /// null and named on a note line. Refused, in one line and before
+    /// anything is written: a folder missing scenario.toml, summary.json,
+    /// a repetition's queue.csv, or a marked window.
+    Resummarize {
+        /// Run folders and sweep (or merge) folders.
+        #[arg(required = true, value_name = "DIR")]
+        dirs: Vec<std::path::PathBuf>,
+        /// Compute everything, write nothing: say what would be done or
+        /// why the folders would be refused.
+        #[arg(long)]
+        check: bool,
     },
     /// List the embedded scenarios.
     Scenarios,

@@ -40,7 +40,7 @@
 use serde::Serialize;
 
 use crate::plan::Window;
-use crate::qstats::QueueSample;
+use crate::qstats::{QdiscStats, QueueSample};
 
 /// A counter per flow at one end of the window.
 #[derive(Debug, Clone, Default)]
@@ -126,16 +126,46 @@ fn advance(flows: &[FlowSpan], a: &EdgeCounts, b: &EdgeCounts) -> Vec<u64> {
 /// the samples around it, and the gap between those samples (the
 /// interpolation's uncertainty). `None` outside the sampled span.
 pub fn link_counter_at(queue: &[QueueSample], t: f64) -> Option<(f64, f64)> {
+    interpolate(queue, t, |s| s.bytes)
+}
+
+/// A qdisc counter (`field` of its samples) at `t`, interpolated as
+/// [`link_counter_at`]; before the first sample the first one's value,
+/// after the last the last one's (the counter did not move that we know
+/// of). `None` without samples.
+pub fn qdisc_counter_at(
+    queue: &[QueueSample],
+    t: f64,
+    field: impl Fn(&QdiscStats) -> u64,
+) -> Option<f64> {
+    let (first, last) = (queue.first()?, queue.last()?);
+    if t <= first.t {
+        return Some(field(&first.stats) as f64);
+    }
+    if t >= last.t {
+        return Some(field(&last.stats) as f64);
+    }
+    interpolate(queue, t, field).map(|(c, _)| c)
+}
+
+/// `field` of the samples at `t`, linearly interpolated, and the gap
+/// between the two samples around it; `None` outside the sampled span.
+fn interpolate(
+    queue: &[QueueSample],
+    t: f64,
+    field: impl Fn(&QdiscStats) -> u64,
+) -> Option<(f64, f64)> {
     let k = queue.iter().position(|q| q.t >= t)?;
     let hi = &queue[k];
     if k == 0 {
-        return (hi.t - t <= 1e-9).then_some((hi.stats.bytes as f64, 0.0));
+        return (hi.t - t <= 1e-9).then_some((field(&hi.stats) as f64, 0.0));
     }
     let lo = &queue[k - 1];
     let span = hi.t - lo.t;
     let f = if span > 0.0 { (t - lo.t) / span } else { 1.0 };
-    let delta = hi.stats.bytes.saturating_sub(lo.stats.bytes) as f64;
-    Some((lo.stats.bytes as f64 + f * delta, span))
+    let (a, b) = (field(&lo.stats), field(&hi.stats));
+    let delta = b.saturating_sub(a) as f64;
+    Some((a as f64 + f * delta, span))
 }
 
 /// Figures over the window between the arrival counters' edges `a` and
@@ -192,7 +222,6 @@ mod tests {
 
     use super::*;
     use crate::arrivals::Tally;
-    use crate::qstats::QdiscStats;
 
     const RATE: u64 = 20_000_000;
     const BURST: u64 = 10_000;

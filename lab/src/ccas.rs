@@ -20,6 +20,8 @@ use nix::fcntl::{Flock, FlockArg};
 use rttfair_loader::lifecycle::{self, LoadOptions};
 use rttfair_loader::{kernel, BpfFs, Cca};
 
+use crate::provenance::CcaObject;
+
 /// Where lab leases live; one folder per installation (bpffs root).
 const LEASE_ROOT: &str = "/run/rttfair/lab-leases";
 
@@ -41,6 +43,8 @@ pub struct CcaSession {
     id: u64,
     keep: bool,
     shared: Vec<Cca>,
+    /// What each CCA of the session runs (see [`CcaSession::objects`]).
+    objects: Vec<CcaObject>,
 }
 
 /// The folder holding the leases of the installation at `fs`.
@@ -61,6 +65,32 @@ pub fn lease_path(fs: &BpfFs, cca: Cca) -> PathBuf {
 
 fn marker(fs: &BpfFs, cca: Cca) -> PathBuf {
     lease_dir(fs).join(format!("{cca}.loaded-by-lab"))
+}
+
+/// Beside the marker: the SHA-256 of the object the lab that loaded `cca`
+/// registered, so a lab that finds it loaded records what it runs.
+fn object_record(fs: &BpfFs, cca: Cca) -> PathBuf {
+    lease_dir(fs).join(format!("{cca}.loaded-object-sha256"))
+}
+
+/// What provenance records as the object of a CCA registered before the
+/// lab and not by a lab (the operator's `load`, `--object`, `swap`, a
+/// daemon of another build): which object that is cannot be told (the
+/// kernel keeps the translated programs, not the object file), so
+/// `--resume` reruns and `lab merge` refuses its points.
+pub const UNKNOWN_OBJECT: &str = "unknown";
+
+/// The object a registered `cca` runs, as far as a lab can tell: the one
+/// recorded by the lab that loaded it if a lab did (its marker is there:
+/// nobody adopted it since), else [`UNKNOWN_OBJECT`].
+fn registered_object(fs: &BpfFs, cca: Cca) -> String {
+    let recorded = marker(fs, cca)
+        .exists()
+        .then(|| std::fs::read_to_string(object_record(fs, cca)).ok())
+        .flatten()
+        .map(|s| s.trim().to_string())
+        .filter(|s| s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()));
+    recorded.unwrap_or_else(|| UNKNOWN_OBJECT.to_string())
 }
 
 /// Whether another holder has a lease on `path` right now (a probe with a
@@ -114,6 +144,7 @@ fn end_lease(lease: Lease) {
             let _ = lifecycle::unregister(lease.cca, &lease.fs, true);
         }
         let _ = std::fs::remove_file(&m);
+        let _ = std::fs::remove_file(object_record(&lease.fs, lease.cca));
     }
     // Dropping the Flock unlocks.
 }
@@ -124,7 +155,11 @@ fn end_lease(lease: Lease) {
 /// read-only /run, say) is an error, because the lab that loaded `cca`
 /// will then unload it under its new owner when it ends.
 pub fn adopt(fs: &BpfFs, cca: Cca) -> Result<bool> {
-    remove_marker(cca, &marker(fs, cca))
+    let adopted = remove_marker(cca, &marker(fs, cca))?;
+    // The operator may swap it from now on: no lab can vouch for which
+    // object it runs (without the marker the record is not read anyway).
+    let _ = std::fs::remove_file(object_record(fs, cca));
+    Ok(adopted)
 }
 
 /// [`adopt`]'s step: remove the marker `m` that says a lab loaded `cca`.
@@ -146,6 +181,12 @@ fn remove_marker(cca: Cca, m: &Path) -> Result<bool> {
 /// with `--dry-run`) calls it once before the first, instead of finding an
 /// unavailable CCA when its turn comes, hours later.
 pub fn check_available(names: &[String]) -> Result<()> {
+    // A CCA named twice would run every point twice into one folder.
+    for (i, name) in names.iter().enumerate() {
+        if names[..i].contains(name) {
+            anyhow::bail!("--cca: '{name}' named twice");
+        }
+    }
     for name in names {
         if name.parse::<Cca>().is_err() && !kernel::is_registered(name)? {
             anyhow::bail!(
@@ -170,6 +211,7 @@ impl CcaSession {
             id: NEXT_SESSION.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             keep: false,
             shared: Vec::new(),
+            objects: Vec::new(),
         };
         for name in names {
             if let Ok(cca) = name.parse::<Cca>() {
@@ -197,9 +239,25 @@ impl CcaSession {
                 // Registered under the lease, so no lab can unload it between
                 // this check and the experiment.
                 LEASES.lock().unwrap().push(lease);
-                if !lifecycle::is_loaded(cca, fs) {
+                let mine = CcaObject::of(name);
+                if lifecycle::is_loaded(cca, fs) {
+                    let sha = registered_object(fs, cca);
+                    if sha == UNKNOWN_OBJECT {
+                        eprintln!(
+                            "note: {cca} was registered before this lab, not by a lab, so which object it runs is unknown; provenance records \"{UNKNOWN_OBJECT}\" (--resume reruns, lab merge refuses such points); `rttfairctl unload {cca}` first to run this build's"
+                        );
+                    }
+                    s.objects.push(CcaObject {
+                        object_sha256: Some(sha),
+                        ..mine
+                    });
+                } else {
                     std::fs::write(marker(fs, cca), std::process::id().to_string())
                         .with_context(|| format!("write {}", marker(fs, cca).display()))?;
+                    let record = object_record(fs, cca);
+                    std::fs::write(&record, mine.object_sha256.as_deref().unwrap_or_default())
+                        .with_context(|| format!("write {}", record.display()))?;
+                    s.objects.push(mine);
                     lifecycle::load(cca, fs, &LoadOptions::default())
                         .with_context(|| format!("load {cca}"))?;
                     if cca == Cca::Fairtt {
@@ -213,6 +271,23 @@ impl CcaSession {
             }
         }
         Ok(s)
+    }
+
+    /// What each of `names` runs, as provenance records it: a project CCA
+    /// this session loaded, this build's object; one it found registered,
+    /// the object the lab that loaded it recorded, or [`UNKNOWN_OBJECT`];
+    /// a kernel CCA, no object.
+    pub fn objects(&self, names: &[String]) -> Vec<CcaObject> {
+        names
+            .iter()
+            .map(|n| {
+                self.objects
+                    .iter()
+                    .find(|o| &o.name == n)
+                    .cloned()
+                    .unwrap_or_else(|| CcaObject::of(n))
+            })
+            .collect()
     }
 
     /// Project CCAs another process (another lab) was using when this
@@ -264,6 +339,39 @@ fn end_all_leases() {
 
 #[cfg(test)]
 mod tests {
+    /// A registered CCA's object as a lab can tell it: the hash the lab
+    /// that loaded it recorded while its marker is there; unknown without
+    /// a record, or once the operator adopted it (marker gone).
+    #[test]
+    fn a_registered_object_is_known_only_from_the_lab_that_loaded_it() {
+        use rttfair_loader::{BpfFs, Cca};
+        let tmp = crate::testkit::temp_folder("ccas-object");
+        let fs = BpfFs::new(tmp.path().join("bpffs"));
+        let dir = super::lease_dir(&fs);
+        std::fs::create_dir_all(&dir).unwrap();
+        let cca = Cca::Qfair;
+        assert_eq!(super::registered_object(&fs, cca), super::UNKNOWN_OBJECT);
+        let sha = "ab".repeat(32);
+        std::fs::write(super::marker(&fs, cca), "1234").unwrap();
+        std::fs::write(super::object_record(&fs, cca), &sha).unwrap();
+        let known = super::registered_object(&fs, cca);
+        super::adopt(&fs, cca).unwrap();
+        let adopted = super::registered_object(&fs, cca);
+        let left = std::fs::read_dir(&dir).unwrap().count();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(known, sha);
+        assert_eq!(adopted, super::UNKNOWN_OBJECT);
+        assert_eq!(left, 0, "adopt removes the marker and the record");
+    }
+
+    /// A CCA named twice is refused before the kernel's list is read.
+    #[test]
+    fn a_cca_named_twice_is_refused() {
+        let names: Vec<String> = ["qfair", "cubic", "qfair"].map(String::from).into();
+        let e = super::check_available(&names).unwrap_err();
+        assert_eq!(e.to_string(), "--cca: 'qfair' named twice");
+    }
+
     /// A project CCA (loaded on demand) and a kernel one that is always
     /// built in pass; an unknown name is refused naming it, wherever it
     /// stands in the list.

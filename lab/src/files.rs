@@ -99,6 +99,33 @@ pub fn write_rep(dir: &Path, r: &RepResult) -> Result<()> {
     Ok(())
 }
 
+/// Remove what an earlier run left in the run folder `dir` as a run
+/// starts: its summary.json (`--resume` and `lab merge` take a folder
+/// with one as finished) and every `rep<N>/` (a rerun with fewer
+/// repetitions would keep the others, which `lab merge` copies and a
+/// reader globbing `rep*/` would mix in).
+pub fn clear_run_outputs(dir: &Path) -> Result<()> {
+    let summary = dir.join("summary.json");
+    match std::fs::remove_file(&summary) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(e).with_context(|| format!("remove {}", summary.display()));
+        }
+        _ => {}
+    }
+    for e in std::fs::read_dir(dir).with_context(|| format!("read {}", dir.display()))? {
+        let e = e?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        let is_rep = name
+            .strip_prefix("rep")
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        if is_rep && e.file_type()?.is_dir() {
+            std::fs::remove_dir_all(e.path())
+                .with_context(|| format!("remove {}", e.path().display()))?;
+        }
+    }
+    Ok(())
+}
+
 /// The run's scenario.toml (the plan's scenario, as run).
 pub fn write_scenario(dir: &Path, plan: &Plan) -> Result<()> {
     std::fs::write(
@@ -272,6 +299,7 @@ mod tests {
             goodput: vec![(1.0, 5e6), (2.0, 6e6)],
             rtt_ms: vec![(1.0, 21.5)],
             retransmits: 0,
+            retransmits_by_interval: vec![],
             bytes_received: 0,
             mean_goodput: 5.5e6,
             congestion: "cubic".into(),
@@ -286,6 +314,30 @@ mod tests {
             .collect()
     }
 
+    /// A run folder reused by a run with fewer repetitions: the earlier
+    /// run's summary and every rep<N>/ go, anything else stays.
+    #[test]
+    fn a_run_start_clears_the_earlier_runs_repetitions() {
+        let tmp = crate::testkit::temp_folder("files-clear");
+        let dir = tmp.path();
+        for n in 0..3 {
+            std::fs::create_dir_all(dir.join(format!("rep{n}"))).unwrap();
+            std::fs::write(dir.join(format!("rep{n}/queue.csv")), "t\n").unwrap();
+        }
+        std::fs::create_dir_all(dir.join("report")).unwrap();
+        std::fs::write(dir.join("summary.json"), "{}").unwrap();
+        std::fs::write(dir.join("scenario.toml"), "").unwrap();
+        clear_run_outputs(dir).unwrap();
+        let mut left: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["report", "scenario.toml"]);
+        // Nothing to clear is no error (a first run).
+        clear_run_outputs(dir).unwrap();
+    }
+
     #[test]
     fn a_group_name_with_a_comma_round_trips() {
         let tmp = crate::testkit::temp_folder("files");
@@ -295,6 +347,7 @@ mod tests {
             flows: vec![flow(group)],
             queue: vec![],
             bpf: vec![],
+            random_loss_at_edges: None,
             summary: Summary::default(),
         };
         write_rep(dir, &rep).unwrap();

@@ -126,6 +126,42 @@ impl Shard {
     }
 }
 
+/// What `lab run` and `lab compare` say of a scenario with a `[sweep]`
+/// table (on stderr, before running): they run its base values, one
+/// scenario, not the grid, and whether those are a point of the grid.
+/// `None` without a `[sweep]` table. (A note, not a refusal: the
+/// documented measurements run such scenarios' base with `lab compare`.)
+pub fn base_note(s: &Scenario) -> Option<String> {
+    let sweep = s.sweep.as_ref()?;
+    let mut base = s.clone();
+    base.sweep = None;
+    let text = |s: &Scenario| toml::to_string(s).ok();
+    let ys: Vec<Option<f64>> = match &sweep.y {
+        Some(a) => a.values.iter().map(|v| Some(*v)).collect(),
+        None => vec![None],
+    };
+    let is = |x: f64, y: Option<f64>| {
+        let mut p = base.with_param(&sweep.x.param, x).ok()?;
+        if let (Some(a), Some(yv)) = (&sweep.y, y) {
+            p = p.with_param(&a.param, yv).ok()?;
+        }
+        (text(&p)? == text(&base)?).then_some(())
+    };
+    let point = ys
+        .iter()
+        .flat_map(|y| sweep.x.values.iter().map(move |x| (*x, *y)))
+        .find(|(x, y)| is(*x, *y).is_some());
+    let which = match point {
+        Some((x, None)) => format!("the grid's point x={x}"),
+        Some((x, Some(y))) => format!("the grid's point x={x} y={y}"),
+        None => "not a point of its grid".to_string(),
+    };
+    Some(format!(
+        "note: {} has a [sweep] table: this runs its base values only ({which}); `lab sweep` runs the grid",
+        s.name
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,5 +247,33 @@ mod tests {
         assert_eq!(p.plan.buffer_bytes, 50_000);
         assert!(p.plan.scenario.sweep.is_none());
         assert_eq!(points[0].plan.label, "bbr");
+    }
+
+    /// A scenario with a grid: `lab run` says it runs the base, and
+    /// whether the base is one of the grid's points.
+    #[test]
+    fn the_base_of_a_grid_is_named_as_a_point_or_not() {
+        let text = crate::testkit::grid_toml("g", 1, None, &[10, 40]);
+        // Base: 1 BDP, flows[1] at 20 ms; the grid: 0.5/2 BDP x 10/40 ms.
+        let s = Scenario::from_toml(&text).unwrap();
+        let note = base_note(&s).unwrap();
+        assert!(note.contains("not a point of its grid"), "{note}");
+        let on =
+            Scenario::from_toml(&text.replace("values = [10, 40]", "values = [10, 20]")).unwrap();
+        let on = Scenario {
+            bottleneck: crate::scenario::Bottleneck {
+                buffer: crate::scenario::Buffer {
+                    bdp: Some(2.0),
+                    ..on.bottleneck.buffer.clone()
+                },
+                ..on.bottleneck.clone()
+            },
+            ..on
+        };
+        let note = base_note(&on).unwrap();
+        assert!(note.contains("point x=2 y=20"), "{note}");
+        let mut plain = s.clone();
+        plain.sweep = None;
+        assert_eq!(base_note(&plain), None);
     }
 }

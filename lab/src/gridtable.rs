@@ -43,7 +43,7 @@ pub const METRICS: [Metric; 4] = [
     Metric {
         title: "retransmissions",
         value: |s| s.retrans_ratio,
-        cell: |s, _| format!("{:.2} %", s.retrans_ratio * 100.0),
+        cell: |s, _| retrans_cell(s),
     },
 ];
 
@@ -54,6 +54,16 @@ pub fn jain_cell(s: &Summary, w: Option<&Worst>) -> String {
     match w {
         Some(w) if w.reps > 1 => format!("{:.3} ({:.3})", s.jain, w.jain),
         _ => format!("{:.3}", s.jain),
+    }
+}
+
+/// The retransmission ratio as a cell, "n/a" where it is not known (a
+/// folder resummarized from files without per-interval retransmissions).
+pub fn retrans_cell(s: &Summary) -> String {
+    if s.retrans_ratio.is_nan() {
+        "n/a".to_string()
+    } else {
+        format!("{:.2} %", s.retrans_ratio * 100.0)
     }
 }
 
@@ -254,6 +264,18 @@ fn lowest_jain(set: &[Option<&SweepPoint>]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A ratio a resummarized older folder could not know reads "n/a",
+    /// not "NaN %".
+    #[test]
+    fn an_unknown_retransmission_ratio_reads_n_a() {
+        let s = |r| Summary {
+            retrans_ratio: r,
+            ..Summary::default()
+        };
+        assert_eq!(retrans_cell(&s(f64::NAN)), "n/a");
+        assert_eq!(retrans_cell(&s(0.0123)), "1.23 %");
+    }
 
     fn point(cca: &str, x: f64, y: Option<f64>, jain: f64, worst_jain: f64) -> SweepPoint {
         SweepPoint {

@@ -69,6 +69,11 @@ pub struct ClientResult {
     pub seconds: f64,
     /// Per-interval receiver-side... as seen by the sender: (t_end, bits/s, rtt_us, cwnd_bytes).
     pub intervals: Vec<(f64, f64, u64, u64)>,
+    /// Retransmissions per interval, as the sender counted them: (interval
+    /// end in seconds since the client started, segments). What a window's
+    /// retransmission ratio is summed from (the end totals cover the whole
+    /// test, warm-up included).
+    pub interval_retransmits: Vec<(f64, u64)>,
     pub congestion: String,
 }
 
@@ -113,6 +118,17 @@ fn parse(v: &Value) -> Result<ClientResult> {
                 .collect()
         })
         .unwrap_or_default();
+    let interval_retransmits = v["intervals"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|i| {
+                    let s = &i["sum"];
+                    Some((s["end"].as_f64()?, s["retransmits"].as_u64()?))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     Ok(ClientResult {
         sent_bytes: u(&end["sum_sent"]["bytes"]),
         received_bytes: u(&end["sum_received"]["bytes"]),
@@ -122,6 +138,7 @@ fn parse(v: &Value) -> Result<ClientResult> {
         sender_cpu_percent: f(&end["cpu_utilization_percent"]["host_total"]),
         seconds: f(&end["sum_sent"]["seconds"]),
         intervals,
+        interval_retransmits,
         congestion: end["sender_tcp_congestion"]
             .as_str()
             .unwrap_or("")
@@ -209,4 +226,28 @@ fn client_streams(ns: &str, spec: &ClientSpec, streams: usize) -> Result<FullRes
         client,
         receiver_intervals,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each interval's retransmissions are kept (what a window's ratio is
+    /// summed from), beside the end total over the whole test.
+    #[test]
+    fn parse_keeps_each_intervals_retransmissions() {
+        let v = serde_json::json!({
+            "intervals": [
+                { "streams": [{ "end": 1.0, "bits_per_second": 5e6, "rtt": 21000, "snd_cwnd": 9000 }],
+                  "sum": { "end": 1.0, "retransmits": 40 } },
+                { "streams": [{ "end": 2.0, "bits_per_second": 6e6, "rtt": 22000, "snd_cwnd": 9500 }],
+                  "sum": { "end": 2.0, "retransmits": 1 } }
+            ],
+            "end": { "sum_sent": { "retransmits": 41, "bytes": 1000 } }
+        });
+        let r = parse(&v).unwrap();
+        assert_eq!(r.interval_retransmits, [(1.0, 40), (2.0, 1)]);
+        assert_eq!(r.retransmits, 41);
+        assert_eq!(r.intervals.len(), 2);
+    }
 }

@@ -41,6 +41,8 @@
 //! - [`run`]: runs a plan: network, self-check, flows, sampling, summary.
 //! - [`sweep`]: runs every point of a grid and writes the sweep's files.
 //! - [`resume`]: which points of an interrupted sweep are done.
+//! - [`resummarize`]: a stored run or sweep folder's summaries computed
+//!   again from its files with this build's definitions.
 //! - [`merge`]: shard folders joined into the folder one machine writes,
 //!   and sweeps of one grid for different CCAs (other builds, other
 //!   repetition counts) joined side by side, each CCA's source kept.
@@ -106,6 +108,7 @@ pub mod rateload;
 pub mod rcvbytes;
 pub mod results;
 pub mod resume;
+pub mod resummarize;
 pub mod run;
 pub mod runtable;
 pub mod scenario;

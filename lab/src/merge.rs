@@ -15,6 +15,8 @@
 //!   from different builds and repetition counts: each CCA's source
 //!   (build, object, repetitions, folders) is recorded in the merged
 //!   provenance.json (`sources`) and printed as one note line;
+//! - per CCA, every point ran under the same tunables (provenance.json's
+//!   per-point `tunables`): else "mixed tunables";
 //! - every CCA any folder swept has every point of the grid, once: else
 //!   "missing points" or "duplicate point";
 //! - the CCAs keep the order in which they first appear in the folders
@@ -232,6 +234,12 @@ pub fn combine(folders: &[Folder]) -> Result<Merged> {
                     warnings.push(note);
                 }
             }
+            if src.object_sha256.as_deref() == Some(crate::ccas::UNKNOWN_OBJECT) {
+                bail!(
+                    "unknown binaries: {cca} in {} ran an object registered before the lab, not by a lab, so which one is unknown",
+                    name(f)
+                );
+            }
             match sources.iter().position(|k| k.name == cca) {
                 None => {
                     sources.push(src);
@@ -336,18 +344,13 @@ pub fn combine(folders: &[Folder]) -> Result<Merged> {
             .find(|(_, q)| q.cca == g.key.cca && q.x == g.key.x && q.y == g.key.y)
             .expect("checked above");
         let f = &folders[*i];
-        let record = f
-            .provenance
-            .points
-            .iter()
-            .find(|r| r.cca == pt.cca && r.x == pt.x && r.y == pt.y)
-            .ok_or_else(|| {
-                anyhow!(
-                    "{}: point {} is in sweep.json but not in provenance.json",
-                    name(f),
-                    key_text(&g.key)
-                )
-            })?;
+        let record = f.provenance.record_of(&pt.cca, pt.x, pt.y).ok_or_else(|| {
+            anyhow!(
+                "{}: point {} is in sweep.json but not in provenance.json",
+                name(f),
+                key_text(&g.key)
+            )
+        })?;
         if let Some(other) = records
             .iter()
             .position(|r: &provenance::PointProvenance| r.run_dir == record.run_dir)
@@ -364,6 +367,7 @@ pub fn combine(folders: &[Folder]) -> Result<Merged> {
         records.push(record.clone());
         runs.push(f.dir.join("runs").join(&record.run_dir));
     }
+    same_tunables(&records, &runs)?;
     let provenance = SweepProvenance {
         environment: sources[0].environment.clone(),
         ccas: sources
@@ -412,6 +416,38 @@ fn same_source(known: &CcaSource, new: &CcaSource, a: &str, b: &str) -> Result<(
             "mixed repetitions: {cca} in {a} ran {} per point and in {b} {}",
             known.repetitions,
             new.repetitions
+        );
+    }
+    Ok(())
+}
+
+/// Refuse a CCA whose points ran under different tunables (a sweep
+/// resumed after `rttfairctl set`, or shards on nodes set otherwise): one
+/// CCA's grid is one law. `runs[k]` is where `records[k]` ran.
+fn same_tunables(records: &[provenance::PointProvenance], runs: &[PathBuf]) -> Result<()> {
+    for (k, r) in records.iter().enumerate() {
+        let Some(first) = records[..k].iter().position(|q| q.cca == r.cca) else {
+            continue;
+        };
+        let q = &records[first];
+        if q.tunables == r.tunables {
+            continue;
+        }
+        let value = |t: &std::collections::BTreeMap<String, f64>, name: &str| {
+            t.get(name).map_or("unset".to_string(), |v| v.to_string())
+        };
+        let name = q
+            .tunables
+            .keys()
+            .chain(r.tunables.keys())
+            .find(|n| q.tunables.get(*n) != r.tunables.get(*n))
+            .expect("the maps differ");
+        bail!(
+            "mixed tunables: {name} is {} in {} and {} in {}",
+            value(&q.tunables, name),
+            runs[first].display(),
+            value(&r.tunables, name),
+            runs[k].display()
         );
     }
     Ok(())
@@ -911,6 +947,44 @@ mod tests {
         let folders = [Folder::load(&a).unwrap(), Folder::load(&d).unwrap()];
         let m = combine(&folders).unwrap();
         assert_eq!(m.warnings.len(), 1, "{:?}", m.warnings);
+    }
+
+    /// Shards whose fairtt points ran under different tunables are one
+    /// grid under two laws: refused naming the tunable; the same values
+    /// in both merge.
+    #[test]
+    fn refuses_mixed_tunables() {
+        let root_dir = tmp("mixed-tunables");
+        let root = root_dir.path().to_path_buf();
+        let beta = |v: f64| {
+            move |p: &mut SweepProvenance| {
+                for r in p.points.iter_mut().filter(|r| r.cca == "fairtt") {
+                    r.tunables.insert("fairtt.beta".into(), v);
+                }
+            }
+        };
+        let a = write_sweep_folder(&root.join("a"), &grid_2d(), shard(0, 2), beta(0.8));
+        let b = write_sweep_folder(&root.join("b"), &grid_2d(), shard(1, 2), beta(0.5));
+        refused(
+            &root,
+            &[a.clone(), b],
+            "mixed tunables: fairtt.beta is 0.8 in",
+        );
+        let c = write_sweep_folder(&root.join("c"), &grid_2d(), shard(1, 2), beta(0.8));
+        let folders = [Folder::load(&a).unwrap(), Folder::load(&c).unwrap()];
+        combine(&folders).unwrap();
+    }
+
+    /// A sweep whose CCA ran an object the lab could not name (one the
+    /// operator had registered) is refused, even alone.
+    #[test]
+    fn refuses_an_unknown_object() {
+        let root_dir = tmp("unknown-object");
+        let root = root_dir.path().to_path_buf();
+        let a = write_sweep_folder(&root.join("a"), &grid_2d(), None, |p| {
+            p.ccas[0].object_sha256 = Some(crate::ccas::UNKNOWN_OBJECT.into())
+        });
+        refused(&root, &[a], "unknown binaries: fairtt in");
     }
 
     #[test]

@@ -23,6 +23,24 @@ impl Window {
     pub fn seconds(&self) -> f64 {
         self.end_s - self.start_s
     }
+
+    /// Whether a sample stamped `t` (seconds since the run started) falls
+    /// in the window: after its start, up to and including its end, the
+    /// interval the counters' goodput covers.
+    pub fn holds(&self, t: f64) -> bool {
+        t > self.start_s && t <= self.end_s
+    }
+
+    /// How much of the span `(from, to]` lies in the window, as a fraction
+    /// of the span (0 for an empty span): a per-interval count's share.
+    pub fn share_of(&self, from: f64, to: f64) -> f64 {
+        let overlap = to.min(self.end_s) - from.max(self.start_s);
+        if to <= from || overlap <= 0.0 {
+            0.0
+        } else {
+            overlap / (to - from)
+        }
+    }
 }
 
 /// A scenario resolved for running.

@@ -487,6 +487,7 @@ mod tests {
                     .collect(),
                 rtt_ms: vec![],
                 retransmits: 0,
+                retransmits_by_interval: vec![],
                 bytes_received: 0,
                 mean_goodput: 0.0,
                 congestion: spec.cca.clone(),
@@ -505,6 +506,7 @@ mod tests {
             flows,
             queue,
             bpf: vec![],
+            random_loss_at_edges: None,
             summary: Summary::default(),
         }
     }

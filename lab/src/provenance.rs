@@ -123,6 +123,18 @@ pub fn tunables(fs: &BpfFs, names: &[String]) -> Result<BTreeMap<String, f64>> {
     Ok(out)
 }
 
+/// The tunables in `all` (as [`tunables`] returns them) of the CCAs among
+/// `names`: what a run of those CCAs records.
+pub fn tunables_of(all: &BTreeMap<String, f64>, names: &[String]) -> BTreeMap<String, f64> {
+    all.iter()
+        .filter(|(k, _)| {
+            k.split_once('.')
+                .is_some_and(|(cca, _)| names.iter().any(|n| n == cca))
+        })
+        .map(|(k, v)| (k.clone(), *v))
+        .collect()
+}
+
 /// The provenance of one run's folder.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunProvenance {
@@ -187,6 +199,14 @@ impl SweepProvenance {
     /// The CCA names in grid order.
     pub fn cca_names(&self) -> Vec<String> {
         self.ccas.iter().map(|c| c.name.clone()).collect()
+    }
+
+    /// The record of the point of `cca` at (`x`, `y`), if the folder has
+    /// it (where its run is, what it ran with).
+    pub fn record_of(&self, cca: &str, x: f64, y: Option<f64>) -> Option<&PointProvenance> {
+        self.points
+            .iter()
+            .find(|r| r.cca == cca && r.x == x && r.y == y)
     }
 
     /// The source of `cca`'s points in this folder: its entry in `sources`

@@ -144,7 +144,14 @@ pub struct FlowResult {
     pub goodput: Vec<(f64, f64)>,
     /// Sender smoothed RTT at each interval end (TCP_INFO via iperf3), ms.
     pub rtt_ms: Vec<(f64, f64)>,
+    /// Sender retransmissions over the whole flow (iperf3's end total,
+    /// warm-up included: not what the summary's ratio uses).
     pub retransmits: u64,
+    /// Sender retransmissions per interval: (end time since run start,
+    /// segments); the intervals follow each other from the flow's start.
+    /// What [`Summary::retrans_ratio`] sums over the window; empty in
+    /// folders written before it was stored.
+    pub retransmits_by_interval: Vec<(f64, u64)>,
     pub bytes_received: u64,
     /// Goodput over the measurement window (the same for every flow), bit/s.
     pub mean_goodput: f64,
@@ -160,7 +167,9 @@ pub struct Summary {
     pub rts_by_group: BTreeMap<String, f64>,
     /// STDR of the first group against the second (0 with one group).
     pub stdr: f64,
-    /// Mean goodput of the first group over the second (1 with one group).
+    /// Mean goodput of the first group over the second (1 with one group;
+    /// infinite, null in JSON, when the second got none).
+    #[serde(deserialize_with = "null_as_infinity")]
     pub group_ratio: f64,
     /// Sum of goodputs over the goodput capacity rate x MSS / wire packet,
     /// over the window, goodput counted as data arrives at the receivers
@@ -181,16 +190,31 @@ pub struct Summary {
     /// this is not 0.
     #[serde(default)]
     pub arrivals_lost: u64,
-    /// The window goodput, utilization and Jain are computed over.
+    /// The window every figure of the summary is computed over: the
+    /// edges as marked (see [`crate::summary::window_of`]).
     pub window: Option<Window>,
+    /// Retransmitted segments over retransmitted plus delivered ones, in
+    /// the window: the senders' per-interval retransmissions (prorated at
+    /// the edges) against the window's first-time bytes / MSS. NaN (null
+    /// in JSON) where not known: a folder resummarized from files that
+    /// lack the per-interval retransmissions.
+    #[serde(deserialize_with = "null_as_nan")]
     pub retrans_ratio: f64,
+    /// Sender smoothed RTT of the interval samples in the window (those
+    /// whose interval's midpoint is in it), ms.
     pub rtt_mean_ms: f64,
     pub rtt_p95_ms: f64,
-    /// Queueing delay at the bottleneck: backlog x 8 / rate.
+    /// Queueing delay at the bottleneck (backlog x 8 / rate) of the queue
+    /// samples in the window, ms.
     pub qdelay_mean_ms: f64,
     pub qdelay_p95_ms: f64,
+    /// Packets the bottleneck dropped in the window (its drop counter
+    /// interpolated at the two edges).
     pub queue_drops: u64,
-    pub random_loss_drops: u64,
+    /// Packets random loss dropped in the window (its counter read at the
+    /// edges); `None` where not known (a folder resummarized from files
+    /// that lack those readings, for a scenario with random loss).
+    pub random_loss_drops: Option<u64>,
     /// First time after which Jain's index of the interval goodputs stays >= 0.95.
     pub convergence_s: Option<f64>,
     pub flow_goodput_mbit: Vec<f64>,
@@ -215,6 +239,17 @@ impl Summary {
         g.sort_by(|a, b| alphanumeric_sort::compare_str(a, b));
         g
     }
+}
+
+/// An f64 that JSON may hold as null (how serde_json writes NaN): NaN.
+fn null_as_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+/// An f64 that JSON holds as null where it was infinite (serde_json
+/// writes infinities as null): a ratio whose denominator was 0.
+fn null_as_infinity<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
 }
 
 /// The late-joiner / path-RTT-change metric of one repetition: which flow
@@ -247,6 +282,10 @@ pub struct RepResult {
     pub queue: Vec<QueueSample>,
     #[serde(skip)]
     pub bpf: Vec<BpfSample>,
+    /// The random-loss program's drop counter at the window's two edges
+    /// (what [`Summary::random_loss_drops`] is the difference of); kept so
+    /// the summary can be computed again from the folder.
+    pub random_loss_at_edges: Option<[u64; 2]>,
     pub summary: Summary,
 }
 
@@ -280,7 +319,8 @@ pub struct Worst {
     pub utilization: f64,
     /// Highest mean queueing delay, ms.
     pub qdelay_mean_ms: f64,
-    /// Highest retransmission ratio.
+    /// Highest retransmission ratio (NaN, null in JSON, if none is known).
+    #[serde(deserialize_with = "null_as_nan")]
     pub retrans_ratio: f64,
     /// How many repetitions this is the worst of.
     pub reps: u32,
@@ -304,6 +344,20 @@ pub struct SweepPoint {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A summary whose second group got nothing (ratio infinite, null in
+    /// the JSON serde_json writes) reads back, as infinite.
+    #[test]
+    fn an_infinite_group_ratio_round_trips() {
+        let s = Summary {
+            group_ratio: f64::INFINITY,
+            ..Summary::default()
+        };
+        let text = serde_json::to_string(&s).unwrap();
+        assert!(text.contains("\"group_ratio\":null"), "{text}");
+        let back: Summary = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.group_ratio, f64::INFINITY);
+    }
 
     #[test]
     fn groups_read_in_natural_order() {

@@ -2,6 +2,7 @@
 //! done. A point is done when its run folder holds a complete result of the
 //! same plan made by the same binaries; anything else is run again.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{bail, Result};
@@ -11,13 +12,19 @@ use crate::plan::Plan;
 use crate::provenance::{self, CcaObject, RunProvenance};
 use crate::results::{Summary, Worst};
 
-/// What a kept result must have been made with: this build.
+/// What a kept result must have been made with: this build, and the
+/// tunables the project CCAs have now.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Build {
     pub commit: String,
     /// "no", "yes" (uncommitted changes when the lab was built) or
     /// "unknown" (the commit came from `RTTFAIR_GIT_COMMIT`, or no git).
     pub dirty: String,
+    /// The sweep's project CCAs' tunables as the runs will have them
+    /// ("qfair.exit_drains" -> value; [`provenance::tunables`]): a point
+    /// run under other values (`rttfairctl set` between the interrupted
+    /// sweep and the resumed one) is run again.
+    pub tunables: BTreeMap<String, f64>,
 }
 
 impl Build {
@@ -27,6 +34,7 @@ impl Build {
         Build {
             commit: e.rttfair_commit,
             dirty: e.rttfair_dirty,
+            tunables: BTreeMap::new(),
         }
     }
 
@@ -95,14 +103,16 @@ pub fn complete(run_dir: &Path, repetitions: u32) -> Result<StoredRun> {
 }
 
 /// The earlier run in `run_dir` if it is complete ([`complete`]) and
-/// comparable: its provenance.json names the same scenario text, commit
-/// and BPF objects (hashes of this build's).
+/// comparable: its provenance.json names the same scenario text, commit,
+/// BPF objects (hashes of this build's) and the tunables of its CCAs
+/// `build` has now.
 pub fn finished(run_dir: &Path, plan: &Plan, build: &Build) -> Option<Finished> {
     let prov: RunProvenance = provenance::read(run_dir).ok()?;
     let objects: Vec<CcaObject> = plan.ccas.iter().map(|c| CcaObject::of(c)).collect();
     if prov.scenario != provenance::scenario_text(&plan.scenario).ok()?
         || prov.environment.rttfair_commit != build.commit
         || prov.ccas != objects
+        || prov.tunables != provenance::tunables_of(&build.tunables, &plan.ccas)
     {
         return None;
     }
@@ -141,10 +151,13 @@ rtt_ms = 40
         Plan::resolve(&Scenario::from_toml(SCENARIO).unwrap()).unwrap()
     }
 
+    /// This build, with a tunable of a CCA the plan does not run (which
+    /// must not matter).
     fn build() -> Build {
         Build {
             commit: "c0ffee".into(),
             dirty: "no".into(),
+            tunables: BTreeMap::from([("qfair.exit_drains".to_string(), 2.0)]),
         }
     }
 
@@ -162,6 +175,7 @@ rtt_ms = 40
         let with = |commit: &str, dirty: &str| Build {
             commit: commit.into(),
             dirty: dirty.into(),
+            tunables: BTreeMap::new(),
         };
         for (b, expect) in [
             (with("c0ffee", "yes"), "has uncommitted changes"),
@@ -184,7 +198,7 @@ rtt_ms = 40
         RunProvenance {
             environment,
             ccas: plan.ccas.iter().map(|c| CcaObject::of(c)).collect(),
-            tunables: Default::default(),
+            tunables: BTreeMap::from([("fairtt.beta".to_string(), 0.8)]),
             scenario: provenance::scenario_text(&plan.scenario).unwrap(),
             self_check: testkit::passed_self_check(),
         }
@@ -218,7 +232,9 @@ rtt_ms = 40
         let p = plan();
         let tmp = folder("complete", &run_provenance(&p), Some(2));
         let dir = tmp.path();
-        let f = finished(dir, &p, &build()).expect("kept");
+        let mut b = build();
+        b.tunables.insert("fairtt.beta".into(), 0.8);
+        let f = finished(dir, &p, &b).expect("kept");
         assert_eq!(f.summary.jain, 0.75);
         assert_eq!((f.worst.jain, f.worst.reps), (0.5, 2));
         assert_eq!(f.provenance, run_provenance(&p));
@@ -267,10 +283,20 @@ rtt_ms = 40
             ),
         ];
         assert!(good.scenario.contains("duration_s = 10"));
+        let mut b = build();
+        b.tunables.insert("fairtt.beta".into(), 0.8);
+        let tmp = folder("other-tunables", &good, Some(2));
+        // The same run, the CCA's tunable set otherwise since.
+        b.tunables.insert("fairtt.beta".into(), 0.5);
+        assert!(
+            finished(tmp.path(), &p, &b).is_none(),
+            "other tunables kept"
+        );
+        b.tunables.insert("fairtt.beta".into(), 0.8);
         for (name, prov, reps) in cases {
             let tmp = folder(name, &prov, reps);
             let dir = tmp.path();
-            assert!(finished(dir, &p, &build()).is_none(), "{name} was kept");
+            assert!(finished(dir, &p, &b).is_none(), "{name} was kept");
         }
         let tmp = testkit::temp_folder("resume-none");
         let empty = tmp.path().join("none");

@@ -16,7 +16,7 @@ use crate::ccas::CcaSession;
 use crate::iperf::{self, ClientSpec};
 use crate::link::Bottleneck;
 use crate::plan::Plan;
-use crate::provenance::{CcaObject, Environment, RunProvenance, SelfCheck};
+use crate::provenance::{Environment, RunProvenance, SelfCheck};
 use crate::qstats::QueueSampler;
 use crate::rcvbytes;
 use crate::results::{BpfSample, FlowResult};
@@ -49,7 +49,7 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<RunResult> {
 
 /// Run a resolved plan end to end and write its results folder.
 pub fn run_plan(plan: &Plan, opts: &RunOptions) -> Result<RunResult> {
-    let _session = CcaSession::ensure(&opts.bpffs, &plan.ccas)?;
+    let session = CcaSession::ensure(&opts.bpffs, &plan.ccas)?;
     let tunables = crate::provenance::tunables(&opts.bpffs, &plan.ccas)?;
     let (net, rtt_check) = build_checked_network(plan)?;
     let servers: Vec<iperf::Server> = (0..plan.flows.len())
@@ -59,13 +59,12 @@ pub fn run_plan(plan: &Plan, opts: &RunOptions) -> Result<RunResult> {
 
     let dir = opts.out_dir.join(plan.dir_name());
     std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
-    // A result left by an earlier run must not outlive this one's start
-    // (`--resume` takes a folder with summary.json as finished).
-    let _ = std::fs::remove_file(dir.join("summary.json"));
+    crate::files::clear_run_outputs(&dir)?;
     crate::files::write_scenario(&dir, plan)?;
     let provenance = RunProvenance {
         environment: Environment::current(),
-        ccas: plan.ccas.iter().map(|c| CcaObject::of(c)).collect(),
+        // What is registered, which need not be this build's object.
+        ccas: session.objects(&plan.ccas),
         tunables,
         scenario: crate::provenance::scenario_text(&plan.scenario)?,
         self_check: SelfCheck {
@@ -217,8 +216,6 @@ fn run_rep(
     bar: Option<(&indicatif::ProgressBar, u64)>,
 ) -> Result<RepResult> {
     let reader = net.queue_reader()?;
-    let drops_before = net.queue_reader()?.read()?.drops;
-    let loss_before = net.random_loss_drops();
     let t0 = Instant::now();
     // Jitter, ACK batching and RTT changes run on this repetition's clock.
     let start_ns = crate::delay::clock_ns();
@@ -284,16 +281,12 @@ fn run_rep(
         .enumerate()
         .map(|(i, (spec, r))| flow_result(spec, r, window.flow_goodput_bps[i]))
         .collect::<Result<_>>()?;
-    let drops = queue
-        .last()
-        .map(|q| q.stats.drops.saturating_sub(drops_before))
-        .unwrap_or(0) as u64;
-    let loss_drops = net.random_loss_drops() - loss_before;
-    let summary = summarize(plan, &flows, &queue, &window, drops, loss_drops);
+    let summary = summarize(plan, &flows, &queue, &window, Some(edges.random_loss));
     Ok(RepResult {
         flows,
         queue,
         bpf,
+        random_loss_at_edges: Some(edges.random_loss),
         summary,
     })
 }
@@ -356,6 +349,12 @@ fn flow_result(spec: FlowSpec, r: iperf::FullResult, window_goodput: f64) -> Res
         goodput,
         rtt_ms,
         retransmits: r.client.retransmits,
+        retransmits_by_interval: r
+            .client
+            .interval_retransmits
+            .iter()
+            .map(|(t, n)| (t + spec.start_s, *n))
+            .collect(),
         bytes_received: r.client.received_bytes,
         congestion: r.client.congestion.clone(),
         spec,
@@ -376,6 +375,8 @@ struct WindowEdges {
     t_s: [f64; 2],
     /// The receivers' in-order counters read right after (cross-check).
     in_order: [EdgeCounts; 2],
+    /// The random-loss program's drop counter read right after.
+    random_loss: [u64; 2],
 }
 
 /// Wait for the flows while draining the arrival counter and marking the
@@ -392,12 +393,14 @@ fn read_window_edges(
     let due = [plan.window.start_s, plan.window.end_s];
     let mut t_s = Vec::new();
     let mut in_order = Vec::new();
+    let mut random_loss = Vec::new();
     let mut mark = |t_s: &mut Vec<f64>| -> Result<()> {
         // Marked before anything stamped later is drained (Tally::mark_edge).
         let ns = crate::delay::clock_ns();
         counter.mark_edge(ns);
         t_s.push(ns.saturating_sub(clock.start_ns) as f64 / 1e9);
         in_order.push(edge_counts(plan, net, clock.t0)?);
+        random_loss.push(net.random_loss_drops());
         Ok(())
     };
     while !flows.iter().all(|h| h.is_finished()) || t_s.len() < due.len() {
@@ -426,6 +429,7 @@ fn read_window_edges(
     Ok(WindowEdges {
         t_s: [t_s[0], t_s[1]],
         in_order: [ia, ib],
+        random_loss: [random_loss[0], random_loss[1]],
     })
 }
 

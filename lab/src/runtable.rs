@@ -229,7 +229,7 @@ impl Table {
                 cells.push(jain_cell(s, r.worst.as_ref()));
                 cells.push(utilization_cell(s, r.worst.as_ref()));
                 cells.push(format!("{:.1} ms", s.qdelay_mean_ms));
-                cells.push(format!("{:.2} %", s.retrans_ratio * 100.0));
+                cells.push(crate::gridtable::retrans_cell(s));
                 if ttf {
                     cells.push(time_to_fair_cell(&r.reps));
                 }

@@ -55,6 +55,12 @@ use serde::{Deserialize, Serialize};
 /// Payload bytes per full-size segment on the emulated links (MTU 1500,
 /// IPv4 + TCP with timestamps).
 pub const MSS: u64 = 1448;
+
+/// The largest drop-tail buffer, bytes: bfifo's (and TBF's) limit is a
+/// 32-bit count, so a larger one would fail inside `tc` after the
+/// namespaces are built.
+pub const MAX_BUFFER_BYTES: u64 = u32::MAX as u64;
+
 /// Bytes a full-size packet occupies in the bottleneck queue (skb->len,
 /// including the Ethernet header).
 pub const WIRE_PACKET: u64 = 1514;
@@ -227,6 +233,21 @@ impl Buffer {
         if self.bytes == Some(0) || self.packets == Some(0) {
             return Err(err("bottleneck.buffer", "must hold at least one packet"));
         }
+        if let Some(b) = self.bytes.filter(|b| *b > MAX_BUFFER_BYTES) {
+            return Err(err(
+                "bottleneck.buffer.bytes",
+                format!("must be at most {MAX_BUFFER_BYTES} (the qdisc's limit), got {b}"),
+            ));
+        }
+        let max_packets = MAX_BUFFER_BYTES / WIRE_PACKET;
+        if let Some(p) = self.packets.filter(|p| *p > max_packets) {
+            return Err(err(
+                "bottleneck.buffer.packets",
+                format!(
+                    "must be at most {max_packets} ({MAX_BUFFER_BYTES} bytes, the qdisc's limit), got {p}"
+                ),
+            ));
+        }
         Ok(())
     }
 }
@@ -265,8 +286,10 @@ impl FlowGroup {
         }
         in_range(&p("loss_pct"), self.loss_pct, 0.0, 50.0, " %")?;
         in_range(&p("start_s"), self.start_s, 0.0, duration_s - 1.0, " s")?;
+        whole_seconds(&p("start_s"), self.start_s)?;
         if let Some(stop) = self.stop_s {
             in_range(&p("stop_s"), stop, self.start_s + 1.0, duration_s, " s")?;
+            whole_seconds(&p("stop_s"), stop)?;
         }
         in_range(&p("jitter_ms"), self.jitter_ms, 0.0, 1000.0, " ms")?;
         in_range(&p("ack_batch_ms"), self.ack_batch_ms, 0.0, 1000.0, " ms")?;
@@ -311,6 +334,20 @@ fn err(field: impl Into<String>, reason: impl Into<String>) -> ScenarioError {
     }
 }
 
+/// A time that sets an iperf3 client's length (`-t stop - start`): whole
+/// seconds, because iperf3 reads `-t` with atoi() (12.5 runs 12 s, and
+/// the flow would stop before the time the scenario says).
+fn whole_seconds(field: &str, v: f64) -> Result<(), ScenarioError> {
+    if v.fract() == 0.0 {
+        Ok(())
+    } else {
+        Err(err(
+            field,
+            format!("must be whole seconds (iperf3 runs whole seconds), got {v}"),
+        ))
+    }
+}
+
 fn in_range(field: &str, v: f64, lo: f64, hi: f64, unit: &str) -> Result<(), ScenarioError> {
     if v.is_finite() && v >= lo && v <= hi {
         Ok(())
@@ -350,6 +387,15 @@ impl Scenario {
             " Mbit/s",
         )?;
         self.bottleneck.buffer.validate()?;
+        if self.bottleneck.buffer.bdp.is_some() && self.buffer_bytes() > MAX_BUFFER_BYTES {
+            return Err(err(
+                "bottleneck.buffer.bdp",
+                format!(
+                    "gives {} bytes at this rate and RTT, more than the qdisc's limit of {MAX_BUFFER_BYTES}",
+                    self.buffer_bytes()
+                ),
+            ));
+        }
         if self.flows.is_empty() {
             return Err(err("flows", "at least one flow is needed"));
         }
@@ -392,6 +438,7 @@ impl Scenario {
             return Err(err("name", "must not be empty"));
         }
         in_range("duration_s", self.duration_s, 1.0, 3600.0, " s")?;
+        whole_seconds("duration_s", self.duration_s)?;
         if self.repetitions == 0 || self.repetitions > 100 {
             return Err(err(
                 "repetitions",
@@ -414,6 +461,16 @@ impl Scenario {
                 if a.values.is_empty() {
                     return Err(err(format!("sweep.{name}.values"), "must not be empty"));
                 }
+                // A repeated value is one point twice: the same run
+                // folder, written over, and two rows in sweep.csv.
+                for (j, v) in a.values.iter().enumerate() {
+                    if let Some(i) = a.values[..j].iter().position(|u| u == v) {
+                        return Err(err(
+                            format!("sweep.{name}.values[{j}]"),
+                            format!("repeats values[{i}] ({v}): each point once"),
+                        ));
+                    }
+                }
                 a.values
                     .iter()
                     .enumerate()
@@ -429,6 +486,15 @@ impl Scenario {
                     })
                     .collect()
             };
+        if let Some(y) = sweep.y.as_ref().filter(|y| y.param == sweep.x.param) {
+            return Err(err(
+                "sweep.y.param",
+                format!(
+                    "is the x axis' parameter too ({}): y would overwrite x at every point",
+                    y.param
+                ),
+            ));
+        }
         for point in check_axis(self, "x", &sweep.x)? {
             if let Some(y) = &sweep.y {
                 check_axis(&point, "y", y)?;
@@ -535,7 +601,8 @@ impl Scenario {
         let bytes = if let Some(x) = b.bytes {
             x
         } else if let Some(p) = b.packets {
-            p * WIRE_PACKET
+            // Validation bounds it; never wrap whatever the caller built.
+            p.saturating_mul(WIRE_PACKET)
         } else {
             let bdp = self.rate_bit() as f64 / 8.0 * b.rtt_ms.unwrap_or(0.0) / 1e3;
             (bdp * b.bdp.unwrap_or(0.0)) as u64
@@ -878,5 +945,63 @@ one_way_delay_ms = 5
         let e = error_of(&with_sweep.replace("[1, 2]", "[1, 0]"));
         assert_eq!(e.field, "sweep.x.values[1]", "{e}");
         assert_eq!(e.line, Some(last - 4), "{e}");
+    }
+
+    /// A grid with a point twice (a repeated value, 1 and 1.0 alike) or
+    /// one parameter on both axes is refused naming the field.
+    #[test]
+    fn a_grid_with_a_point_twice_is_refused() {
+        let grid = |x: &str, y: &str| {
+            format!(
+                "{OK}\n[sweep]\nx = {{ param = \"bottleneck.buffer.bdp\", values = {x} }}\n\
+                 y = {{ param = \"{y}\", values = [10, 50] }}\n"
+            )
+        };
+        Scenario::from_toml(&grid("[1, 2]", "flows[1].rtt_ms")).unwrap();
+        let e = error_of(&grid("[1, 1.0, 2]", "flows[1].rtt_ms"));
+        assert_eq!(e.field, "sweep.x.values[1]", "{e}");
+        assert!(e.reason.contains("repeats values[0]"), "{e}");
+        let e = error_of(&grid("[1, 2]", "bottleneck.buffer.bdp"));
+        assert_eq!(e.field, "sweep.y.param", "{e}");
+        assert!(e.reason.contains("overwrite"), "{e}");
+    }
+
+    /// A buffer the qdisc cannot hold is refused naming the field, in
+    /// bytes, in packets (whose bytes once wrapped to a 2-packet buffer)
+    /// and from a BDP; the largest one is accepted.
+    #[test]
+    fn a_buffer_beyond_the_qdiscs_limit_is_refused() {
+        let with = |buffer: &str| OK.replace("buffer = { bdp = 2.0, rtt_ms = 20.0 }", buffer);
+        assert!(OK.contains("buffer = { bdp = 2.0, rtt_ms = 20.0 }"));
+        let e = error_of(&with("buffer = { bytes = 5000000000 }"));
+        assert_eq!(e.field, "bottleneck.buffer.bytes", "{e}");
+        let e = error_of(&with("buffer = { packets = 12184111013018198 }"));
+        assert_eq!(e.field, "bottleneck.buffer.packets", "{e}");
+        let e = error_of(
+            &with("buffer = { bdp = 1000, rtt_ms = 5000 }")
+                .replace("rate_mbit = 10\n", "rate_mbit = 10000\n"),
+        );
+        assert_eq!(e.field, "bottleneck.buffer.bdp", "{e}");
+        let max = Scenario::from_toml(&with(&format!("buffer = {{ bytes = {MAX_BUFFER_BYTES} }}")))
+            .unwrap();
+        assert_eq!(max.buffer_bytes(), MAX_BUFFER_BYTES);
+    }
+
+    /// A flow length iperf3 would cut to whole seconds is refused, from
+    /// the duration, a start or a stop (a sweep point's too).
+    #[test]
+    fn a_fractional_flow_length_is_refused() {
+        let e = error_of(&OK.replace("duration_s = 10", "duration_s = 12.5"));
+        assert_eq!(e.field, "duration_s", "{e}");
+        assert!(e.reason.contains("whole seconds"), "{e}");
+        let e = error_of(&OK.replace("count = 2\n", "count = 2\nstart_s = 2.5\n"));
+        assert_eq!(e.field, "flows[1].start_s", "{e}");
+        let e = error_of(&OK.replace("count = 2\n", "count = 2\nstop_s = 8.5\n"));
+        assert_eq!(e.field, "flows[1].stop_s", "{e}");
+        Scenario::from_toml(&OK.replace("count = 2\n", "count = 2\nstart_s = 2\nstop_s = 8.0\n"))
+            .unwrap();
+        let mut s = Scenario::from_toml(OK).unwrap();
+        s.set_duration(7.5);
+        assert_eq!(s.validate().unwrap_err().field, "duration_s");
     }
 }

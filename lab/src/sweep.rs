@@ -58,9 +58,12 @@ pub struct Selection {
     pub resume: bool,
 }
 
-/// The folder a sweep of `base` writes under `out_dir`.
+/// The folder a sweep (or a merge) of `base` writes under `out_dir`:
+/// the scenario's name made path-safe as run folders' are
+/// ([`crate::plan::sanitize`]), so a name with `/` or `..` cannot put it
+/// (and the claims [`clear_outputs`] removes) outside `out_dir`.
 pub fn dir_of(out_dir: &Path, base: &Scenario) -> PathBuf {
-    out_dir.join(format!("{}-sweep", base.name))
+    out_dir.join(format!("{}-sweep", crate::plan::sanitize(&base.name)))
 }
 
 /// As [`run`], the points `sel` selects; writes the sweep's files and its
@@ -79,10 +82,19 @@ pub fn run_selected(
         plans = sh.select(plans);
     }
     let dir = dir_of(&opts.out_dir, base);
-    let build = crate::resume::Build::current();
-    if sel.resume {
+    let mut build = crate::resume::Build::current();
+    // With --resume, the CCAs are held registered for the whole sweep and
+    // their tunables read once, as the runs will have them: a point kept
+    // must have run under the same ones (each run takes its own lease
+    // too; the last one out unloads what a lab loaded).
+    let _held = if sel.resume {
         build.check_resumable(&dir.join("runs"))?;
-    }
+        let session = crate::ccas::CcaSession::ensure(&opts.bpffs, ccas)?;
+        build.tunables = crate::provenance::tunables(&opts.bpffs, ccas)?;
+        Some(session)
+    } else {
+        None
+    };
     std::fs::create_dir_all(&dir)?;
     clear_outputs(&dir)?;
     let inner = RunOptions {
@@ -91,6 +103,7 @@ pub fn run_selected(
     };
     let mut points = Vec::new();
     let mut records = Vec::new();
+    let mut ran = Vec::new();
     for p in &plans {
         let run_dir = p.plan.dir_name();
         let earlier = sel
@@ -124,6 +137,7 @@ pub fn run_selected(
                 (r.summary, worst, r.provenance)
             }
         };
+        ran.extend(prov.ccas.iter().cloned());
         records.push(PointProvenance {
             cca: p.key.cca.clone(),
             x: p.key.x,
@@ -142,7 +156,7 @@ pub fn run_selected(
     }
     let provenance = SweepProvenance {
         environment: Environment::current(),
-        ccas: ccas.iter().map(|c| CcaObject::of(c)).collect(),
+        ccas: ccas.iter().map(|c| object_run(c, &ran)).collect(),
         scenario: crate::provenance::scenario_text(base)?,
         shard: sel.shard,
         merged_from: Vec::new(),
@@ -151,6 +165,24 @@ pub fn run_selected(
     };
     write_outputs(&dir, base, sweep, ccas, &points, &provenance)?;
     Ok((points, dir))
+}
+
+/// The object `cca` ran in a sweep's points (`ran`: every point's run
+/// record): the one they all recorded, [`crate::ccas::UNKNOWN_OBJECT`] if
+/// they differ, this build's if no point recorded one.
+fn object_run(cca: &str, ran: &[CcaObject]) -> CcaObject {
+    let mut seen = ran.iter().filter(|o| o.name == cca);
+    let Some(first) = seen.next() else {
+        return CcaObject::of(cca);
+    };
+    if seen.all(|o| o == first) {
+        first.clone()
+    } else {
+        CcaObject {
+            name: cca.to_string(),
+            object_sha256: Some(crate::ccas::UNKNOWN_OBJECT.to_string()),
+        }
+    }
 }
 
 /// The file beside sweep.csv with the CCAs side by side
@@ -206,6 +238,32 @@ pub fn write_outputs(
 mod tests {
     use super::*;
     use crate::testkit::{self, MadeUp};
+
+    /// A sweep records the object its points ran, unknown if they differ.
+    #[test]
+    fn a_sweep_records_the_object_its_points_ran() {
+        let other = |sha: &str| CcaObject {
+            name: "qfair".into(),
+            object_sha256: Some(sha.into()),
+        };
+        assert_eq!(object_run("qfair", &[]), CcaObject::of("qfair"));
+        let unknown = other(crate::ccas::UNKNOWN_OBJECT);
+        let ran = [other("ab"), CcaObject::of("cubic"), other("ab")];
+        assert_eq!(object_run("qfair", &ran), other("ab"));
+        assert_eq!(object_run("cubic", &ran), CcaObject::of("cubic"));
+        assert_eq!(object_run("qfair", &[other("ab"), other("cd")]), unknown);
+    }
+
+    /// A scenario named to climb out of `--out` gets a folder inside it.
+    #[test]
+    fn a_sweep_folder_stays_inside_out() {
+        let mut base = Scenario::from_toml(&testkit::grid_toml("c", 1, None, &[])).unwrap();
+        base.name = "../../escape/dir".into();
+        let out = Path::new("/srv/lab-out");
+        let dir = dir_of(out, &base);
+        assert_eq!(dir.parent(), Some(out));
+        assert_eq!(dir, out.join("______escape_dir-sweep"));
+    }
 
     /// An earlier sweep's folder after a new sweep's start: no
     /// provenance.json, sweep.json, sweep.csv or compare.md (so `lab

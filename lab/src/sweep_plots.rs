@@ -81,7 +81,9 @@ pub const METRICS: [Metric; 6] = [
         name: "retrans",
         title: "retransmissions %, mean",
         scale: Scale::ZeroToMax,
-        value: |p| Some(p.summary.retrans_ratio * 100.0),
+        // Not known (NaN) in a folder resummarized from files that lack
+        // the per-interval retransmissions: a grey cell.
+        value: |p| Some(p.summary.retrans_ratio * 100.0).filter(|v| !v.is_nan()),
         label: |v| format!("{v:.2}%"),
     },
     Metric {

@@ -159,6 +159,7 @@ fn write_run_summary(dir: &Path, scenario: &Scenario, prov: &RunProvenance, f: F
             flows: vec![],
             queue: vec![],
             bpf: vec![],
+            random_loss_at_edges: None,
             summary: s.clone(),
         })
         .collect();

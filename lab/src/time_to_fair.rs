@@ -13,9 +13,10 @@
 //!   or before it, not yet stopped);
 //! - time to fair: the first whole second k after the event from which
 //!   the flow's per-interval goodput stays within [`TOLERANCE`] of the
-//!   share for [`HOLD_SAMPLES`] samples in a row (the samples ending at
-//!   event + k ... event + k + 4 with 1 s intervals); "never" if no such
-//!   k before the run ends. Samples ending within half a second of the
+//!   share for [`HOLD_S`] seconds of samples in a row ([`hold_samples`]
+//!   of the scenario's `interval_s`: the samples ending at event + k ...
+//!   event + k + 4 with 1 s intervals); "never" if no such k before the
+//!   run ends. Samples ending within half a second of the
 //!   event are left out (they hold mostly time before it).
 //!
 //! Computed from the per-interval goodput series a repetition's summary
@@ -34,9 +35,17 @@ use crate::scenario::{Scenario, MSS, WIRE_PACKET};
 /// of the share, either way.
 pub const TOLERANCE: f64 = 0.20;
 
-/// How many samples in a row must be fair: 5 (5 s at the lab's 1 s
-/// interval), so one lucky second is not "fair".
-pub const HOLD_SAMPLES: usize = 5;
+/// How long the samples in a row must be fair, seconds, so one lucky
+/// second is not "fair".
+pub const HOLD_S: f64 = 5.0;
+
+/// How many samples in a row cover [`HOLD_S`] at a sample every
+/// `interval_s` (the scenario's iperf3 interval): 5 at 1 s, 25 at 0.2 s,
+/// 1 at 10 s; at least one.
+pub fn hold_samples(interval_s: f64) -> usize {
+    // Less a hair, so 5 / 0.2 (25.000000000000004 or so) is 25.
+    ((HOLD_S / interval_s - 1e-9).ceil() as usize).max(1)
+}
 
 /// The event a scenario's time to fair is measured from.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -49,6 +58,9 @@ pub struct Event {
     pub share_bps: f64,
     /// How long the run goes on after the event, s.
     pub watched_s: f64,
+    /// How many samples in a row must be fair ([`hold_samples`] of the
+    /// scenario's interval).
+    pub hold_samples: usize,
 }
 
 /// The event of `scenario` (see the module doc); `None` when it has none.
@@ -83,6 +95,7 @@ pub fn event(scenario: &Scenario) -> Option<Event> {
         at_s,
         share_bps: capacity / running as f64,
         watched_s: scenario.duration_s - at_s,
+        hold_samples: hold_samples(scenario.interval_s),
     })
 }
 
@@ -94,16 +107,21 @@ impl Event {
             flow: self.flow,
             event_s: self.at_s,
             share_mbit: self.share_bps / 1e6,
-            seconds: first_fair_second(goodput, self.at_s, self.share_bps),
+            seconds: first_fair_second(goodput, self.at_s, self.share_bps, self.hold_samples),
             watched_s: self.watched_s,
         }
     }
 }
 
-/// The first whole second k after `event_s` from which [`HOLD_SAMPLES`]
-/// samples in a row are within [`TOLERANCE`] of `share` (see the module
-/// doc); `None` if there is none. `samples`: (interval end, bit/s).
-pub fn first_fair_second(samples: &[(f64, f64)], event_s: f64, share: f64) -> Option<f64> {
+/// The first whole second k after `event_s` from which `hold` samples in
+/// a row are within [`TOLERANCE`] of `share` (see the module doc); `None`
+/// if there is none. `samples`: (interval end, bit/s).
+pub fn first_fair_second(
+    samples: &[(f64, f64)],
+    event_s: f64,
+    share: f64,
+    hold: usize,
+) -> Option<f64> {
     let mut after: Vec<(f64, f64)> = samples
         .iter()
         .copied()
@@ -114,7 +132,7 @@ pub fn first_fair_second(samples: &[(f64, f64)], event_s: f64, share: f64) -> Op
         .iter()
         .map(|(_, bps)| (bps - share).abs() <= TOLERANCE * share)
         .collect();
-    fair.windows(HOLD_SAMPLES)
+    fair.windows(hold.max(1))
         .position(|w| w.iter().all(|&f| f))
         // Ties to even, as the script's Python round() did.
         .map(|i| (after[i].0 - event_s).round_ties_even())
@@ -224,7 +242,7 @@ mod tests {
         s.push((20.4, HALF));
         s.extend(series(20.0, &[0.0; 3]));
         s.extend(series(23.0, &[HALF; 6]));
-        let t = first_fair_second(&s, 20.0, HALF);
+        let t = first_fair_second(&s, 20.0, HALF, 5);
         assert_eq!(t, Some(4.0));
     }
 
@@ -283,5 +301,25 @@ mod tests {
             assert_eq!(cell(&t), script_said, "{cca}");
             assert_eq!(t.flow, 0, "{cca}: the 10 ms joiner is flow 0");
         }
+    }
+
+    /// "Fair" means held for 5 s whatever the sampling interval: at 0.5 s
+    /// that is 10 samples, so 4 s of fair samples (8) then a dip is not
+    /// yet fair; at 10 s one sample is enough.
+    #[test]
+    fn the_hold_is_five_seconds_at_any_interval() {
+        assert_eq!(
+            [0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 10.0].map(hold_samples),
+            [50, 25, 17, 10, 5, 3, 1]
+        );
+        let mut s = late_joiner();
+        s.interval_s = 0.5;
+        let e = event(&s).unwrap();
+        assert_eq!(e.hold_samples, 10);
+        // Samples every 0.5 s from 20.5 s: 8 fair, one low, then fair.
+        let mut v: Vec<(f64, f64)> = (1..=40).map(|i| (20.0 + 0.5 * i as f64, HALF)).collect();
+        v[8].1 = HALF * 0.5;
+        // The first 10 fair in a row start at the sample ending 25 s.
+        assert_eq!(e.measure(&v).seconds, Some(5.0));
     }
 }
