@@ -367,10 +367,10 @@ fn an_unbounded_watch_interval_is_one_line_not_a_panic() {
 /// broken check cannot start a demo.)
 #[test]
 fn demo_seconds_outside_its_range_is_one_line_naming_the_range() {
-    for bad in ["0", "4000", "NaN"] {
+    for bad in ["0", "4000", "NaN", "30.5"] {
         assert_one_line_error(
             &host_run(&["demo", "--seconds", bad, "--out", "/nonexistent/demo"]),
-            "--seconds must be between 5 and 600",
+            "--seconds must be whole seconds between 5 and 600",
         );
     }
 }
