@@ -125,18 +125,24 @@ impl Snapshot {
                 .push(s.rate);
         }
         for (cca, by_group) in groups {
-            let mut ranked: Vec<(&str, Vec<f64>)> = by_group.into_iter().collect();
-            let sum = |v: &[f64]| v.iter().sum::<f64>();
+            // Each group's sum once, not per comparison (this runs per scrape).
+            let mut ranked: Vec<(&str, Vec<f64>, f64)> = by_group
+                .into_iter()
+                .map(|(g, v)| {
+                    let total = v.iter().sum::<f64>();
+                    (g, v, total)
+                })
+                .collect();
             // Stable sort over the BTreeMap's label order: ties keep it.
-            ranked.sort_by(|a, b| sum(&b.1).total_cmp(&sum(&a.1)));
+            ranked.sort_by(|a, b| b.2.total_cmp(&a.2));
             let folded = ranked.split_off(ranked.len().min(self.max_groups));
             if !folded.is_empty() {
                 t.per_cca.get_mut(cca).expect("counted above").groups_folded = folded.len();
-                let other = folded.into_iter().flat_map(|(_, v)| v).collect();
+                let other = folded.into_iter().flat_map(|(_, v, _)| v).collect();
                 t.per_group
                     .insert((cca.to_string(), OTHER_GROUP.to_string()), other);
             }
-            for (group, rates) in ranked {
+            for (group, rates, _) in ranked {
                 t.per_group
                     .insert((cca.to_string(), group.to_string()), rates);
             }
