@@ -33,15 +33,19 @@ fn ctl_with_caps(caps: &str, args: &[&str]) -> Output {
         .expect("setpriv (util-linux)")
 }
 
-/// `rttfairctl daemon --check-config --config PATH`, which must succeed; its
-/// stdout (what the config loads and which capabilities it needs).
-fn check_config(config: &std::path::Path) -> String {
-    let out = ctl()
+/// What `rttfairctl daemon --check-config --config PATH` did.
+fn check_config_output(config: &std::path::Path) -> Output {
+    ctl()
         .args(["daemon", "--check-config", "--config"])
         .arg(config)
         .output()
-        .unwrap();
-    assert_success(&out)
+        .unwrap()
+}
+
+/// `rttfairctl daemon --check-config --config PATH`, which must succeed; its
+/// stdout (what the config loads and which capabilities it needs).
+fn check_config(config: &std::path::Path) -> String {
+    assert_success(&check_config_output(config))
 }
 
 fn unit_path() -> PathBuf {
@@ -187,11 +191,7 @@ fn check_config_refuses_a_bad_config_in_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("d.toml");
     std::fs::write(&config, "load = [\"cubic\"]\n").unwrap();
-    let out = ctl()
-        .args(["daemon", "--check-config", "--config"])
-        .arg(&config)
-        .output()
-        .unwrap();
+    let out = check_config_output(&config);
     assert_one_line_error(&out, "cubic");
 }
 
@@ -542,11 +542,7 @@ fn daemonset_config_passes_check_config() {
     // the daemon starts with a key of its own and says so.
     let key_file = "/etc/rttfair-peer-hash-key/key";
     assert!(toml.contains(key_file), "extracted:\n{toml}");
-    let out = ctl()
-        .args(["daemon", "--check-config", "--config"])
-        .arg(&config)
-        .output()
-        .unwrap();
+    let out = check_config_output(&config);
     assert_success(&out);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("does not exist"), "{stderr}");
@@ -556,11 +552,7 @@ fn daemonset_config_passes_check_config() {
     std::fs::write(&key, "000102030405060708090a0b0c0d0e0f\n").unwrap();
     check_config(&config);
     std::fs::write(&key, "0001020304050607\n").unwrap();
-    let out = ctl()
-        .args(["daemon", "--check-config", "--config"])
-        .arg(&config)
-        .output()
-        .unwrap();
+    let out = check_config_output(&config);
     assert_one_line_error(&out, key.to_str().unwrap());
 }
 
