@@ -33,15 +33,19 @@ fn ctl_with_caps(caps: &str, args: &[&str]) -> Output {
         .expect("setpriv (util-linux)")
 }
 
-/// `rttfairctl daemon --check-config --config PATH`, which must succeed; its
-/// stdout (what the config loads and which capabilities it needs).
-fn check_config(config: &std::path::Path) -> String {
-    let out = ctl()
+/// What `rttfairctl daemon --check-config --config PATH` did.
+fn check_config_output(config: &std::path::Path) -> Output {
+    ctl()
         .args(["daemon", "--check-config", "--config"])
         .arg(config)
         .output()
-        .unwrap();
-    assert_success(&out)
+        .unwrap()
+}
+
+/// `rttfairctl daemon --check-config --config PATH`, which must succeed; its
+/// stdout (what the config loads and which capabilities it needs).
+fn check_config(config: &std::path::Path) -> String {
+    assert_success(&check_config_output(config))
 }
 
 fn unit_path() -> PathBuf {
@@ -187,11 +191,7 @@ fn check_config_refuses_a_bad_config_in_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("d.toml");
     std::fs::write(&config, "load = [\"cubic\"]\n").unwrap();
-    let out = ctl()
-        .args(["daemon", "--check-config", "--config"])
-        .arg(&config)
-        .output()
-        .unwrap();
+    let out = check_config_output(&config);
     assert_one_line_error(&out, "cubic");
 }
 
@@ -304,6 +304,13 @@ fn kubernetes_manifests_pass_the_api_schemas_and_its_rules() {
             "maxUnavailable: 10%",
             "maxUnavailable: 1",
             "use a percentage",
+        ),
+        // An optional Secret holds the key: without it, a daemon that
+        // requires its key file would never start.
+        (
+            "peer_hash_key_optional = true",
+            "peer_hash_key_optional = false",
+            "no Secret, no daemon",
         ),
     ] {
         assert!(text.contains(from), "{from}");
@@ -531,4 +538,65 @@ fn daemonset_config_passes_check_config() {
     std::fs::write(&config, &toml).unwrap();
     let text = check_config(&config);
     assert!(text.contains("load [qfair"), "{text}");
+    // Its peer hash key comes from an optional Secret: absent (as here),
+    // the daemon starts with a key of its own and says so.
+    let key_file = "/etc/rttfair-peer-hash-key/key";
+    assert!(toml.contains(key_file), "extracted:\n{toml}");
+    let out = check_config_output(&config);
+    assert_success(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("does not exist"), "{stderr}");
+    // Present, its key is used; malformed, it is refused, Secret or not.
+    let key = dir.path().join("key");
+    std::fs::write(&config, toml.replace(key_file, key.to_str().unwrap())).unwrap();
+    std::fs::write(&key, "000102030405060708090a0b0c0d0e0f\n").unwrap();
+    check_config(&config);
+    std::fs::write(&key, "0001020304050607\n").unwrap();
+    let out = check_config_output(&config);
+    assert_one_line_error(&out, key.to_str().unwrap());
+}
+
+/// A peer hash key file the daemon cannot use stops it in one line naming
+/// the file, before it binds or touches BPF: here it holds no capability
+/// at all, and the error is the key's, not a missing capability.
+#[test]
+fn a_bad_peer_hash_key_file_stops_the_daemon_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("peer-hash-key");
+    let config = dir.path().join("d.toml");
+    let port = free_port();
+    std::fs::write(
+        &config,
+        format!(
+            "listen = \"127.0.0.1:{port}\"\npeer_addresses = \"hashed\"\n\
+             peer_hash_key_file = {:?}\n",
+            key.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+    for (contents, says) in [
+        (None, "No such file"),
+        (Some("00010203"), "found 8"),
+        (
+            Some("not a key at all, not hex digits"),
+            "another character",
+        ),
+    ] {
+        if let Some(c) = contents {
+            std::fs::write(&key, c).unwrap();
+        }
+        for check in [false, true] {
+            let mut args = vec!["daemon", "--config", config];
+            if check {
+                args.push("--check-config");
+            }
+            let line = assert_one_line_error(&ctl_with_caps("+net_admin", &args), says);
+            assert!(line.contains(key.to_str().unwrap()), "{line}");
+            assert!(
+                !line.contains("CAP_"),
+                "checked before the capabilities: {line}"
+            );
+        }
+    }
 }

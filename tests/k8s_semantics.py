@@ -7,6 +7,7 @@ Needs PyYAML (a dependency of kubernetes-validate, so in its venv).
 """
 import re
 import sys
+import tomllib
 
 import yaml
 
@@ -79,6 +80,34 @@ def check_daemonset(where, spec):
     mounts = {m["mountPath"]: m for m in c.get("volumeMounts", [])}
     if "/sys/fs/bpf" not in mounts:
         bad(where, "no bpffs mount at /sys/fs/bpf")
+
+
+def check_peer_hash_key(where, spec, docs):
+    """The daemon's peer_hash_key_file (in its ConfigMap's daemon.toml)
+    must come from a Secret volume the container mounts; if that Secret is
+    optional (the pod starts without it), the config must say the key file
+    may be absent, or the daemon refuses to start exactly then."""
+    c = spec["containers"][0]
+    volumes = {v["name"]: v for v in spec.get("volumes", [])}
+    for m in c.get("volumeMounts", []):
+        cm = (volumes.get(m["name"]) or {}).get("configMap")
+        if not cm:
+            continue
+        for _, d in docs:
+            if d.get("kind") != "ConfigMap" or d["metadata"]["name"] != cm["name"]:
+                continue
+            toml = tomllib.loads((d.get("data") or {}).get("daemon.toml", ""))
+            key = toml.get("peer_hash_key_file")
+            if key is None:
+                continue
+            mount = next((k for k in c.get("volumeMounts", [])
+                          if key.startswith(k["mountPath"].rstrip("/") + "/")), None)
+            secret = (volumes.get(mount["name"]) or {}).get("secret") if mount else None
+            if not secret:
+                bad(where, f"peer_hash_key_file {key} is not in a mounted Secret volume")
+            elif secret.get("optional") and not toml.get("peer_hash_key_optional"):
+                bad(where, f"the Secret of peer_hash_key_file {key} is optional but "
+                           "peer_hash_key_optional is not true: no Secret, no daemon")
 
 
 def check_rollout(where, doc):
@@ -189,6 +218,7 @@ def main():
         if d["kind"] == "DaemonSet":
             check_daemonset(where, spec)
             check_rollout(where, d)
+            check_peer_hash_key(where, spec, docs)
         if d["kind"] == "Job" and d["spec"].get("completionMode") == "Indexed":
             check_sweep(where, d, merge_args)
             check_lab_pool(where, d, [(w, x) for w, x in docs if x.get("kind") == "DaemonSet"])

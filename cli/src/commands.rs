@@ -227,6 +227,8 @@ fn daemon(
         c.bpffs = fs.root().to_path_buf();
     }
     if check_config {
+        // The peer hash key as the daemon would read it at start.
+        rttfair_daemon::peer::PeerLabels::from_config(&c)?;
         let caps: Vec<&str> = c.required_caps().iter().map(|c| c.name()).collect();
         return out.print(
             json!({

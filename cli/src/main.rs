@@ -165,8 +165,9 @@ pub enum Command {
         /// Override the config's listen address.
         #[arg(long)]
         listen: Option<std::net::SocketAddr>,
-        /// Only check the config: print what it asks for and the capabilities
-        /// it needs, then exit (0 if valid). Touches nothing.
+        /// Only check the config (and read its peer_hash_key_file, as a start
+        /// would): print what it asks for and the capabilities it needs, then
+        /// exit (0 if valid). Touches nothing.
         #[arg(long)]
         check_config: bool,
     },

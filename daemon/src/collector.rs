@@ -122,9 +122,9 @@ impl FlowCollector {
         self
     }
 
-    /// Render peer addresses and groups as `mode` says (default: as they are).
-    pub fn with_peer_addresses(mut self, mode: crate::peer::PeerAddresses) -> Self {
-        self.peer = crate::peer::PeerLabels::new(mode);
+    /// Render peer addresses and groups with `peer` (default: as they are).
+    pub fn with_peer_labels(mut self, peer: crate::peer::PeerLabels) -> Self {
+        self.peer = peer;
         self
     }
 

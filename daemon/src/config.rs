@@ -35,8 +35,21 @@
 //!                                  # every connection, up to max_flows series
 //! group_prefix_v4 = 24             # destination prefix that defines a "group"
 //! group_prefix_v6 = 64
-//! peer_addresses = "full"        # or "hashed", "dropped": what the metrics
+//! peer_addresses = "full"          # or "hashed", "dropped": what the metrics
 //!                                  # reveal of remote ends (crate::peer)
+//! peer_hash_key_file = "/etc/rttfair/peer-hash-key"
+//!                                  # only with "hashed": the key, 32 hex digits
+//!                                  # (crate::peer), read once at start, so a
+//!                                  # peer or group keeps its value across
+//!                                  # restarts and on every host with this file.
+//!                                  # Unset (default): a random key per start,
+//!                                  # values change at every restart. Unreadable
+//!                                  # or malformed: the daemon does not start
+//! peer_hash_key_optional = false   # only with peer_hash_key_file: true means a
+//!                                  # file that does not exist gives a random
+//!                                  # key and a warning instead of no start (an
+//!                                  # optional Kubernetes Secret); a file that
+//!                                  # exists but is bad is still refused
 //! ```
 
 use std::net::SocketAddr;
@@ -87,6 +100,16 @@ pub struct Config {
     pub group_prefix_v6: u8,
     /// What the metrics reveal of each flow's remote end ([`crate::peer`]).
     pub peer_addresses: crate::peer::PeerAddresses,
+    /// The key of `hashed`, read at start ([`crate::peer::PeerKey`]): the
+    /// same file gives the same values at every start and on every host,
+    /// so series survive restarts and groups add up across a fleet. None:
+    /// a random key per start.
+    pub peer_hash_key_file: Option<PathBuf>,
+    /// Whether a `peer_hash_key_file` that does not exist means a random
+    /// key (with a warning) rather than a refused start: for a key mounted
+    /// from an optional Kubernetes Secret. Off by default, so a typo in the
+    /// path never silently brings back values that change at each restart.
+    pub peer_hash_key_optional: bool,
 }
 
 impl Default for Config {
@@ -105,6 +128,8 @@ impl Default for Config {
             group_prefix_v4: 24,
             group_prefix_v6: 64,
             peer_addresses: Default::default(),
+            peer_hash_key_file: None,
+            peer_hash_key_optional: false,
         }
     }
 }
@@ -212,6 +237,22 @@ impl Config {
                 self.group_prefix_v6
             );
         }
+        // Settings that would do nothing are refused, as the lab's
+        // scenarios refuse theirs: the operator meant something else.
+        if let Some(f) = &self.peer_hash_key_file {
+            if self.peer_addresses != crate::peer::PeerAddresses::Hashed {
+                bail!("peer_hash_key_file: only meaningful with peer_addresses = \"hashed\"");
+            }
+            // The daemon's working directory is not the config's.
+            if !f.is_absolute() {
+                bail!(
+                    "peer_hash_key_file: must be an absolute path, got {}",
+                    f.display()
+                );
+            }
+        } else if self.peer_hash_key_optional {
+            bail!("peer_hash_key_optional: only meaningful with peer_hash_key_file");
+        }
         Ok(())
     }
 }
@@ -293,6 +334,7 @@ mod tests {
             "flow_map_entries = -1",
             "max_groups = 10001",
             "peer_addresses = \"masked\"",
+            "peer_hash_key_file = 5",
         ] {
             assert!(Config::parse(bad).is_err(), "{bad} accepted");
         }
@@ -313,6 +355,33 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("per_flow: "), "{e}");
+    }
+
+    #[test]
+    fn a_peer_hash_key_file_is_only_for_hashed_and_absolute() {
+        let c = Config::parse("peer_addresses = \"hashed\"\npeer_hash_key_file = \"/k\"").unwrap();
+        assert_eq!(c.peer_hash_key_file.as_deref(), Some(Path::new("/k")));
+        assert!(!c.peer_hash_key_optional);
+        for (bad, says) in [
+            (
+                "peer_hash_key_file = \"/k\"",
+                "peer_hash_key_file: only meaningful with peer_addresses = \"hashed\"",
+            ),
+            (
+                "peer_addresses = \"dropped\"\npeer_hash_key_file = \"/k\"",
+                "peer_hash_key_file: only meaningful with peer_addresses = \"hashed\"",
+            ),
+            (
+                "peer_addresses = \"hashed\"\npeer_hash_key_file = \"k\"",
+                "peer_hash_key_file: must be an absolute path, got k",
+            ),
+            (
+                "peer_addresses = \"hashed\"\npeer_hash_key_optional = true",
+                "peer_hash_key_optional: only meaningful with peer_hash_key_file",
+            ),
+        ] {
+            assert_eq!(Config::parse(bad).unwrap_err().to_string(), says, "{bad}");
+        }
     }
 
     #[test]

@@ -17,6 +17,7 @@ use crate::collector::FlowCollector;
 use crate::config::Config;
 use crate::exposition::Exposition;
 use crate::ownership::Owned;
+use crate::peer::PeerLabels;
 
 struct App {
     exposition: Arc<Exposition>,
@@ -25,15 +26,17 @@ struct App {
 
 /// Run the daemon until SIGTERM/SIGINT.
 pub fn run(config: Config) -> Result<()> {
+    // The hash key first: a bad key file is refused before anything starts.
+    let peer = PeerLabels::from_config(&config)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("start tokio runtime")?;
-    rt.block_on(serve(config))
+    rt.block_on(serve(config, peer))
 }
 
-async fn serve(config: Config) -> Result<()> {
+async fn serve(config: Config, peer: PeerLabels) -> Result<()> {
     // Every capability the config needs, named if missing, before anything.
     rttfair_loader::preflight::require("rttfair-daemon", &config.required_caps())?;
     // Bind first: a taken port is reported before anything is loaded.
@@ -62,7 +65,7 @@ async fn serve(config: Config) -> Result<()> {
     if let Err(e) = rttfair_loader::installed::check(&fs) {
         tracing::error!("{e} (then restart the daemon); /healthz fails until then");
     }
-    let served = serve_until(&config, fs, listener, stop).await;
+    let served = serve_until(&config, peer, fs, listener, stop).await;
     drop(owned);
     served?;
     tracing::info!("stopped");
@@ -79,6 +82,7 @@ fn is_abi_mismatch(e: &anyhow::Error) -> bool {
 /// Serve /metrics and /healthz until `stop` fires.
 async fn serve_until(
     config: &Config,
+    peer: PeerLabels,
     fs: BpfFs,
     listener: tokio::net::TcpListener,
     stop: Shutdown,
@@ -92,7 +96,7 @@ async fn serve_until(
             config.group_prefix_v6,
             config.native_flows,
         )
-        .with_peer_addresses(config.peer_addresses)
+        .with_peer_labels(peer)
         .with_max_groups(config.max_groups),
     );
     let mut registry = Registry::default();
