@@ -12,12 +12,12 @@
 //! A row per judged drain of each flow, found where the flow's drain
 //! counters rose between two consecutive samples:
 //! - `t`: the first sample showing the verdict (within a sample period after
-//!   the drain's end);
-//! - `min_rtt_before_ms` / `min_rtt_after_ms`: R^ in the sample before and
-//!   in that one, so an Eq. 10 raise shows as after > before;
-//! - `drain_min_ms`: m, the drain's minimum;
+//!   the drain's end), and `flow`;
 //! - `verdict`: ok (the drain emptied the queue, or Eq. 10 raised R^) or
 //!   failed (it found a queue the flow does not own);
+//! - `drain_min_ms`: m, the drain's minimum;
+//! - `min_rtt_before_ms` / `min_rtt_after_ms`: R^ in the sample before and
+//!   in that one, so an Eq. 10 raise shows as after > before;
 //! - `competitive_before` / `competitive_after`: the mode around it.
 //!
 //! Between two samples there is normally at most one drain (10 s apart,
@@ -36,18 +36,45 @@ use serde::Serialize;
 
 use crate::results::BpfSample;
 
-/// One judged drain: a row of `drains.csv`, whose columns are these fields.
+/// One judged drain: a row of `drains.csv`, whose columns are these fields
+/// in this order ([`Around`]'s two each). Only written: the CSV is what
+/// readers get.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Drain {
-    pub t: f64,
-    pub flow: usize,
-    pub min_rtt_before_ms: Option<f64>,
-    pub min_rtt_after_ms: f64,
-    pub drain_min_ms: Option<f64>,
-    pub verdict: Verdict,
-    pub competitive_before: Option<u8>,
-    pub competitive_after: u8,
+    /// The first sample showing the verdict, s into the run.
+    t: f64,
+    /// The lab flow.
+    flow: usize,
+    /// Which counter rose.
+    verdict: Verdict,
+    /// m, the drain's lowest RTT (empty when not this drain's alone).
+    drain_min_ms: Option<f64>,
+    /// R^: above before after it when Eq. 10 raised it.
+    min_rtt_ms: Around<f64>,
+    /// Competitive mode, 1/0: a failed drain turns it on.
+    competitive: Around<u8>,
 }
+
+/// A value in the sample before the drain's verdict and in the one that
+/// shows it; "before" is empty when that sample is not this drain's alone
+/// (the flow's first sample, or several drains in one gap).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Around<T> {
+    before: Option<T>,
+    after: T,
+}
+
+/// The CSV header: [`Drain`]'s fields, [`Around`]'s flattened.
+const HEADER: [&str; 8] = [
+    "t",
+    "flow",
+    "verdict",
+    "drain_min_ms",
+    "min_rtt_before_ms",
+    "min_rtt_after_ms",
+    "competitive_before",
+    "competitive_after",
+];
 
 /// A drain's verdict as its counters show it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -80,18 +107,21 @@ pub fn of_samples(samples: &[BpfSample]) -> Vec<Drain> {
             let verdicts = std::iter::repeat_n(Verdict::Ok, ok as usize)
                 .chain(std::iter::repeat_n(Verdict::Failed, failed as usize));
             for verdict in verdicts {
+                let mine = before.filter(|_| single);
                 out.push(Drain {
                     t: s.t,
                     flow,
-                    min_rtt_before_ms: before.filter(|_| single).map(|p| p.min_rtt_ms),
-                    min_rtt_after_ms: s.min_rtt_ms,
+                    verdict,
                     drain_min_ms: (single && s.qfair_drain_min_ms > 0.0)
                         .then_some(s.qfair_drain_min_ms),
-                    verdict,
-                    competitive_before: before
-                        .filter(|_| single)
-                        .map(|p| p.qfair_competitive as u8),
-                    competitive_after: s.qfair_competitive as u8,
+                    min_rtt_ms: Around {
+                        before: mine.map(|p| p.min_rtt_ms),
+                        after: s.min_rtt_ms,
+                    },
+                    competitive: Around {
+                        before: mine.map(|p| p.qfair_competitive as u8),
+                        after: s.qfair_competitive as u8,
+                    },
                 });
             }
             prev = Some(s);
@@ -108,16 +138,7 @@ pub fn write(path: &Path, samples: &[BpfSample]) -> Result<()> {
         .has_headers(false)
         .from_path(path)
         .with_context(|| format!("create {}", path.display()))?;
-    csv.write_record([
-        "t",
-        "flow",
-        "min_rtt_before_ms",
-        "min_rtt_after_ms",
-        "drain_min_ms",
-        "verdict",
-        "competitive_before",
-        "competitive_after",
-    ])?;
+    csv.write_record(HEADER)?;
     for d in of_samples(samples) {
         csv.serialize(d)?;
     }
@@ -192,12 +213,12 @@ mod tests {
         let row = |d: &Drain| {
             (
                 d.t,
-                d.min_rtt_before_ms,
-                d.min_rtt_after_ms,
+                d.min_rtt_ms.before,
+                d.min_rtt_ms.after,
                 d.drain_min_ms,
                 d.verdict,
-                d.competitive_before,
-                d.competitive_after,
+                d.competitive.before,
+                d.competitive.after,
             )
         };
         assert_eq!(
@@ -280,12 +301,12 @@ mod tests {
         assert_eq!(gap.len(), 2);
         assert!(
             gap.iter()
-                .all(|d| d.drain_min_ms.is_none() && d.min_rtt_before_ms.is_none()),
+                .all(|d| d.drain_min_ms.is_none() && d.min_rtt_ms.before.is_none()),
             "m of a gap with two drains is the last one's alone"
         );
         let restart = d.iter().find(|d| d.flow == 2 && d.t == 60.0).unwrap();
         assert_eq!(
-            (restart.min_rtt_before_ms, restart.drain_min_ms),
+            (restart.min_rtt_ms.before, restart.drain_min_ms),
             (Some(20.0), Some(20.3))
         );
     }
@@ -299,11 +320,11 @@ mod tests {
         let lines: Vec<_> = text.lines().collect();
         assert_eq!(
             lines[0],
-            "t,flow,min_rtt_before_ms,min_rtt_after_ms,drain_min_ms,verdict,competitive_before,competitive_after"
+            "t,flow,verdict,drain_min_ms,min_rtt_before_ms,min_rtt_after_ms,competitive_before,competitive_after"
         );
-        assert!(lines.contains(&"39.0,0,,10.056,,ok,,0"), "{text}");
+        assert!(lines.contains(&"39.0,0,ok,,,10.056,,0"), "{text}");
         assert!(
-            lines.contains(&"46.0,0,10.056,10.056,40.08,failed,0,1"),
+            lines.contains(&"46.0,0,failed,40.08,10.056,10.056,0,1"),
             "{text}"
         );
         write(&path, &[]).unwrap();
