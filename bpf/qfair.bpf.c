@@ -245,7 +245,8 @@ struct qfair_flow {
 	__u8 emptied_streak;       /* emptied drains in a row while competitive */
 	__u8 _pad[2];
 	__s32 offset_x65536;       /* Eq. 8b: the integral term o, packets x65536 */
-	__u32 _pad2;
+	__u32 last_drain_min_us;   /* m of the last drain with a verdict, 0 = none yet;
+				    * exported only, the law never reads it */
 };
 
 RTTFAIR_SK_STORAGE(qfair_sk, struct qfair_flow, qfair_flow_of);
@@ -793,6 +794,7 @@ static __always_inline void qfair_end_drain(struct sock *sk, struct rf_bbr *bbr,
 		qfair_update_competitive(qf, competitive, QF_VERDICT_NONE);
 		return;
 	}
+	qf->last_drain_min_us = m;
 
 	/* A new, longer R^ is this drain's minimum: the queue did empty. A
 	 * competitive flow's drain also needs the queue still empty at its end
@@ -1005,6 +1007,7 @@ static __always_inline void cca_export(struct sock *sk, struct rf_bbr *bbr,
 	f->qfair_target_cwnd = hot->w;
 	f->qfair_drains_ok = qf->drains_ok;
 	f->qfair_drains_failed = qf->drains_failed;
+	f->qfair_drain_min_us = qf->last_drain_min_us;
 	f->qfair_gain_x256 = qf->gain_x256;
 	f->qfair_competitive = qf->competitive;
 	/* the pacer's own test, on the window it paces (w and its room) */

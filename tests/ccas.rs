@@ -449,7 +449,9 @@ fn qfair_exports_its_law_and_drains_with_two_flows() {
     }
 
     let mut calm_flows = 0;
+    let mut emptied_drains = 0;
     for i in 0..2 {
+        emptied_drains += assert_drain_minimum_exported(&samples, i);
         let q: Vec<_> = samples
             .iter()
             .filter(|(t, j, f)| *j == i && *t > 5.0 && f.qfair().is_some_and(|q| q.target_cwnd > 0))
@@ -550,7 +552,73 @@ fn qfair_exports_its_law_and_drains_with_two_flows() {
         );
     }
     assert!(calm_flows >= 1, "no flow outside competitive mode for 2 s");
+    // The upper bound below is checked on at least one drain: a drain fails
+    // only while a queue qfair does not own stands (the other flow's
+    // Startup), and each flow has at least two drains in 25 s.
+    assert!(emptied_drains >= 1, "no emptied drain to bound m by");
     t.unload_when_idle(rttfair_loader::Cca::Qfair, net);
+}
+
+/// qfair's exported drain minimum m (`qfair_drain_min_us`, ABI 7) for flow
+/// `i`, against what the law says of it; returns how many emptied drains it
+/// bounded from above.
+/// - m is there exactly when a drain was judged (drains_ok + drains_failed,
+///   same record): each judged drain writes it, and only those.
+/// - R^ <= m: R^ is the running minimum of the RTT samples whose subset m is
+///   the minimum of, and Eq. 10 raises R^ only to a drain minimum <= m.
+/// - An emptied drain (ok + 1, failed unchanged, R^ not raised, between two
+///   samples 100 ms apart) passed the verdict m <= R^ + max(1 ms, q^'/2),
+///   q^' <= q^ at the drain's start, which a drain does not re-estimate and
+///   so the flow exports throughout it (>= 200 ms, within the last second);
+///   R^ of the sample before is at least R^ at the verdict (it only falls).
+fn assert_drain_minimum_exported(samples: &[dumbbell::Sample], i: usize) -> usize {
+    let mine: Vec<_> = samples
+        .iter()
+        .filter(|(_, j, f)| *j == i && f.qfair().is_some())
+        .collect();
+    let mut emptied = 0;
+    for w in mine.windows(2) {
+        let ((_, _, f0), (t1, _, f1)) = (w[0], w[1]);
+        let (q0, q1) = (f0.qfair().unwrap(), f1.qfair().unwrap());
+        let judged = q1.drains_ok + q1.drains_failed > 0;
+        assert_eq!(
+            q1.drain_min_rtt.is_some(),
+            judged,
+            "flow {i} at {t1:.1}s: drain minimum {:?} after {} judged drains",
+            q1.drain_min_rtt,
+            q1.drains_ok + q1.drains_failed
+        );
+        let Some(m) = q1.drain_min_rtt else { continue };
+        assert!(
+            m >= f1.min_rtt,
+            "flow {i} at {t1:.1}s: m {m:?} below R^ {:?}",
+            f1.min_rtt
+        );
+        let emptied_now = q1.drains_ok == q0.drains_ok + 1
+            && q1.drains_failed == q0.drains_failed
+            && f1.min_rtt <= f0.min_rtt;
+        if !emptied_now {
+            continue;
+        }
+        let q_start = mine
+            .iter()
+            .filter(|(t, _, _)| (t1 - 1.0..=*t1).contains(t))
+            .map(|(_, _, f)| f.qfair().unwrap().qdelay)
+            .max()
+            .unwrap();
+        let slack = (q_start / 2).max(Duration::from_millis(1));
+        assert!(
+            m <= f0.min_rtt + slack,
+            "flow {i} at {t1:.1}s: emptied drain's m {m:?} above R^ {:?} + {slack:?}",
+            f0.min_rtt
+        );
+        println!(
+            "flow {i} at {t1:.1}s: emptied drain, m {m:?}, R^ {:?}, slack {slack:?}",
+            f0.min_rtt
+        );
+        emptied += 1;
+    }
+    emptied
 }
 
 /// bbr3 on a path with 5 % random loss (above BBRv3's 2 % bound): the

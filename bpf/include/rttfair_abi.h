@@ -24,7 +24,7 @@
 #ifndef RTTFAIR_ABI_H
 #define RTTFAIR_ABI_H
 
-#define RTTFAIR_ABI_VERSION 6
+#define RTTFAIR_ABI_VERSION 7
 
 /*
  * A pinned map's name: its base name, "_v", the ABI version. BPF code names
@@ -158,7 +158,8 @@ struct rttfair_flow {
 	__u16 qfair_gain_x256;      /* g, the rate correction of the last round */
 	__u8 qfair_competitive;     /* 1 while in competitive mode */
 	__u8 qfair_pacing_floor;    /* 1 when w + burst room < 6 while cruising: pacing, not cwnd, limits */
-	__u32 _pad_qfair;           /* keeps the bbr3 section 8-byte aligned */
+	__u32 qfair_drain_min_us;   /* m: the lowest RTT of the last drain that had a sample
+				     * (what its verdict and Eq. 10 judged), 0 = none yet */
 
 	/* bbr3 internals (zero for other CCAs); docs/algorithms.md, "bbr3".
 	 * Unset bounds are all ones (~0). */

@@ -242,6 +242,8 @@ pub struct QfairRow {
     pub pacing_floor: bool,
     pub drains_ok: u32,
     pub drains_failed: u32,
+    /// m, the lowest RTT of the last judged drain; null before the first.
+    pub drain_min_rtt_seconds: Option<f64>,
 }
 
 impl From<&Qfair> for QfairRow {
@@ -259,6 +261,7 @@ impl From<&Qfair> for QfairRow {
             pacing_floor: q.pacing_floor,
             drains_ok: q.drains_ok,
             drains_failed: q.drains_failed,
+            drain_min_rtt_seconds: q.drain_min_rtt.map(|m| m.as_secs_f64()),
         }
     }
 }
@@ -360,7 +363,7 @@ impl FlowRow {
         }
         if let Some(q) = &self.qfair {
             return format!(
-                "x={} alpha={:.1} backlog={:.1} o={:+.2} q={:.2}ms D={:.2}ms g={:.3} w={} drains={}/{}{}{}",
+                "x={} alpha={:.1} backlog={:.1} o={:+.2} q={:.2}ms D={:.2}ms g={:.3} w={} drains={}/{} m={}{}{}",
                 human_rate(q.rate_bytes_per_second),
                 q.alpha_packets,
                 q.backlog_packets,
@@ -371,6 +374,8 @@ impl FlowRow {
                 q.target_cwnd_segments,
                 q.drains_ok,
                 q.drains_failed,
+                q.drain_min_rtt_seconds
+                    .map_or_else(|| "-".to_string(), |m| format!("{:.2}ms", m * 1e3)),
                 if q.competitive { " competitive" } else { "" },
                 if q.pacing_floor { " floor" } else { "" }
             );
@@ -554,6 +559,8 @@ pub fn native_table(rows: &[NativeRow]) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     /// The long-term model shows only while it samples or is in use, and a
@@ -599,6 +606,40 @@ mod tests {
         assert_eq!(json["qfair"]["offset_packets"], -1.25);
         let table = flows_table(&[f]);
         assert!(table.contains(" o=-1.25 "), "{table}");
+    }
+
+    /// The last drain's minimum m: "-" and null before the first drain,
+    /// in ms in the table and seconds in --json after it.
+    #[test]
+    fn qfair_drain_minimum_shows_dash_until_a_drain() {
+        let flow = |m: Option<Duration>| Flow {
+            cca: Some(Cca::Qfair),
+            state: rttfair_loader::export::CcaState::Qfair(Qfair {
+                drain_min_rtt: m,
+                ..Qfair::default()
+            }),
+            ..Flow::default()
+        };
+        // the last field of the EXTRA column, which ends the line
+        let ends = |f: Flow, tail: &str| {
+            let table = flows_table(&[f]);
+            assert!(
+                table.lines().any(|l| l.trim_end().ends_with(tail)),
+                "{table}"
+            );
+        };
+        let none = flow(None);
+        ends(none, " m=-");
+        assert!(serde_json::to_value(FlowRow::from(&none)).unwrap()["qfair"]
+            ["drain_min_rtt_seconds"]
+            .is_null());
+        let drained = flow(Some(Duration::from_micros(40_077)));
+        ends(drained, " m=40.08ms");
+        assert_eq!(
+            serde_json::to_value(FlowRow::from(&drained)).unwrap()["qfair"]
+                ["drain_min_rtt_seconds"],
+            0.040077
+        );
     }
 
     /// `get` of a CCA without tunables says so in one line.

@@ -240,6 +240,7 @@ mod tests {
                 offset_pkts: -0.75,
                 qdelay: Duration::from_millis(2),
                 drains_ok: 4,
+                drain_min_rtt: Some(Duration::from_micros(40_077)),
                 ..Qfair::default()
             }),
             ..Flow::default()
@@ -270,6 +271,10 @@ mod tests {
         );
         assert!(
             has("rttfair_qfair_drains_ok_total{cca=\"qfair\",flow=\"9\"} 4.0"),
+            "{text}"
+        );
+        assert!(
+            has("rttfair_qfair_drain_min_rtt_seconds{cca=\"qfair\",flow=\"9\"} 0.040077"),
             "{text}"
         );
         assert!(

@@ -34,8 +34,8 @@ fn header(cols: &[&str]) -> Vec<String> {
     cols.iter().map(|c| c.to_string()).collect()
 }
 
-/// `rep<N>/`: goodput.csv, rtt.csv, queue.csv, bpf.csv (if the flows
-/// exported samples) and the repetition's summary.json.
+/// `rep<N>/`: goodput.csv, rtt.csv, queue.csv, bpf.csv and drains.csv (if
+/// the flows exported samples) and the repetition's summary.json.
 pub fn write_rep(dir: &Path, r: &RepResult) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
     write_csv(
@@ -94,6 +94,7 @@ pub fn write_rep(dir: &Path, r: &RepResult) -> Result<()> {
             csv.serialize(b)?;
         }
         csv.flush()?;
+        crate::drains::write(&dir.join("drains.csv"), &r.bpf)?;
     }
     std::fs::write(dir.join("summary.json"), serde_json::to_string_pretty(r)?)?;
     Ok(())

@@ -26,6 +26,8 @@
 //! - [`summary`]: metrics of a repetition from its series, and their mean.
 //! - [`time_to_fair`]: how long a late joiner (or a flow whose path RTT
 //!   changes) takes to hold its fair share.
+//! - [`drains`]: a row per judged qfair drain (R^ around it, its minimum m,
+//!   the verdict, the mode), from the bpf samples: `drains.csv`.
 //! - [`files`]: every CSV/JSON of the results folder.
 //! - [`plot`]: PNG plots of a repetition and of a sweep.
 //! - [`sweep_plots`]: which plots a sweep folder has: its metrics as data
@@ -89,6 +91,7 @@ pub mod churn;
 pub mod daemon_child;
 pub mod delay;
 pub mod delay_writer;
+pub mod drains;
 pub mod fairness_grid;
 pub mod files;
 pub mod grid;

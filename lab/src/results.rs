@@ -54,6 +54,10 @@ pub struct BpfSample {
     pub qfair_competitive: bool,
     pub qfair_drains_ok: u32,
     pub qfair_drains_failed: u32,
+    /// m, the lowest RTT of the flow's last judged drain (0: none yet), what
+    /// the drain verdict and Eq. 10 compared with R^ (`min_rtt_ms`);
+    /// [`crate::drains`] turns the samples into a row per drain.
+    pub qfair_drain_min_ms: f64,
     #[serde(serialize_with = "zero_one")]
     pub qfair_pacing_floor: bool,
     /// bbr3's ProbeBW phase ("cruise", ...; "" for other CCAs): with the
@@ -111,6 +115,7 @@ impl BpfSample {
             qfair_competitive: q.competitive,
             qfair_drains_ok: q.drains_ok,
             qfair_drains_failed: q.drains_failed,
+            qfair_drain_min_ms: q.drain_min_rtt.map_or(0.0, ms),
             qfair_pacing_floor: q.pacing_floor,
             bbr3_phase: b3.map_or("", |b| b.phase.name()),
             bbr3_bw_hi_mbit: b3.map_or(0.0, |b| mbit(b.bw_hi_bps)),

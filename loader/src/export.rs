@@ -119,6 +119,10 @@ pub struct Qfair {
     pub drains_ok: u32,
     /// Drains that did not (a queue qfair does not own).
     pub drains_failed: u32,
+    /// m: the lowest RTT of the last drain that had a sample, the number
+    /// both its verdict and Eq. 10's longer-path rule judged against R^;
+    /// None before the flow's first such drain.
+    pub drain_min_rtt: Option<Duration>,
     /// g, the rate correction of the last round.
     pub gain: f64,
     /// Whether the flow is in competitive mode.
@@ -629,6 +633,7 @@ fn decode_state(r: &RawFlow) -> CcaState {
             target_cwnd: r.qfair_target_cwnd,
             drains_ok: r.qfair_drains_ok,
             drains_failed: r.qfair_drains_failed,
+            drain_min_rtt: (r.qfair_drain_min_us != 0).then(|| us(r.qfair_drain_min_us)),
             gain: x256(r.qfair_gain_x256),
             competitive: r.qfair_competitive != 0,
             pacing_floor: r.qfair_pacing_floor != 0,
@@ -677,6 +682,7 @@ fn encode_state(s: &CcaState, r: &mut RawFlow) {
             r.qfair_target_cwnd = q.target_cwnd;
             r.qfair_drains_ok = q.drains_ok;
             r.qfair_drains_failed = q.drains_failed;
+            r.qfair_drain_min_us = q.drain_min_rtt.map_or(0, to_us);
             r.qfair_gain_x256 = to_fixed(q.gain, 256.0) as u16;
             r.qfair_competitive = q.competitive as u8;
             r.qfair_pacing_floor = q.pacing_floor as u8;
@@ -774,6 +780,7 @@ mod tests {
                     target_cwnd: 48,
                     drains_ok: 4,
                     drains_failed: 1,
+                    drain_min_rtt: Some(Duration::from_micros(40_077)),
                     gain: 1.125,
                     competitive: true,
                     pacing_floor: false,
@@ -837,6 +844,15 @@ mod tests {
         assert_eq!((q.alpha_pkts, q.gain), (3.0, 0.875));
         assert_eq!(q.offset_pkts, -0.5, "o is signed");
         assert_eq!(q.qdelay, Duration::from_millis(1));
+        assert_eq!(q.drain_min_rtt, None, "0 in the record: no drain yet");
+        let drained = RawFlow {
+            qfair_drain_min_us: 40_077,
+            ..r
+        };
+        assert_eq!(
+            Flow::decode(1, &drained).qfair().unwrap().drain_min_rtt,
+            Some(Duration::from_micros(40_077))
+        );
         assert!(f.fairtt().is_none() && f.adbbr().is_none());
     }
 
