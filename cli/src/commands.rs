@@ -54,6 +54,9 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::List => list(&fs, &out),
         Command::Flows { watch, cca, native } => flows(&fs, &out, watch, cca.as_deref(), native),
         Command::Set { name, value } => {
+            // Another ABI's CCAs keep their tunables in maps this build
+            // cannot see: say so and how to fix it, not "not loaded".
+            rttfair_loader::installed::check(&fs)?;
             let v = rttfair_loader::tunables::set(&fs, &name, &value)?;
             out.print(
                 serde_json::to_value(&v)?,
@@ -61,6 +64,7 @@ pub fn run(cli: Cli) -> Result<()> {
             )
         }
         Command::Get { name } => {
+            rttfair_loader::installed::check(&fs)?;
             let values = rttfair_loader::tunables::get(&fs, name.as_deref())?;
             out.print(
                 serde_json::to_value(&values)?,
@@ -401,6 +405,8 @@ fn flows(
     native: bool,
 ) -> Result<()> {
     let filter = cca.map(str::parse::<Cca>).transpose()?;
+    // Another ABI's CCAs export into maps this build cannot see.
+    rttfair_loader::installed::check(fs)?;
     let sockets = native
         .then(rttfair_loader::sockets::SocketReader::open)
         .transpose()?;
