@@ -336,23 +336,16 @@ fn a_cca_of_another_abi_is_neither_adopted_nor_counted_idle() {
     let list = assert_success(&t.run(&["list", "--json"]));
     let list: serde_json::Value = serde_json::from_str(&list).unwrap();
     assert!(list["note"].as_str().unwrap().contains(&want), "{list}");
-    let fairtt = &list["ccas"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "fairtt")
-        .unwrap();
+    let fairtt = list_entry(&list, "fairtt");
     assert_eq!(fairtt["loaded"], true, "{fairtt}");
     assert!(fairtt["sockets"].is_null(), "{fairtt}");
     assert!(fairtt["exported_flows"].is_null(), "{fairtt}");
     let table = assert_success(&t.run(&["list"]));
-    let row: Vec<&str> = table
-        .lines()
-        .find(|l| l.starts_with("fairtt "))
-        .unwrap()
-        .split_whitespace()
-        .collect();
-    assert_eq!(row, ["fairtt", "yes", "?", "?"], "{table}");
+    assert_eq!(
+        list_row(&table, "fairtt"),
+        ["fairtt", "yes", "?", "?"],
+        "{table}"
+    );
     assert!(table.contains(&format!("note: {want}")), "{table}");
 
     let cfg = temp_file("abi", ".toml", "load = [\"fairtt\"]\n");
