@@ -142,12 +142,7 @@ fn load_survives_the_cli_and_is_idempotent() {
     assert!(assert_success(&t.run(&["load", "bbr1"])).contains("already loaded"));
     let list = assert_success(&t.run(&["list", "--json"]));
     let v: serde_json::Value = serde_json::from_str(&list).unwrap();
-    let bbr1 = v["ccas"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "bbr1")
-        .unwrap();
+    let bbr1 = list_entry(&v, "bbr1");
     assert_eq!(bbr1["loaded"], true, "{list}");
     assert!(v["available"]
         .as_array()

@@ -301,6 +301,49 @@ fn a_closed_stdout_ends_a_listing_without_a_panic() {
     assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{out:?}");
 }
 
+/// Options given bad values are named in the one line, with no root or
+/// kernel: a `--cca` name the scenario refuses (once blamed on the sweep's
+/// first value: "bottleneck.buffer.bdp = 0.5 makes flows[0].cca: ..."),
+/// and a negative `--duration` or `demo --seconds` (once refused by clap
+/// as a flag, with a tip that failed again).
+#[test]
+fn bad_option_values_are_named_in_one_line() {
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_rttfairctl"))
+            .args(args)
+            .output()
+            .expect("spawn rttfairctl")
+    };
+    for name in ["a b", ""] {
+        let out = run(&[
+            "lab",
+            "sweep",
+            "fairtt-buffer-sweep",
+            "--cca",
+            name,
+            "--dry-run",
+        ]);
+        let line = assert_one_line_error(&out, "--cca: not a congestion control name");
+        assert!(!line.contains("makes"), "{line}");
+    }
+    let out = run(&[
+        "lab",
+        "sweep",
+        "fairtt-buffer-sweep",
+        "--cca",
+        "cubic",
+        "--duration",
+        "-5",
+        "--dry-run",
+    ]);
+    assert_one_line_error(&out, "duration_s: must be between 1 and 3600 s, got -5");
+    let out = run(&["demo", "--seconds", "-5"]);
+    assert_one_line_error(
+        &out,
+        "--seconds must be whole seconds between 5 and 600, got -5",
+    );
+}
+
 /// `lab sweep --dry-run` runs nothing (no root, no kernel) and prints the
 /// grid's points, their machine time, and a shard plan that adds up.
 #[test]

@@ -457,13 +457,7 @@ fn daemon_survives_bpffs_unmount() {
     );
     // The operator sees the same through the CLI.
     let list = assert_success(&ctl(&["list"]));
-    let bbr1_row: Vec<&str> = list
-        .lines()
-        .find(|l| l.starts_with("bbr1 "))
-        .unwrap()
-        .split_whitespace()
-        .collect();
-    assert_eq!(bbr1_row[1], "no", "{list}");
+    assert_eq!(list_row(&list, "bbr1")[1], "no", "{list}");
 
     // Recovery: remount, load again; the same daemon adopts the new maps.
     fs.remount();

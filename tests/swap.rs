@@ -293,8 +293,10 @@ fn failed_swap_leaves_the_old_implementation() {
 /// A CCA registered by a build of another ABI (simulated by renaming its
 /// pinned maps to the previous version) is not adopted: `load` refuses
 /// naming both ABIs and the fix, `unload` refuses rather than count zero
-/// sockets, and a daemon told to load it serves with /healthz failing on
-/// the same line. `swap` is the fix, and a plain unload works after it.
+/// sockets, `flows`, `get` and `set` refuse on the same line, `list` shows
+/// it as its note with the sockets unknown, and a daemon told to load it
+/// serves with /healthz failing on the same line. `swap` is the fix, and a
+/// plain unload works after it.
 #[test]
 fn a_cca_of_another_abi_is_neither_adopted_nor_counted_idle() {
     use common::daemon::{Daemon, Up};
@@ -320,6 +322,31 @@ fn a_cca_of_another_abi_is_neither_adopted_nor_counted_idle() {
     );
     assert_one_line_error(&t.run(&["unload", "fairtt"]), &want);
     assert!(registered("fairtt"));
+    // The views give the same line, not "nothing loaded", "no tunables"
+    // or "not loaded"; `list` shows it as its note, sockets unknown, not 0.
+    for args in [
+        &["flows"][..],
+        &["get"],
+        &["get", "fairtt.beta"],
+        &["set", "fairtt.beta", "0.7"],
+    ] {
+        let line = assert_one_line_error(&t.run(args), &want);
+        assert!(line.contains("rttfairctl swap"), "{args:?}: {line}");
+    }
+    let list = assert_success(&t.run(&["list", "--json"]));
+    let list: serde_json::Value = serde_json::from_str(&list).unwrap();
+    assert!(list["note"].as_str().unwrap().contains(&want), "{list}");
+    let fairtt = list_entry(&list, "fairtt");
+    assert_eq!(fairtt["loaded"], true, "{fairtt}");
+    assert!(fairtt["sockets"].is_null(), "{fairtt}");
+    assert!(fairtt["exported_flows"].is_null(), "{fairtt}");
+    let table = assert_success(&t.run(&["list"]));
+    assert_eq!(
+        list_row(&table, "fairtt"),
+        ["fairtt", "yes", "?", "?"],
+        "{table}"
+    );
+    assert!(table.contains(&format!("note: {want}")), "{table}");
 
     let cfg = temp_file("abi", ".toml", "load = [\"fairtt\"]\n");
     let port = free_port();

@@ -54,6 +54,9 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::List => list(&fs, &out),
         Command::Flows { watch, cca, native } => flows(&fs, &out, watch, cca.as_deref(), native),
         Command::Set { name, value } => {
+            // Another ABI's CCAs keep their tunables in maps this build
+            // cannot see: say so and how to fix it, not "not loaded".
+            rttfair_loader::installed::check(&fs)?;
             let v = rttfair_loader::tunables::set(&fs, &name, &value)?;
             out.print(
                 serde_json::to_value(&v)?,
@@ -61,6 +64,7 @@ pub fn run(cli: Cli) -> Result<()> {
             )
         }
         Command::Get { name } => {
+            rttfair_loader::installed::check(&fs)?;
             let values = rttfair_loader::tunables::get(&fs, name.as_deref())?;
             out.print(
                 serde_json::to_value(&values)?,
@@ -151,7 +155,7 @@ fn migrate(
     dst: Option<String>,
     port: Option<u16>,
 ) -> Result<()> {
-    use rttfair_loader::migrate::{errno_text, parse_prefix, Filter};
+    use rttfair_loader::migrate::{parse_prefix, Filter};
     let filter = Filter {
         dst: dst.as_deref().map(parse_prefix).transpose()?,
         port,
@@ -163,28 +167,32 @@ fn migrate(
             describe(&netns, &dst, port)
         );
     }
+    let line = migrate_outcome(&r, from, to)?;
+    // Printed only when every matched connection moved: nothing failed.
+    out.print(
+        json!({ "from": from, "to": to, "moved": r.moved, "failed": {} }),
+        format_args!("{line}"),
+    )
+}
+
+/// What `migrate` says of `r` once something matched: its line when every
+/// matched connection moved, else an error (exit 1) even if some moved, so
+/// `migrate && unload` or a rollout stops instead of taking it for done.
+fn migrate_outcome(r: &rttfair_loader::migrate::Report, from: &str, to: &str) -> Result<String> {
+    use rttfair_loader::migrate::errno_text;
+    let moved = format!("moved {} connection(s) from {from} to {to}", r.moved);
+    if r.failed.is_empty() {
+        return Ok(moved);
+    }
     let why: Vec<String> = r
         .failed
         .iter()
-        .map(|(e, n)| format!("{n}: {}", errno_text(*e)))
+        .map(|(e, n)| format!("{} ({n})", errno_text(*e)))
         .collect();
-    let failed: serde_json::Map<String, serde_json::Value> = r
-        .failed
-        .iter()
-        .map(|(e, n)| (errno_text(*e).to_string(), json!(n)))
-        .collect();
-    let tail = if why.is_empty() {
-        String::new()
-    } else {
-        format!(
-            "; {} matched but could not be moved ({})",
-            r.failed_total(),
-            why.join(", ")
-        )
-    };
-    out.print(
-        json!({ "from": from, "to": to, "moved": r.moved, "failed": failed }),
-        format_args!("moved {} connection(s) from {from} to {to}{tail}", r.moved),
+    bail!(
+        "{moved}; {} matched but could not be moved: {}",
+        r.failed_total(),
+        why.join(", ")
     )
 }
 
@@ -403,6 +411,8 @@ fn flows(
     native: bool,
 ) -> Result<()> {
     let filter = cca.map(str::parse::<Cca>).transpose()?;
+    // Another ABI's CCAs export into maps this build cannot see.
+    rttfair_loader::installed::check(fs)?;
     let sockets = native
         .then(rttfair_loader::sockets::SocketReader::open)
         .transpose()?;
@@ -453,4 +463,44 @@ fn flows(
 /// it is not the default.
 fn cli_bpffs_given(fs: &BpfFs) -> bool {
     fs.root() != std::path::Path::new(BpfFs::DEFAULT_ROOT)
+}
+
+#[cfg(test)]
+mod tests {
+    use rttfair_loader::migrate::Report;
+
+    /// Matched connections left on the old CCA make `migrate` fail, all of
+    /// them or some; the line says how many moved, how many did not and
+    /// why. Only a full move is success (it used to exit 0 either way).
+    #[test]
+    fn a_migration_that_leaves_matched_connections_fails() {
+        let all_failed = Report {
+            moved: 0,
+            failed: vec![(libc::ENOENT, 3)],
+        };
+        let e = super::migrate_outcome(&all_failed, "fairtt", "cubic").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "moved 0 connection(s) from fairtt to cubic; 3 matched but could not be moved: \
+             No such file or directory (os error 2) (3)"
+        );
+        let some = Report {
+            moved: 2,
+            failed: vec![(libc::EPERM, 1), (libc::EBUSY, 2)],
+        };
+        let e = super::migrate_outcome(&some, "fairtt", "cubic").unwrap_err();
+        assert!(e.to_string().starts_with("moved 2 connection(s)"), "{e}");
+        assert!(
+            e.to_string().contains("; 3 matched but could not be moved"),
+            "{e}"
+        );
+        let done = Report {
+            moved: 2,
+            failed: vec![],
+        };
+        assert_eq!(
+            super::migrate_outcome(&done, "fairtt", "cubic").unwrap(),
+            "moved 2 connection(s) from fairtt to cubic"
+        );
+    }
 }

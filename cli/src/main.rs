@@ -175,7 +175,9 @@ pub enum Command {
     /// and rttfair CCAs side by side. Leaves the host as it found it.
     Demo {
         /// Seconds per CCA, 5 to 600 (default: the scenario's 40).
-        #[arg(long)]
+        // A negative value reaches the range check and its one line
+        // (clap would take `-5` for a flag and advise `-- -5`, which fails).
+        #[arg(long, allow_negative_numbers = true)]
         seconds: Option<f64>,
         /// Leave the CCAs the demo loaded registered afterwards.
         #[arg(long)]
@@ -333,7 +335,8 @@ pub struct LabArgs {
     #[arg(long, default_value = "lab-out")]
     pub out: std::path::PathBuf,
     /// Override the scenario's duration (seconds).
-    #[arg(long)]
+    // As `demo --seconds`: a negative value gets the range check's line.
+    #[arg(long, allow_negative_numbers = true)]
     pub duration: Option<f64>,
     /// Override the scenario's repetitions.
     #[arg(long)]
@@ -456,6 +459,29 @@ mod tests {
             super::Cli::try_parse_from(std::iter::once("rttfairctl").chain(args.iter().copied()))
                 .expect_err("refused");
         super::usage_line(&e.to_string())
+    }
+
+    /// A negative `--duration` or `demo --seconds` is a value for the
+    /// range check to refuse in its own line, not a flag clap refuses with
+    /// a tip (`-- -5`) that fails again.
+    #[test]
+    fn a_negative_duration_reaches_the_range_check() {
+        let parse = |args: &[&str]| {
+            super::Cli::try_parse_from(std::iter::once("rttfairctl").chain(args.iter().copied()))
+        };
+        match parse(&["lab", "run", "x", "--duration", "-5"])
+            .unwrap()
+            .command
+        {
+            super::Command::Lab {
+                command: super::LabCommand::Run { common, .. },
+            } => assert_eq!(common.duration, Some(-5.0)),
+            c => panic!("{c:?}"),
+        }
+        match parse(&["demo", "--seconds", "-5"]).unwrap().command {
+            super::Command::Demo { seconds, .. } => assert_eq!(seconds, Some(-5.0)),
+            c => panic!("{c:?}"),
+        }
     }
 
     /// A refused command line is one line that keeps what clap says is

@@ -18,22 +18,27 @@ pub struct Status {
     pub flow_map_capacity: Option<u32>,
     pub tunables: Vec<rttfair_loader::tunables::Value>,
     pub cgroup_defaults: Vec<rttfair_loader::cgroup::Attachment>,
-    /// Set when this user cannot read the pins and maps (not root): what is
-    /// missing, and which fields are therefore unknown.
+    /// Set when the counts cannot be read: this user cannot read the pins
+    /// and maps (not root), or the loaded CCAs are of another ABI (the
+    /// `installed::check` line, with its fix). It says what is missing;
+    /// the counts are then null (`?` in the table), not 0.
     pub note: Option<String>,
 }
 
+/// One CCA's row. The counts are `None` when they cannot be read (see
+/// [`Status::note`]): a CCA of another ABI carries traffic this build
+/// cannot see, and "0 sockets" would invite `unload --force`.
 #[derive(Debug, Serialize)]
 pub struct CcaStatus {
     pub name: &'static str,
     pub loaded: bool,
     /// Sockets using it now (init minus release, exact).
-    pub sockets: u64,
+    pub sockets: Option<u64>,
     /// Of those, sockets whose export entry is present.
-    pub exported_flows: usize,
+    pub exported_flows: Option<usize>,
     /// Flows that could not get an export entry (map full).
-    pub export_failed_total: u64,
-    pub probe_rtt_entries_total: u64,
+    pub export_failed_total: Option<u64>,
+    pub probe_rtt_entries_total: Option<u64>,
 }
 
 impl Status {
@@ -41,6 +46,15 @@ impl Status {
         let denied = fs.exists()
             && std::fs::read_dir(fs.root()).err().map(|e| e.kind())
                 == Some(std::io::ErrorKind::PermissionDenied);
+        let denied_note = denied.then(|| format!(
+            "sockets, exported flows, tunables and cgroup defaults need CAP_BPF and access to {} (run as root)",
+            fs.root().display()
+        ));
+        let note = match rttfair_loader::installed::check(fs) {
+            Err(e) => Some(e.to_string()),
+            Ok(()) => denied_note,
+        };
+        let known = note.is_none();
         let reader = FlowReader::open(fs).ok();
         let all_flows = reader
             .as_ref()
@@ -61,10 +75,11 @@ impl Status {
                 } else {
                     lifecycle::is_loaded(cca, fs)
                 },
-                sockets: counters.sockets(),
-                exported_flows: all_flows.iter().filter(|f| f.cca == Some(cca)).count(),
-                export_failed_total: counters.export_failed,
-                probe_rtt_entries_total: counters.probe_rtt_entries,
+                sockets: known.then(|| counters.sockets()),
+                exported_flows: known
+                    .then(|| all_flows.iter().filter(|f| f.cca == Some(cca)).count()),
+                export_failed_total: known.then_some(counters.export_failed),
+                probe_rtt_entries_total: known.then_some(counters.probe_rtt_entries),
             });
         }
         Ok(Status {
@@ -75,10 +90,7 @@ impl Status {
             flow_map_capacity: reader.as_ref().map(|r| r.capacity()),
             tunables: rttfair_loader::tunables::get(fs, None).unwrap_or_default(),
             cgroup_defaults: rttfair_loader::cgroup::list(fs),
-            note: denied.then(|| format!(
-                "sockets, exported flows, tunables and cgroup defaults need CAP_BPF and access to {} (run as root)",
-                fs.root().display()
-            )),
+            note,
         })
     }
 
@@ -90,11 +102,9 @@ impl Status {
             "CCA", "LOADED", "SOCKETS", "EXPORTED"
         );
         for c in &self.ccas {
-            let (sockets, exported) = if self.note.is_some() {
-                ("?".to_string(), "?".to_string())
-            } else {
-                (c.sockets.to_string(), c.exported_flows.to_string())
-            };
+            let known = |n: Option<String>| n.unwrap_or_else(|| "?".into());
+            let sockets = known(c.sockets.map(|n| n.to_string()));
+            let exported = known(c.exported_flows.map(|n| n.to_string()));
             let _ = writeln!(
                 s,
                 "{:<8} {:<7} {:>8} {:>9}",

@@ -1,5 +1,6 @@
-//! The scenarios in `scenarios/`, embedded so `rttfairctl lab run NAME`
-//! works from an installed binary with no checkout.
+//! The scenarios in `scenarios/`, every one embedded so `rttfairctl lab
+//! run NAME` works from an installed binary with no checkout (the docs
+//! cite them by name); a unit test keeps the list and the folder equal.
 
 use crate::scenario::{Scenario, Sweep};
 
@@ -78,6 +79,87 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "qfair-vs-cubic",
         include_str!("../../scenarios/qfair-vs-cubic.toml"),
     ),
+    (
+        "accounting-long-rtt",
+        include_str!("../../scenarios/accounting-long-rtt.toml"),
+    ),
+    (
+        "adbbr-one-long",
+        include_str!("../../scenarios/adbbr-one-long.toml"),
+    ),
+    (
+        "adbbr-three-rtts",
+        include_str!("../../scenarios/adbbr-three-rtts.toml"),
+    ),
+    ("bbr3-loss", include_str!("../../scenarios/bbr3-loss.toml")),
+    (
+        "bbr3-shallow",
+        include_str!("../../scenarios/bbr3-shallow.toml"),
+    ),
+    (
+        "bbr3-vs-cubic",
+        include_str!("../../scenarios/bbr3-vs-cubic.toml"),
+    ),
+    (
+        "fairtt-paper-topology",
+        include_str!("../../scenarios/fairtt-paper-topology.toml"),
+    ),
+    (
+        "fairtt-paper-topology-buffer-sweep",
+        include_str!("../../scenarios/fairtt-paper-topology-buffer-sweep.toml"),
+    ),
+    (
+        "fairtt-paper-topology-rtt-sweep",
+        include_str!("../../scenarios/fairtt-paper-topology-rtt-sweep.toml"),
+    ),
+    (
+        "qfair-0.3bdp-10v20",
+        include_str!("../../scenarios/qfair-0.3bdp-10v20.toml"),
+    ),
+    (
+        "qfair-0.3bdp-20v20",
+        include_str!("../../scenarios/qfair-0.3bdp-20v20.toml"),
+    ),
+    (
+        "qfair-100m",
+        include_str!("../../scenarios/qfair-100m.toml"),
+    ),
+    (
+        "qfair-100m-1bdp",
+        include_str!("../../scenarios/qfair-100m-1bdp.toml"),
+    ),
+    (
+        "qfair-100m-shallow",
+        include_str!("../../scenarios/qfair-100m-shallow.toml"),
+    ),
+    (
+        "qfair-20m-10ms-0.3bdp",
+        include_str!("../../scenarios/qfair-20m-10ms-0.3bdp.toml"),
+    ),
+    (
+        "qfair-grid-20m-0.3bdp",
+        include_str!("../../scenarios/qfair-grid-20m-0.3bdp.toml"),
+    ),
+    (
+        "qfair-jitter",
+        include_str!("../../scenarios/qfair-jitter.toml"),
+    ),
+    (
+        "qfair-late-joiner-long",
+        include_str!("../../scenarios/qfair-late-joiner-long.toml"),
+    ),
+    (
+        "qfair-pair-cubic-leaves",
+        include_str!("../../scenarios/qfair-pair-cubic-leaves.toml"),
+    ),
+    (
+        "qfair-rtt-change",
+        include_str!("../../scenarios/qfair-rtt-change.toml"),
+    ),
+    (
+        "qfair-ten-flows",
+        include_str!("../../scenarios/qfair-ten-flows.toml"),
+    ),
 ];
 
 /// Resolve a scenario argument: a file path if it exists (read by
@@ -121,6 +203,31 @@ mod tests {
         // Parsing validates every sweep point as well.
         for (name, _) in super::SCENARIOS {
             super::resolve(name).unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+    }
+
+    /// Every scenarios/*.toml is embedded under its file's stem, and
+    /// nothing else is: a scenario added to the folder but not here would
+    /// be "no embedded scenario" from an installed binary (21 of 40 were).
+    #[test]
+    fn every_scenario_file_is_embedded_under_its_name() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+        let mut files: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+            .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+            .collect();
+        files.sort();
+        let mut embedded: Vec<String> = super::SCENARIOS
+            .iter()
+            .map(|(n, _)| n.to_string())
+            .collect();
+        embedded.sort();
+        assert_eq!(embedded, files);
+        for (name, text) in super::SCENARIOS {
+            let file = std::fs::read_to_string(dir.join(format!("{name}.toml"))).unwrap();
+            assert_eq!(*text, file, "{name} embeds another file's text");
         }
     }
 

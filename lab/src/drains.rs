@@ -31,7 +31,7 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde::Serialize;
 
 use crate::results::BpfSample;
@@ -134,16 +134,15 @@ pub fn of_samples(samples: &[BpfSample]) -> Vec<Drain> {
 /// Write `drains.csv` at `path` from a repetition's bpf samples (a header
 /// alone when no flow had a judged drain).
 pub fn write(path: &Path, samples: &[BpfSample]) -> Result<()> {
-    let mut csv = csv::WriterBuilder::new()
-        .has_headers(false)
-        .from_path(path)
-        .with_context(|| format!("create {}", path.display()))?;
-    csv.write_record(HEADER)?;
-    for d in of_samples(samples) {
-        csv.serialize(d)?;
-    }
-    csv.flush()?;
-    Ok(())
+    crate::files::write_atomic(path, |f| {
+        let mut csv = csv::WriterBuilder::new().has_headers(false).from_writer(f);
+        csv.write_record(HEADER)?;
+        for d in of_samples(samples) {
+            csv.serialize(d)?;
+        }
+        csv.flush()?;
+        Ok(())
+    })
 }
 
 #[cfg(test)]

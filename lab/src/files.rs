@@ -4,6 +4,7 @@
 //! (a group name, say) is quoted and reads back as written; hand-joined
 //! lines would split it.
 
+use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -13,21 +14,74 @@ use crate::plan::Plan;
 use crate::results::{RepResult, RunResult, Summary, SweepPoint};
 use crate::scenario::Sweep;
 
+/// Write `path` whole or not at all: `fill` writes into a temp file in
+/// the same folder, which is synced and then renamed over `path`.
+///
+/// Why: a stored summary cannot always be computed again (`lab
+/// resummarize` keeps goodput and utilization as stored), so an
+/// interruption (Ctrl-C, SIGTERM, ENOSPC, a crash) between truncating the
+/// old file and its last byte must not leave it cut short. A failed or
+/// interrupted write leaves the old file as it was (an interrupted one at
+/// most a stray `.<name>.*.tmp` beside it, which no reader looks at).
+/// The new file keeps an existing file's mode and, where the process may,
+/// its owner (as an in-place write would); a new one gets 0666 less the
+/// umask, as `std::fs::write` gives.
+pub fn write_atomic(
+    path: &Path,
+    fill: impl FnOnce(&mut std::fs::File) -> Result<()>,
+) -> Result<()> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let what = || format!("write {}", path.display());
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let old = std::fs::metadata(path).ok();
+    let mode = old
+        .as_ref()
+        .map(|m| m.permissions())
+        .unwrap_or_else(|| std::fs::Permissions::from_mode(0o666));
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".tmp")
+        .permissions(mode)
+        .tempfile_in(dir)
+        .with_context(what)?;
+    if let Some(m) = &old {
+        // Best effort: only root may give a file away, and a file the
+        // process could write in place is one it may replace as its own.
+        let _ = std::os::unix::fs::fchown(tmp.as_file(), Some(m.uid()), Some(m.gid()));
+    }
+    fill(tmp.as_file_mut()).with_context(what)?;
+    tmp.as_file().sync_all().with_context(what)?;
+    tmp.persist(path).map_err(|e| e.error).with_context(what)?;
+    Ok(())
+}
+
+/// `bytes` as the whole of `path`, by [`write_atomic`].
+pub fn write_file(path: &Path, bytes: impl AsRef<[u8]>) -> Result<()> {
+    write_atomic(path, |f| Ok(f.write_all(bytes.as_ref())?))
+}
+
 /// A CSV file from a header and rows of already formatted fields.
 fn write_csv<R, I>(path: &Path, header: &[String], rows: R) -> Result<()>
 where
     R: IntoIterator<Item = I>,
     I: IntoIterator<Item = String>,
 {
-    let mut w =
-        csv::Writer::from_path(path).with_context(|| format!("write {}", path.display()))?;
-    w.write_record(header)?;
-    for row in rows {
-        w.write_record(row)?;
-    }
-    w.flush()
-        .with_context(|| format!("write {}", path.display()))?;
-    Ok(())
+    write_atomic(path, |f| {
+        let mut w = csv::Writer::from_writer(f);
+        w.write_record(header)?;
+        for row in rows {
+            w.write_record(row)?;
+        }
+        w.flush()?;
+        Ok(())
+    })
 }
 
 fn header(cols: &[&str]) -> Vec<String> {
@@ -89,15 +143,17 @@ pub fn write_rep(dir: &Path, r: &RepResult) -> Result<()> {
         }),
     )?;
     if !r.bpf.is_empty() {
-        let mut csv = csv::Writer::from_path(dir.join("bpf.csv"))?;
-        for b in &r.bpf {
-            csv.serialize(b)?;
-        }
-        csv.flush()?;
+        write_atomic(&dir.join("bpf.csv"), |f| {
+            let mut csv = csv::Writer::from_writer(f);
+            for b in &r.bpf {
+                csv.serialize(b)?;
+            }
+            csv.flush()?;
+            Ok(())
+        })?;
         crate::drains::write(&dir.join("drains.csv"), &r.bpf)?;
     }
-    std::fs::write(dir.join("summary.json"), serde_json::to_string_pretty(r)?)?;
-    Ok(())
+    write_file(&dir.join("summary.json"), serde_json::to_string_pretty(r)?)
 }
 
 /// Remove what an earlier run left in the run folder `dir` as a run
@@ -129,17 +185,18 @@ pub fn clear_run_outputs(dir: &Path) -> Result<()> {
 
 /// The run's scenario.toml (the plan's scenario, as run).
 pub fn write_scenario(dir: &Path, plan: &Plan) -> Result<()> {
-    std::fs::write(
-        dir.join("scenario.toml"),
+    write_file(
+        &dir.join("scenario.toml"),
         toml::to_string_pretty(&plan.scenario)?,
-    )?;
-    Ok(())
+    )
 }
 
 /// The run's summary.json.
 pub fn write_run_summary(r: &RunResult) -> Result<()> {
-    std::fs::write(r.dir.join("summary.json"), serde_json::to_string_pretty(r)?)?;
-    Ok(())
+    write_file(
+        &r.dir.join("summary.json"),
+        serde_json::to_string_pretty(r)?,
+    )
 }
 
 /// A run's summary.json as read back: the mean and each repetition's
@@ -273,8 +330,7 @@ pub fn write_sweep(dir: &Path, sweep: &Sweep, points: &[SweepPoint]) -> Result<(
         row
     });
     write_csv(&dir.join(SWEEP_CSV), &head, rows)?;
-    std::fs::write(dir.join(SWEEP_JSON), serde_json::to_string_pretty(points)?)?;
-    Ok(())
+    write_file(&dir.join(SWEEP_JSON), serde_json::to_string_pretty(points)?)
 }
 
 #[cfg(test)]
@@ -337,6 +393,34 @@ mod tests {
         assert_eq!(left, ["report", "scenario.toml"]);
         // Nothing to clear is no error (a first run).
         clear_run_outputs(dir).unwrap();
+    }
+
+    /// A write that fails midway (here its serialisation, after the
+    /// first bytes are out) leaves the file as it was and nothing beside
+    /// it; a write that succeeds replaces it whole, keeping its mode.
+    /// Written in place, the file was already truncated at the failure.
+    #[test]
+    fn a_failed_write_leaves_the_old_file() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = crate::testkit::temp_folder("files-atomic");
+        let path = tmp.path().join("summary.json");
+        std::fs::write(&path, "old").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let e = write_atomic(&path, |f| {
+            f.write_all(b"{\"half\": ")?;
+            anyhow::bail!("cannot serialise NaN")
+        })
+        .unwrap_err();
+        assert!(format!("{e:#}").contains("summary.json"), "{e:#}");
+        assert!(format!("{e:#}").contains("NaN"), "{e:#}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "old");
+        let names: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
+        assert_eq!(names.len(), 1, "{names:?}");
+        write_file(&path, "new").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o640);
+        assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1);
     }
 
     #[test]

@@ -33,6 +33,9 @@ pub fn expand(
         Some(a) => a.values.iter().map(|v| Some(*v)).collect(),
         None => vec![None],
     };
+    for cca in ccas {
+        check_cca_name(base, cca)?;
+    }
     let mut out = Vec::new();
     for cca in ccas {
         let with_cca = base.with_cca(cca);
@@ -58,6 +61,21 @@ pub fn expand(
         }
     }
     Ok(out)
+}
+
+/// A `--cca` name the scenario refuses (`'a b'`, `''`), named by the
+/// option that gave it: found per point, it was blamed on the first sweep
+/// value it met ("bottleneck.buffer.bdp = 0.5 makes flows[0].cca: ...").
+/// Other errors are left to the points, which name their axis.
+fn check_cca_name(base: &Scenario, cca: &str) -> Result<(), ScenarioError> {
+    match base.with_cca(cca).validate() {
+        Err(e) if e.field == "cca" || e.field.ends_with(".cca") => Err(ScenarioError {
+            field: "--cca".into(),
+            line: None,
+            reason: e.reason,
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// Seconds a point costs beyond its repetitions: building the network, the
@@ -204,6 +222,24 @@ mod tests {
             })
             .sum();
         assert!((shards - machine_hours(&all)).abs() < 1e-9);
+    }
+
+    /// A bad `--cca` name is named as one, before any point (it used to
+    /// read "...: bottleneck.buffer.bdp = 0.5 makes flows[0].cca: ...").
+    #[test]
+    fn a_bad_cca_name_names_the_option() {
+        let s = Scenario::from_toml(&grid()).unwrap();
+        let sweep = s.sweep.as_ref().unwrap();
+        for bad in ["a b", ""] {
+            let e = expand(&s, sweep, &["cubic".into(), bad.into()]).unwrap_err();
+            assert_eq!(e.field, "--cca", "{e}");
+            let text = e.to_string();
+            assert!(
+                text.starts_with("--cca: not a congestion control name"),
+                "{text}"
+            );
+            assert!(!text.contains("makes") && !text.contains("bdp"), "{text}");
+        }
     }
 
     #[test]

@@ -235,9 +235,7 @@ pub fn scenario_text(s: &Scenario) -> Result<String> {
 
 /// Write `value` as `dir/provenance.json`.
 pub fn write<T: Serialize>(dir: &Path, value: &T) -> Result<()> {
-    let path = dir.join(FILE);
-    std::fs::write(&path, serde_json::to_string_pretty(value)?)
-        .with_context(|| format!("write {}", path.display()))
+    crate::files::write_file(&dir.join(FILE), serde_json::to_string_pretty(value)?)
 }
 
 /// Read `dir/provenance.json`.

@@ -20,7 +20,9 @@
 //! line which figures it could not. A folder that lacks an input every
 //! figure needs (scenario.toml, summary.json, a repetition's queue.csv,
 //! a marked window) is refused in one line. Nothing is written
-//! until every folder given has been computed.
+//! until every folder given has been computed, and each file is replaced
+//! whole ([`crate::files::write_atomic`]): an interrupted or failed write
+//! leaves the stored file as it was, not cut short.
 //!
 //! A sweep (or merge) folder: each point's run folder is resummarized,
 //! then sweep.csv, sweep.json, compare.md and the plots are written again
@@ -132,6 +134,8 @@ impl Work {
                 runs,
                 points,
             } => {
+                // The sweep's own files only once every run folder's are
+                // in place: a failure before leaves them as they were.
                 for r in runs {
                     r.write()?;
                 }
@@ -304,12 +308,10 @@ impl RunUpdate {
     fn write(&self) -> Result<()> {
         for (n, rep) in self.raw.reps.iter().enumerate() {
             let path = self.dir.join(format!("rep{n}")).join("summary.json");
-            std::fs::write(&path, serde_json::to_string_pretty(rep)?)
-                .with_context(|| format!("write {}", path.display()))?;
+            crate::files::write_file(&path, serde_json::to_string_pretty(rep)?)?;
         }
         let path = self.dir.join("summary.json");
-        std::fs::write(&path, serde_json::to_string_pretty(&self.raw)?)
-            .with_context(|| format!("write {}", path.display()))
+        crate::files::write_file(&path, serde_json::to_string_pretty(&self.raw)?)
     }
 }
 
@@ -615,6 +617,61 @@ mod tests {
         );
         let stored = crate::files::read_run_summary(&dir).unwrap();
         check_over_the_window(&stored.summary, false);
+    }
+
+    /// Set in the child [`an_interrupted_write_leaves_the_stored_summaries_whole`]
+    /// starts: the run folder it resummarizes.
+    const CHILD_DIR: &str = "RTTFAIR_TEST_RESUMMARIZE_CHILD";
+
+    /// A resummarize killed in mid-write (the review's `prlimit
+    /// --fsize=64`: the child, this test binary running this test again,
+    /// may write files of at most 64 bytes, and SIGXFSZ kills it at the
+    /// first byte past that) leaves every stored summary.json whole and
+    /// as it was. Written in place, rep0/summary.json was truncated and
+    /// cut to 64 bytes: the stored goodput in it was lost for good.
+    #[test]
+    fn an_interrupted_write_leaves_the_stored_summaries_whole() {
+        use std::os::unix::process::{CommandExt, ExitStatusExt};
+        if let Some(dir) = std::env::var_os(CHILD_DIR) {
+            let _ = resummarize(&[PathBuf::from(dir)]);
+            return;
+        }
+        let tmp = testkit::temp_folder("resummarize-killed");
+        let dir = tmp.path().join("rs-cubic");
+        write_stored_run(&dir, &plan(), 1, true);
+        let files = [dir.join("summary.json"), dir.join("rep0/summary.json")];
+        let before: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(f).unwrap()).collect();
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap());
+        child
+            .args([
+                "resummarize::tests::an_interrupted_write_leaves_the_stored_summaries_whole",
+                "--exact",
+                "--test-threads=1",
+            ])
+            .env(CHILD_DIR, &dir)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        // SAFETY: setrlimit is async-signal-safe and touches no memory of
+        // the parent's.
+        unsafe {
+            child.pre_exec(|| {
+                let lim = libc::rlimit {
+                    rlim_cur: 64,
+                    rlim_max: 64,
+                };
+                if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let status = child.status().unwrap();
+        assert_eq!(status.signal(), Some(libc::SIGXFSZ), "{status:?}");
+        for (f, old) in files.iter().zip(&before) {
+            assert_eq!(&std::fs::read(f).unwrap(), old, "{}", f.display());
+        }
+        // And the folder still resummarizes.
+        resummarize(std::slice::from_ref(&dir)).unwrap();
     }
 
     #[test]

@@ -228,9 +228,10 @@ pub fn write_outputs(
 ) -> Result<()> {
     crate::files::write_sweep(dir, sweep, points)?;
     crate::sweep_plots::plot(dir, base, sweep, ccas, points)?;
-    let path = dir.join(COMPARE_FILE);
-    std::fs::write(&path, crate::gridtable::compare_tables(sweep, ccas, points))
-        .with_context(|| format!("write {}", path.display()))?;
+    crate::files::write_file(
+        &dir.join(COMPARE_FILE),
+        crate::gridtable::compare_tables(sweep, ccas, points),
+    )?;
     crate::provenance::write(dir, provenance)
 }
 

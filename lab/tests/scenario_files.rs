@@ -1,9 +1,9 @@
 //! Every file in `scenarios/` parses and validates, sweep points included.
 //!
-//! The embedded scenarios are checked by `builtin`'s unit test; files that
-//! are only run by path (`rttfairctl lab compare scenarios/X.toml`, the
-//! qfair tables of docs/results.md) had no check, so a typo in one would
-//! only show when a kernel run of several minutes starts.
+//! By path, as `rttfairctl lab compare scenarios/X.toml` (the qfair tables
+//! of docs/results.md) reads them: a typo would otherwise only show when a
+//! kernel run of several minutes starts. (Every file is also embedded:
+//! `builtin`'s unit tests check that and the embedded texts.)
 
 use rttfair_lab::scenario::Scenario;
 

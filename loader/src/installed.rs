@@ -7,8 +7,9 @@
 //! would read nothing: no flows, and zero sockets for a CCA in use. Every
 //! caller that would adopt or count asks [`check`] (or [`loaded_ccas_check`]
 //! for one CCA) instead, and gets one line naming both ABIs and the fix:
-//! `rttfairctl load`, the daemon's start and /healthz, and the socket
-//! count behind `unload` ([`crate::flows::live_sockets`]).
+//! `rttfairctl load`, the daemon's start and /healthz, the socket
+//! count behind `unload` ([`crate::flows::live_sockets`]), and
+//! rttfairctl's views (`flows`, `get`, `set`; `list` as its note).
 //!
 //! What it cannot see: once this build's maps exist (after a `swap` of one
 //! CCA, say), a CCA still on another build's programs is not told apart,

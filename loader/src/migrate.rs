@@ -162,17 +162,49 @@ pub fn migrate_in_netns(netns: &str, from: &str, to: &str, filter: &Filter) -> R
     in_named_netns(netns, move || migrate_here(&from, &to, &filter))
 }
 
+/// Where `ip netns` keeps the named network namespaces.
+const NETNS_DIR: &str = "/run/netns";
+
 /// Run `f` on a thread inside the named network namespace.
 fn in_named_netns<T: Send + 'static>(
     netns: &str,
     f: impl FnOnce() -> Result<T> + Send + 'static,
 ) -> Result<T> {
-    let path = format!("/run/netns/{netns}");
-    let file = std::fs::File::open(&path)
-        .map_err(|e| Error::io(format!("network namespace {netns} ({path})"), e))?;
+    let path = std::path::Path::new(NETNS_DIR).join(netns);
+    let file = std::fs::File::open(&path).map_err(|e| netns_error(&path, e))?;
+    in_netns_of(file, &path, f)
+}
+
+/// As [`in_named_netns`] for a namespace [`named_netns`] listed: `None`
+/// if it has vanished since (its entry is gone: ENOENT), the one case
+/// a walk over every namespace skips. Any other failure (setns refused, a
+/// failing `f`) is the caller's error, not a namespace silently left out.
+fn in_listed_netns<T: Send + 'static>(
+    path: &std::path::Path,
+    f: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<Option<T>> {
+    match std::fs::File::open(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(netns_error(path, e)),
+        Ok(file) => in_netns_of(file, path, f).map(Some),
+    }
+}
+
+fn netns_error(path: &std::path::Path, e: std::io::Error) -> Error {
+    Error::io(format!("network namespace {}", path.display()), e)
+}
+
+/// Run `f` on a thread that has entered the network namespace `file`
+/// (opened from `path`, which errors name).
+fn in_netns_of<T: Send + 'static>(
+    file: std::fs::File,
+    path: &std::path::Path,
+    f: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    let context = format!("enter network namespace {}", path.display());
     std::thread::spawn(move || -> Result<T> {
         nix::sched::setns(file.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET)
-            .map_err(|e| Error::io("setns", e.into()))?;
+            .map_err(|e| Error::io(context, e.into()))?;
         f()
     })
     .join()
@@ -187,9 +219,8 @@ pub fn count_reachable(from: &str) -> Result<u64> {
     let mut n = count_here(from, &Filter::default())?;
     for ns in named_netns() {
         let from = from.to_string();
-        if let Ok(k) = in_named_netns(&ns, move || count_here(&from, &Filter::default())) {
-            n += k;
-        }
+        let path = std::path::Path::new(NETNS_DIR).join(ns);
+        n += in_listed_netns(&path, move || count_here(&from, &Filter::default()))?.unwrap_or(0);
     }
     Ok(n)
 }
@@ -197,7 +228,8 @@ pub fn count_reachable(from: &str) -> Result<u64> {
 /// Move the sockets running `from` (and matching `filter`) to `to` in the
 /// named namespace `netns`, or, without one, in the calling thread's
 /// namespace and every named one, with the reports added up. A named
-/// namespace that vanishes between listing and entering it is skipped.
+/// namespace that vanishes between listing and entering it is skipped;
+/// any other failure in one is an error (those before it have moved).
 pub fn migrate_all(from: &str, to: &str, netns: Option<&str>, filter: &Filter) -> Result<Report> {
     if !kernel::is_registered(from)? {
         return Err(Error::NotRegistered {
@@ -209,7 +241,9 @@ pub fn migrate_all(from: &str, to: &str, netns: Option<&str>, filter: &Filter) -
     }
     let mut total = migrate_here(from, to, filter)?;
     for ns in named_netns() {
-        if let Ok(r) = migrate_in_netns(&ns, from, to, filter) {
+        let (from, to, filter) = (from.to_string(), to.to_string(), filter.clone());
+        let path = std::path::Path::new(NETNS_DIR).join(ns);
+        if let Some(r) = in_listed_netns(&path, move || migrate_here(&from, &to, &filter))? {
             total.merge(r);
         }
     }
@@ -218,7 +252,7 @@ pub fn migrate_all(from: &str, to: &str, netns: Option<&str>, filter: &Filter) -
 
 /// Named network namespaces (/run/netns).
 pub fn named_netns() -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir("/run/netns")
+    let mut v: Vec<String> = std::fs::read_dir(NETNS_DIR)
         .map(|d| {
             d.flatten()
                 .filter_map(|e| e.file_name().into_string().ok())
@@ -232,4 +266,25 @@ pub fn named_netns() -> Vec<String> {
 /// Human text of an errno.
 pub fn errno_text(e: i32) -> String {
     std::io::Error::from_raw_os_error(e).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A listed namespace whose entry is gone is skipped (`None`); one
+    /// that cannot be entered is an error naming it (once both were
+    /// skipped alike, so a namespace `migrate` could not reach went
+    /// unsaid). A plain file is not a namespace: setns refuses it (EINVAL,
+    /// with or without privileges).
+    #[test]
+    fn only_a_vanished_namespace_is_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let gone = dir.path().join("gone");
+        assert!(in_listed_netns(&gone, || Ok(1)).unwrap().is_none());
+        let not_ns = dir.path().join("plain-file");
+        std::fs::write(&not_ns, "").unwrap();
+        let e = in_listed_netns(&not_ns, || Ok(1)).unwrap_err();
+        assert!(e.to_string().contains("plain-file"), "{e}");
+    }
 }

@@ -176,6 +176,25 @@ pub fn assert_one_line_error(out: &Output, needle: &str) -> String {
     lines[0].to_string()
 }
 
+/// `name`'s entry in the `ccas` of `rttfairctl list --json`.
+pub fn list_entry<'a>(list: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    list["ccas"]
+        .as_array()
+        .expect("list --json has ccas")
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("{name} not in {list}"))
+}
+
+/// `name`'s row of `rttfairctl list`'s table, column by column.
+pub fn list_row<'a>(table: &'a str, name: &str) -> Vec<&'a str> {
+    table
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|cols| cols.first() == Some(&name))
+        .unwrap_or_else(|| panic!("no {name} row in {table}"))
+}
+
 pub fn assert_success(out: &Output) -> String {
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(
