@@ -477,3 +477,27 @@ fn daemon_survives_bpffs_unmount() {
     assert!(d.running(), "daemon exited");
     assert_success(&ctl(&["unload", "bbr1"]));
 }
+
+/// `set` rewrites a CCA's whole tunables entry, so it waits for the
+/// installation lock: held by another command, the write does not happen
+/// until that command lets go, and then it does (not lost, not refused).
+#[test]
+fn set_waits_for_the_installation_lock() {
+    let t = KernelTest::new();
+    assert_success(&t.run(&["load", "fairtt"]));
+    let held =
+        t.fs.lock(Duration::ZERO)
+            .expect("take the installation lock");
+    let fs = t.fs.clone();
+    let setter =
+        std::thread::spawn(move || rttfair_loader::tunables::set(&fs, "fairtt.beta", "0.7"));
+    std::thread::sleep(Duration::from_millis(700));
+    assert!(!setter.is_finished(), "set did not wait for the lock");
+    let beta = || rttfair_loader::tunables::get(&t.fs, Some("fairtt.beta")).unwrap()[0].value;
+    assert_eq!(beta(), 0.8, "set wrote while another command held the lock");
+    drop(held);
+    let v = setter.join().unwrap().expect("set once the lock is free");
+    assert_eq!(v.value, 0.7);
+    assert_eq!(beta(), 0.7);
+    assert_success(&t.run(&["unload", "fairtt"]));
+}

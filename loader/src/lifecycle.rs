@@ -14,7 +14,7 @@ use std::time::Duration;
 use libbpf_rs::{Link, MapCore, MapHandle, Object, ObjectBuilder, OpenObject, PrintLevel};
 
 use crate::abi::maps;
-use crate::bpffs::BpfFs;
+use crate::bpffs::{BpfFs, LockGuard, LOCK_WAIT};
 use crate::cca::Cca;
 use crate::error::{Error, Result};
 use crate::{flows, installed, kernel, objects, preflight, stack_depth};
@@ -240,8 +240,7 @@ impl Registered {
 pub fn load(cca: Cca, fs: &BpfFs, opts: &LoadOptions) -> Result<LoadOutcome> {
     preflight::check_can_register(&format!("loading {cca}"))?;
     preflight::check_btf()?;
-    fs.ensure()?;
-    let _lock = fs.lock(Duration::from_secs(10))?;
+    let _lock = fs.ensure_and_lock(LOCK_WAIT)?;
     installed::check(fs)?;
 
     let pin = fs.link_pin(cca);
@@ -304,7 +303,7 @@ pub fn update(cca: Cca, fs: &BpfFs, opts: &LoadOptions) -> Result<SwapReport> {
             cca: cca.to_string(),
         });
     }
-    let _lock = fs.lock(Duration::from_secs(10))?;
+    let _lock = fs.lock(LOCK_WAIT)?;
     let sockets_on_previous = flows::live_sockets(fs, cca).ok();
     let mut loaded = open(cca, fs, opts)?.load()?;
     let link = Link::open(&pin).map_err(|e| Error::bpf(format!("open {}", pin.display()), e))?;
@@ -353,7 +352,19 @@ pub fn unregister(cca: Cca, fs: &BpfFs, force: bool) -> Result<()> {
             cca: cca.to_string(),
         });
     }
-    let _lock = fs.lock(Duration::from_secs(10))?;
+    let lock = fs.lock(LOCK_WAIT)?;
+    unregister_locked(cca, fs, force, &lock)
+}
+
+/// [`unregister`] for a caller that holds the installation lock across
+/// its own checks (`_lock` proves it).
+fn unregister_locked(cca: Cca, fs: &BpfFs, force: bool, _lock: &LockGuard) -> Result<()> {
+    let pin = fs.link_pin(cca);
+    if !pin.exists() {
+        return Err(Error::NotLoaded {
+            cca: cca.to_string(),
+        });
+    }
     if !force {
         // Uncountable (another build's ABI) is a refusal, never zero.
         let sockets = flows::live_sockets(fs, cca)?;
@@ -394,10 +405,15 @@ pub struct Unloaded {
 /// refusal changes nothing: the arguments ([`check_unload_args`]), the
 /// privileges, each CCA's state ([`check_unload_state`]) and, with a
 /// migration, that every socket of each CCA is in a namespace it reaches
-/// ([`check_reachable`]). The one refusal after a change: sockets a
-/// migration could not move (refused by the kernel, or opened meanwhile
-/// where it does not reach) keep every CCA loaded (the moved ones stay
-/// moved). Refuses while sockets use a CCA unless `force` or `migrate_to`.
+/// ([`check_reachable`]), all under one hold of the installation lock, so
+/// no other rttfairctl changes what was checked. The refusals after a
+/// change come from sockets, which the lock does not stop applications
+/// opening: sockets a migration could not move (refused by the kernel, or
+/// opened meanwhile where it does not reach) keep every CCA loaded (the
+/// moved ones stay moved); a socket opened on a later CCA after the check
+/// stops the unload there, and the error names the CCAs already unloaded
+/// ([`Error::Partial`]). Refuses while sockets use a CCA unless `force` or
+/// `migrate_to`.
 pub fn unload_all(
     ccas: &[Cca],
     fs: &BpfFs,
@@ -416,6 +432,14 @@ pub fn unload_all(
     if migrate_to.is_some() {
         preflight::require("migrating sockets", preflight::ITERATE_SOCKETS)?;
     }
+    // One hold across the checks and the acts, so no other rttfairctl
+    // changes what was checked. No root: nothing is pinned, and the checks
+    // below say so for each CCA.
+    let lock = match fs.lock(LOCK_WAIT) {
+        Ok(l) => Some(l),
+        Err(Error::NothingLoaded { .. }) => None,
+        Err(e) => return Err(e),
+    };
     let mut registered = Vec::new();
     let mut live = Vec::new();
     for &cca in ccas {
@@ -470,8 +494,13 @@ pub fn unload_all(
             }
         }
     }
-    for &cca in ccas {
-        unregister(cca, fs, force)?;
+    let lock = lock.ok_or_else(|| Error::NothingLoaded {
+        path: fs.root().to_path_buf(),
+    })?;
+    for (i, &cca) in ccas.iter().enumerate() {
+        // Sockets opened since the check can still refuse one: say which
+        // went already.
+        unregister_locked(cca, fs, force, &lock).map_err(|e| Error::after_some(e, &ccas[..i]))?;
     }
     Ok(done)
 }

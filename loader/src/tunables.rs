@@ -217,6 +217,9 @@ pub fn set(fs: &BpfFs, full: &str, text: &str) -> Result<Value> {
     let t = Tunable::find(full)?;
     let stored = t.parse(text)?;
     let map = open_map(fs, t)?;
+    // A read-modify-write of the whole struct: under the installation lock,
+    // so a concurrent `set` of another field of the same CCA is not lost.
+    let _lock = fs.lock(crate::bpffs::LOCK_WAIT)?;
     let mut fields = read_raw(fs, t)?;
     fields[t.field] = stored;
     let bytes: Vec<u8> = fields.iter().flat_map(|v| v.to_ne_bytes()).collect();
