@@ -33,6 +33,8 @@ pub struct LoadOptions {
 pub struct Opened {
     cca: Cca,
     obj: OpenObject,
+    /// Built from the developer's `--object`, not the embedded build.
+    custom: bool,
 }
 
 /// Step 2: the programs passed the verifier and the maps exist.
@@ -63,6 +65,9 @@ pub enum LoadOutcome {
 }
 
 /// Open the embedded object of `cca`, wired to the installation's shared maps.
+/// A developer's `opts.object` is checked here, before anything reaches the
+/// kernel: it must define `<cca>_ops`, and its maps must match the pinned
+/// ones; either refusal names `--object`, since the object is what to fix.
 pub fn open(cca: Cca, fs: &BpfFs, opts: &LoadOptions) -> Result<Opened> {
     let mut builder = ObjectBuilder::default();
     builder
@@ -71,11 +76,24 @@ pub fn open(cca: Cca, fs: &BpfFs, opts: &LoadOptions) -> Result<Opened> {
     let mut obj = builder
         .open_memory(opts.object.as_deref().unwrap_or(objects::cca(cca)))
         .map_err(|e| Error::bpf(format!("open {cca} object"), e))?;
+    let custom = opts.object.is_some();
+    let ops = cca.ops_map();
+    if custom && !obj.maps().any(|m| m.name() == ops.as_str()) {
+        return Err(object_error(format!(
+            "defines no {ops} (another CCA's object, or not an rttfair CCA?)"
+        )));
+    }
     for mut map in obj.maps_mut() {
         let name = map.name().to_string_lossy().into_owned();
         let pin = fs.map_pin(&name);
         if pin.exists() {
-            check_pinned_map_matches(&pin, map.map_type(), map.key_size(), map.value_size())?;
+            check_pinned_map_matches(&pin, map.map_type(), map.key_size(), map.value_size())
+                .map_err(|e| match e {
+                    Error::ForeignPin { reason, .. } if custom => object_error(format!(
+                        "its map {name} does not match the installed one ({reason}); build it against this rttfair's headers"
+                    )),
+                    e => e,
+                })?;
         } else if name == maps::FLOWS {
             if let Some(n) = opts.flows_max {
                 map.set_max_entries(n)
@@ -83,7 +101,15 @@ pub fn open(cca: Cca, fs: &BpfFs, opts: &LoadOptions) -> Result<Opened> {
             }
         }
     }
-    Ok(Opened { cca, obj })
+    Ok(Opened { cca, obj, custom })
+}
+
+/// A refusal of the developer's `--object`.
+fn object_error(reason: String) -> Error {
+    Error::InvalidValue {
+        name: "--object".into(),
+        reason,
+    }
 }
 
 /// A pin under our maps directory must be the map this build expects;
@@ -174,7 +200,12 @@ impl Opened {
                 obj,
                 log,
             }),
-            Err(e) => Err(classify_load_error(self.cca, e, &log)),
+            Err(e) => Err(match classify_load_error(self.cca, e, &log) {
+                Error::ForeignPin { reason, .. } if self.custom => object_error(format!(
+                    "its maps do not match the installed ones ({reason}); build it against this rttfair's headers"
+                )),
+                e => e,
+            }),
         }
     }
 }
@@ -261,6 +292,7 @@ pub fn load(cca: Cca, fs: &BpfFs, opts: &LoadOptions) -> Result<LoadOutcome> {
             pin,
         });
     }
+    let before = map_pins(fs);
     let res = open(cca, fs, opts)
         .and_then(Opened::load)
         .and_then(Loaded::register);
@@ -269,10 +301,8 @@ pub fn load(cca: Cca, fs: &BpfFs, opts: &LoadOptions) -> Result<LoadOutcome> {
         Err(e) => {
             // Nothing else uses what this load created; but a foreign pin is
             // not ours to remove.
-            if !matches!(e, Error::ForeignPin { .. })
-                && !Cca::ALL.iter().any(|c| fs.link_pin(*c).exists())
-            {
-                remove_shared_maps(fs);
+            if !matches!(e, Error::ForeignPin { .. }) {
+                remove_new_maps(fs, &before);
             }
             Err(e)
         }
@@ -305,26 +335,39 @@ pub fn update(cca: Cca, fs: &BpfFs, opts: &LoadOptions) -> Result<SwapReport> {
     }
     let _lock = fs.lock(LOCK_WAIT)?;
     let sockets_on_previous = flows::live_sockets(fs, cca).ok();
-    let mut loaded = open(cca, fs, opts)?.load()?;
-    let link = Link::open(&pin).map_err(|e| Error::bpf(format!("open {}", pin.display()), e))?;
-    let ops = cca.ops_map();
-    let map = loaded
-        .obj
-        .maps_mut()
-        .find(|m| m.name() == ops.as_str())
-        .ok_or_else(|| Error::NoStructOps(format!("object has no map {ops}")))?;
-    // SAFETY: both pointers come from live libbpf objects owned here.
-    let rc = unsafe {
-        libbpf_rs::libbpf_sys::bpf_link__update_map(
-            link.as_libbpf_object().as_ptr(),
-            map.as_libbpf_object().as_ptr(),
-        )
-    };
-    if rc != 0 {
-        return Err(Error::io(
-            format!("update {cca} in place (the previous implementation stays)"),
-            std::io::Error::from_raw_os_error(-rc),
-        ));
+    let before = map_pins(fs);
+    let swapped = (|| {
+        let mut loaded = open(cca, fs, opts)?.load()?;
+        let link =
+            Link::open(&pin).map_err(|e| Error::bpf(format!("open {}", pin.display()), e))?;
+        let ops = cca.ops_map();
+        let map = loaded
+            .obj
+            .maps_mut()
+            .find(|m| m.name() == ops.as_str())
+            .ok_or_else(|| Error::NoStructOps(format!("object has no map {ops}")))?;
+        // SAFETY: both pointers come from live libbpf objects owned here.
+        let rc = unsafe {
+            libbpf_rs::libbpf_sys::bpf_link__update_map(
+                link.as_libbpf_object().as_ptr(),
+                map.as_libbpf_object().as_ptr(),
+            )
+        };
+        if rc != 0 {
+            return Err(Error::io(
+                format!("update {cca} in place (the previous implementation stays)"),
+                std::io::Error::from_raw_os_error(-rc),
+            ));
+        }
+        Ok(())
+    })();
+    if let Err(e) = swapped {
+        // Maps this attempt pinned (another ABI's build being replaced has
+        // none of this build's) would hide that build from installed::check.
+        if !matches!(e, Error::ForeignPin { .. }) {
+            remove_new_maps(fs, &before);
+        }
+        return Err(e);
     }
     Ok(SwapReport {
         sockets_on_previous,
@@ -597,6 +640,26 @@ pub fn check_reachable(cca: Cca, sockets: u64, reachable: u64) -> Result<()> {
     Ok(())
 }
 
+/// The map pins in the installation now.
+fn map_pins(fs: &BpfFs) -> Vec<std::path::PathBuf> {
+    fs::read_dir(fs.maps_dir())
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default()
+}
+
+/// After a failed load or swap: remove the map pins it made (those not in
+/// `before`), or every pin when no CCA is left to use them.
+fn remove_new_maps(fs: &BpfFs, before: &[std::path::PathBuf]) {
+    if !Cca::ALL.iter().any(|c| fs.link_pin(*c).exists()) {
+        return remove_shared_maps(fs);
+    }
+    for p in map_pins(fs) {
+        if !before.contains(&p) {
+            let _ = fs::remove_file(p);
+        }
+    }
+}
+
 /// With no CCA left, the shared maps go too, so the host is left as found.
 fn remove_shared_maps(fs: &BpfFs) {
     if let Ok(entries) = fs::read_dir(fs.maps_dir()) {
@@ -702,8 +765,37 @@ pub fn remove_unused(fs: &BpfFs) {
 
 #[cfg(test)]
 mod tests {
-    use super::{check_reachable, check_unload_args, check_unload_state, UnloadState};
-    use crate::{Cca, Error};
+    use super::{
+        check_reachable, check_unload_args, check_unload_state, open, LoadOptions, UnloadState,
+    };
+    use crate::{objects, BpfFs, Cca, Error};
+
+    /// `--object` of another CCA (qfair's build given for fairtt) is refused
+    /// as the object's fault before anything reaches the kernel, not as a
+    /// kernel without struct_ops.
+    #[test]
+    fn an_object_without_the_ccas_ops_is_refused_naming_object() {
+        let tmp = tempfile::tempdir().unwrap();
+        let opts = LoadOptions {
+            object: Some(objects::cca(Cca::Qfair).to_vec()),
+            flows_max: None,
+        };
+        let e = open(Cca::Fairtt, &BpfFs::new(tmp.path()), &opts)
+            .err()
+            .expect("qfair's object accepted as fairtt's");
+        let line = e.to_string();
+        assert!(
+            line.contains("--object") && line.contains("fairtt_ops"),
+            "{line}"
+        );
+        assert!(!line.contains("kernel"), "{line}");
+        // The embedded build of the same CCA opens.
+        let own = LoadOptions {
+            object: Some(objects::cca(Cca::Qfair).to_vec()),
+            flows_max: None,
+        };
+        assert!(open(Cca::Qfair, &BpfFs::new(tmp.path()), &own).is_ok());
+    }
 
     const LOADED: UnloadState = UnloadState {
         pinned: true,
