@@ -501,3 +501,76 @@ fn set_waits_for_the_installation_lock() {
     assert_eq!(beta(), 0.7);
     assert_success(&t.run(&["unload", "fairtt"]));
 }
+
+/// Ctrl-C while `load fairtt qfair` verifies qfair (fairtt already pinned)
+/// takes the rollback path: fairtt is unloaded again, nothing stays pinned,
+/// the line says so and the exit code is a shell's for SIGINT. (The signal
+/// is sent as soon as fairtt's pin appears, 1 ms polling, while qfair's
+/// verification takes far longer: the process is always still loading.)
+#[test]
+fn an_interrupted_load_unloads_what_it_loaded() {
+    let t = KernelTest::new();
+    let child = t
+        .ctl()
+        .args(["load", "fairtt", "qfair"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pin = t.fs.link_pin(Cca::Fairtt);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !pin.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(pin.exists(), "fairtt was never pinned");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let line = assert_one_line_error(&out, "interrupted by SIGINT");
+    // qfair too, when its load finished before the signal was seen.
+    assert!(line.contains("unloaded fairtt"), "{line}");
+    assert_eq!(out.status.code(), Some(130));
+    assert!(out.stdout.is_empty(), "a rolled-back load reported success");
+    assert!(!registered("fairtt") && !registered("qfair"));
+    assert!(
+        !t.fs.root().exists(),
+        "pins left: {:?}",
+        std::fs::read_dir(t.fs.root()).map(|d| d.count())
+    );
+}
+
+/// Shared maps with no CCA (what a load killed by SIGKILL during the
+/// verifier leaves): `unload` removes them and says so, and so does the next
+/// `load` before it creates its own.
+#[test]
+fn maps_an_interrupted_load_left_are_removed_by_the_next_load_or_unload() {
+    use rttfair_loader::lifecycle::{create_shared_maps, LoadOptions};
+    let t = KernelTest::new();
+    let stale = || {
+        create_shared_maps(
+            &t.fs,
+            &LoadOptions {
+                flows_max: Some(2048),
+                object: None,
+            },
+        )
+        .unwrap();
+        assert!(t.fs.map_pin(rttfair_loader::abi::maps::FLOWS).exists());
+    };
+    stale();
+    let line = assert_one_line_error(&t.run(&["unload", "bbr1"]), "bbr1 is not loaded");
+    assert!(line.contains("removed the shared maps"), "{line}");
+    assert!(!t.fs.root().exists(), "unload left the stale maps");
+    stale();
+    let out = assert_success(&t.run(&["load", "bbr1"]));
+    assert!(out.contains("interrupted run"), "{out}");
+    // The stale 2048-entry flow map went: this load made a default one.
+    let flows = t.fs.open_map(rttfair_loader::abi::maps::FLOWS).unwrap();
+    use libbpf_rs::MapCore;
+    assert_eq!(flows.max_entries(), 65_536);
+    assert_success(&t.run(&["unload", "bbr1"]));
+    assert!(!t.fs.root().exists());
+}

@@ -5,6 +5,7 @@
 
 mod commands;
 mod demo;
+mod interrupt;
 mod lab;
 mod logging;
 mod man;
@@ -373,7 +374,10 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("rttfairctl: error: {}", one_line(&e));
-            ExitCode::FAILURE
+            match e.downcast_ref::<interrupt::Interrupted>() {
+                Some(i) => ExitCode::from(i.exit_code()),
+                None => ExitCode::FAILURE,
+            }
         }
     }
 }

@@ -24,6 +24,8 @@ pub enum Error {
     NothingLoaded { path: PathBuf },
     #[error("{cca} is not loaded")]
     NotLoaded { cca: String },
+    #[error("{cca} is not loaded (removed the shared maps an interrupted load left)")]
+    NotLoadedStale { cca: String },
     #[error("{name} is not a registered congestion control")]
     NotRegistered { name: String },
     #[error("{cca} is used by {sockets} socket(s); close or migrate them first, or pass --force")]

@@ -3,8 +3,10 @@
 //! Each step is a function from one typed state to the next, so a caller can
 //! only register what loaded and only pin what registered. Failing at any step
 //! drops what the earlier steps created: an unpinned link unregisters the CCA
-//! when it is dropped, so a failed `load` never leaves a CCA half-registered.
-//! Only the shared maps can outlive a failure; they are harmless and reused.
+//! when it is dropped, so a failed `load` never leaves a CCA half-registered,
+//! and the map pins a failed load or swap made are removed. Only a killed
+//! process (SIGKILL while libbpf loads) can leave shared maps with no CCA;
+//! the next `load` or `unload` removes them.
 
 use std::fs;
 use std::path::Path;
@@ -60,7 +62,10 @@ pub enum LoadOutcome {
     Loaded,
     /// Already registered by rttfair; nothing changed.
     AlreadyLoaded,
-    /// A pin was left without a registration (an interrupted run); repaired.
+    /// Pins an interrupted run left were removed first, then loaded as
+    /// [`LoadOutcome::Loaded`]: a link pin without a registration, or
+    /// shared maps with no CCA's link pin (a load killed while the
+    /// verifier ran, after libbpf had pinned them).
     Repaired,
 }
 
@@ -277,6 +282,9 @@ pub fn load(cca: Cca, fs: &BpfFs, opts: &LoadOptions) -> Result<LoadOutcome> {
     let pin = fs.link_pin(cca);
     let registered = kernel::is_registered(cca.name())?;
     let mut outcome = LoadOutcome::Loaded;
+    if remove_stale_maps(fs) {
+        outcome = LoadOutcome::Repaired;
+    }
     if pin.exists() {
         if registered && Link::open(&pin).is_ok() {
             return Ok(LoadOutcome::AlreadyLoaded);
@@ -483,6 +491,9 @@ pub fn unload_all(
         Err(Error::NothingLoaded { .. }) => None,
         Err(e) => return Err(e),
     };
+    // Maps with no CCA to use them (a killed load's) go; each CCA is then
+    // refused as not loaded, saying so.
+    let stale = lock.is_some() && remove_unused(fs);
     let mut registered = Vec::new();
     let mut live = Vec::new();
     for &cca in ccas {
@@ -498,7 +509,12 @@ pub fn unload_all(
             registered: kernel::is_registered(cca.name())?,
             sockets,
         };
-        check_unload_state(cca, &fs.link_pin(cca), state, force || migrate_to.is_some())?;
+        check_unload_state(cca, &fs.link_pin(cca), state, force || migrate_to.is_some()).map_err(
+            |e| match e {
+                Error::NotLoaded { cca } if stale => Error::NotLoadedStale { cca },
+                e => e,
+            },
+        )?;
         registered.push(state.registered);
         live.push(state.sockets);
     }
@@ -756,11 +772,28 @@ pub fn create_shared_maps(fs: &BpfFs, opts: &LoadOptions) -> Result<()> {
     Ok(())
 }
 
-/// Remove every pin of an installation that has no CCA registered.
-pub fn remove_unused(fs: &BpfFs) {
+/// Remove every pin of an installation that has no CCA registered (the
+/// tree too). Says whether there were maps to remove.
+pub fn remove_unused(fs: &BpfFs) -> bool {
+    let stale = remove_stale_maps(fs);
     if !Cca::ALL.iter().any(|c| fs.link_pin(*c).exists()) {
-        remove_shared_maps(fs);
+        fs.remove_if_empty();
     }
+    stale
+}
+
+/// Shared maps with no CCA's link pin to use them are what a killed load
+/// leaves (libbpf pins them before the verifier runs): remove them (the
+/// tree stays), and say whether there were any.
+fn remove_stale_maps(fs: &BpfFs) -> bool {
+    if Cca::ALL.iter().any(|c| fs.link_pin(*c).exists()) {
+        return false;
+    }
+    let pins = map_pins(fs);
+    for p in &pins {
+        let _ = fs::remove_file(p);
+    }
+    !pins.is_empty()
 }
 
 #[cfg(test)]
