@@ -574,3 +574,26 @@ fn maps_an_interrupted_load_left_are_removed_by_the_next_load_or_unload() {
     assert_success(&t.run(&["unload", "bbr1"]));
     assert!(!t.fs.root().exists());
 }
+
+/// A CCA's tunables go with it: set while loaded, gone from `get` once it
+/// is unloaded (while another CCA keeps the shared maps), refused by
+/// `get`/`set` then, and back at the defaults when it is loaded again.
+#[test]
+fn a_ccas_tunables_reset_when_it_is_unloaded() {
+    let t = KernelTest::new();
+    assert_success(&t.run(&["load", "qfair", "fairtt"]));
+    assert_success(&t.run(&["set", "fairtt.scope", "3"]));
+    assert_success(&t.run(&["unload", "fairtt"]));
+    let all = assert_success(&t.run(&["get"]));
+    assert!(!all.contains("fairtt."), "{all}");
+    assert!(all.contains("qfair."), "{all}");
+    assert_one_line_error(&t.run(&["get", "fairtt.scope"]), "fairtt");
+    assert_one_line_error(&t.run(&["get", "fairtt"]), "not loaded");
+    assert_one_line_error(&t.run(&["set", "fairtt.beta", "0.7"]), "not loaded");
+    assert_success(&t.run(&["load", "fairtt"]));
+    let v: serde_json::Value =
+        serde_json::from_str(&assert_success(&t.run(&["--json", "get", "fairtt.scope"]))).unwrap();
+    assert_eq!(v[0]["is_default"], true, "{v}");
+    assert_eq!(v[0]["value"], 1.0, "{v}");
+    assert_success(&t.run(&["unload", "fairtt", "qfair"]));
+}

@@ -125,7 +125,8 @@ pub enum Command {
     /// how many sockets use each.
     List,
     /// Set a runtime tunable, e.g. `set fairtt.beta 0.7` (applies within one
-    /// round trip to every flow, no reload).
+    /// round trip to every flow, no reload). The CCA must be loaded; its
+    /// values go back to the defaults when it is unloaded.
     Set {
         /// <cca>.<tunable>
         name: String,

@@ -437,8 +437,24 @@ fn unregister_locked(cca: Cca, fs: &BpfFs, force: bool, _lock: &LockGuard) -> Re
     }
     if !Cca::ALL.iter().any(|c| fs.link_pin(*c).exists()) {
         remove_shared_maps(fs);
+    } else {
+        // Its own state goes with it, so a reload starts from the defaults
+        // (a lab's fairtt.scope must not leak into an operator's fairtt).
+        // Sockets still on it (--force) keep the maps they hold.
+        for map in own_maps(cca) {
+            let _ = fs::remove_file(fs.map_pin(map));
+        }
     }
     Ok(())
+}
+
+/// The maps only `cca`'s object has (the rest are shared by every CCA).
+fn own_maps(cca: Cca) -> Vec<&'static str> {
+    let mut own: Vec<&'static str> = crate::tunables::map_of(cca).into_iter().collect();
+    if cca == Cca::Fairtt {
+        own.push(maps::FAIRTT_REGISTRY);
+    }
+    own
 }
 
 /// What [`unload_all`] did to one CCA.
