@@ -84,7 +84,17 @@ fn churn_with_every_cca_leaks_nothing() {
 #[test]
 fn a_full_export_map_keeps_control_and_counts_what_it_missed() {
     let t = KernelTest::new();
-    assert_success(&t.run(&["load", "bbr1", "--flows-max", "4"]));
+    // Through the library: a 4-entry map is below what `load --flows-max`
+    // takes (lifecycle::FLOWS_MAX), and filling it is the point here.
+    rttfair_loader::lifecycle::load(
+        Cca::Bbr1,
+        &t.fs,
+        &rttfair_loader::lifecycle::LoadOptions {
+            flows_max: Some(4),
+            object: None,
+        },
+    )
+    .expect("load bbr1 with a 4-entry flow map");
     let port = free_port();
     let _daemon = Daemon::start(&t.fs, &[], port, Up::Serving);
     let ns = Netns::create("full").unwrap();
@@ -595,5 +605,30 @@ fn a_ccas_tunables_reset_when_it_is_unloaded() {
         serde_json::from_str(&assert_success(&t.run(&["--json", "get", "fairtt.scope"]))).unwrap();
     assert_eq!(v[0]["is_default"], true, "{v}");
     assert_eq!(v[0]["value"], 1.0, "{v}");
+    assert_success(&t.run(&["unload", "fairtt", "qfair"]));
+}
+
+/// Options a load cannot apply are said, not dropped: `--object` for a CCA
+/// that is loaded is refused naming `swap`, and `--flows-max` for a flow
+/// map that exists says the capacity in effect.
+#[test]
+fn load_options_it_cannot_apply_are_said() {
+    let t = KernelTest::new();
+    assert_success(&t.run(&["load", "qfair"]));
+    let out = assert_success(&t.run(&["load", "fairtt", "--flows-max", "2048"]));
+    assert!(out.contains("fairtt: loaded"), "{out}");
+    assert!(out.contains("keeps its 65536 entries"), "{out}");
+    let obj = temp_file(
+        "fairtt-again",
+        ".o",
+        rttfair_loader::objects::cca(Cca::Fairtt),
+    );
+    let line = assert_one_line_error(
+        &t.run(&["load", "fairtt", "--object", obj.path().to_str().unwrap()]),
+        "already loaded",
+    );
+    assert!(line.contains("swap fairtt"), "{line}");
+    assert!(registered("fairtt"));
+    assert_one_line_error(&t.run(&["load", "bbr1", "--flows-max", "4"]), "4");
     assert_success(&t.run(&["unload", "fairtt", "qfair"]));
 }

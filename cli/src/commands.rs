@@ -353,12 +353,22 @@ fn load(
         let note = roll_back(fs, &done);
         return Err(Interrupted { signal, note }.into());
     }
+    // A flow map that existed keeps its size: said when it is not the one
+    // asked for, since --flows-max was then not applied.
+    let capacity = flows_max.and_then(|_| FlowReader::open(fs).ok().map(|r| r.capacity()));
     // Printed once all are in: a failure prints nothing but the error.
-    let text: Vec<String> = report.iter().map(|(c, w)| format!("{c}: {w}")).collect();
+    let mut text: Vec<String> = report.iter().map(|(c, w)| format!("{c}: {w}")).collect();
+    if let (Some(want), Some(have)) = (flows_max, capacity) {
+        if want != have {
+            text.push(format!(
+                "the flow map keeps its {have} entries, not --flows-max {want}: it existed before this load, and keeps its size until every CCA is unloaded"
+            ));
+        }
+    }
     out.print(
         json!(report
             .iter()
-            .map(|(c, w)| json!({ "cca": c.name(), "outcome": w }))
+            .map(|(c, w)| json!({ "cca": c.name(), "outcome": w, "flow_map_entries": capacity }))
             .collect::<Vec<_>>()),
         format_args!("{}", text.join("\n")),
     )

@@ -21,10 +21,19 @@ use crate::cca::Cca;
 use crate::error::{Error, Result};
 use crate::{flows, installed, kernel, objects, preflight, stack_depth};
 
+/// The capacities the per-flow export map may be given, by `load
+/// --flows-max` and the daemon's `flow_map_entries` alike: from 1024 (a
+/// smaller map is full on any busy host, so most flows go unexported) to
+/// 1048576 (about 290 MB of kernel memory at 280 bytes an entry, and the
+/// most the daemon's refresh is sized for; 4M would be 1.2 GB).
+pub const FLOWS_MAX: std::ops::RangeInclusive<u32> = 1024..=1_048_576;
+
 /// Knobs of a load that matter only when the shared maps are first created.
 #[derive(Debug, Clone, Default)]
 pub struct LoadOptions {
-    /// Capacity of the per-flow export map (default 65536).
+    /// Capacity of the per-flow export map (default 65536). Not checked
+    /// against [`FLOWS_MAX`] here: the CLI and the daemon check what users
+    /// give, and tests fill a tiny map on purpose.
     pub flows_max: Option<u32>,
     /// Load this BPF object instead of the embedded build (a developer's own
     /// build of the CCA; it must define `<cca>_ops`).
@@ -287,6 +296,13 @@ pub fn load(cca: Cca, fs: &BpfFs, opts: &LoadOptions) -> Result<LoadOutcome> {
     }
     if pin.exists() {
         if registered && Link::open(&pin).is_ok() {
+            if opts.object.is_some() {
+                // "already loaded" would leave the user believing their
+                // build runs.
+                return Err(object_error(format!(
+                    "{cca} is already loaded (another build); `rttfairctl swap {cca} --object <file>` replaces it in place"
+                )));
+            }
             return Ok(LoadOutcome::AlreadyLoaded);
         }
         // A pin without a live registration: left by an interrupted run.
