@@ -632,3 +632,57 @@ fn load_options_it_cannot_apply_are_said() {
     assert_one_line_error(&t.run(&["load", "bbr1", "--flows-max", "4"]), "4");
     assert_success(&t.run(&["unload", "fairtt", "qfair"]));
 }
+
+/// A cgroup nested so deep that the pin name of one CCA fits bpffs's 255
+/// bytes and that of a longer-named one does not: attaching the longer one
+/// is refused before anything is loaded, naming the limit, and the earlier
+/// attachment stays the cgroup's default. The cgroup's name has a dot, as
+/// systemd's `.scope`s do, which bpffs refuses in a pin name unless
+/// escaped. (The kernel's bbr and cubic stand in for the two CCA names: 3
+/// and 5 bytes.)
+#[test]
+fn an_attachment_too_deep_to_pin_is_refused_and_keeps_the_earlier_one() {
+    let t = KernelTest::new();
+    let top = TestCgroup::new("rttfair-deep");
+    struct Nested(Vec<std::path::PathBuf>);
+    impl Drop for Nested {
+        fn drop(&mut self) {
+            for p in self.0.iter().rev() {
+                let _ = std::fs::remove_dir(p);
+            }
+        }
+    }
+    // Grow the path until its escaped form ('/' is "%2F", '.' "%2E") is 250
+    // bytes: "bbr@" + 250 = 254 fits, "cubic@" + 250 = 256 does not. It
+    // ends in ".scope", as systemd's do (bpffs refuses a name with a dot).
+    let escaped = |p: &std::path::Path| {
+        let s = p.to_str().unwrap();
+        s.len() + 2 * s.matches(['/', '.']).count()
+    };
+    let mut path = std::fs::canonicalize(&top.path).unwrap();
+    let mut nested = Nested(Vec::new());
+    let mut rem = 250 - escaped(&path);
+    while rem > 74 {
+        path.push("d".repeat(60));
+        rem -= 63;
+        std::fs::create_dir(&path).unwrap();
+        nested.0.push(path.clone());
+    }
+    path.push(format!("{}.scope", "e".repeat(rem - 11)));
+    std::fs::create_dir(&path).unwrap();
+    nested.0.push(path.clone());
+    assert_eq!(escaped(&path), 250);
+    let cg = path.to_str().unwrap();
+    assert_success(&t.run(&["attach", "--cgroup", cg, "bbr"]));
+    let line = assert_one_line_error(&t.run(&["attach", "--cgroup", cg, "cubic"]), "255");
+    assert!(line.contains("--cgroup"), "{line}");
+    let list = assert_success(&t.run(&["list"]));
+    assert!(
+        list.contains(&format!("cgroup default: {cg} -> bbr")),
+        "the earlier attachment went: {list}"
+    );
+    // Attaching again over it (same name) replaces it in place.
+    assert_success(&t.run(&["attach", "--cgroup", cg, "bbr"]));
+    assert_success(&t.run(&["detach", "--cgroup", cg]));
+    drop(nested);
+}
