@@ -686,3 +686,52 @@ fn an_attachment_too_deep_to_pin_is_refused_and_keeps_the_earlier_one() {
     assert_success(&t.run(&["detach", "--cgroup", cg]));
     drop(nested);
 }
+
+/// `demo` ended by SIGTERM sent to its pid alone (a service manager's or a
+/// CI harness's kill, not a terminal's Ctrl-C to the whole group) takes its
+/// `rttfairctl daemon` child with it: the port stops answering, and the
+/// CCAs the demo loaded are unloaded.
+#[test]
+fn a_demo_ended_by_sigterm_leaves_no_daemon_behind() {
+    use std::io::BufRead;
+    let t = KernelTest::new();
+    let out = tempfile::tempdir().unwrap();
+    let mut demo = t
+        .ctl()
+        .args(["demo", "--seconds", "5", "--out"])
+        .arg(out.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(demo.stdout.take().unwrap()).lines();
+    let port: u16 = lines
+        .by_ref()
+        .map_while(|l| l.ok())
+        .find_map(|l| {
+            let rest = l
+                .split_once("live per-flow metrics while it runs: http://127.0.0.1:")?
+                .1;
+            rest.split('/').next()?.parse().ok()
+        })
+        .expect("the demo never said where its live metrics are");
+    assert!(http_get(port, "/healthz").is_some(), "the daemon is not up");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(demo.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    drop(lines);
+    demo.wait().unwrap();
+    assert!(
+        wait_until(Duration::from_secs(6), || std::net::TcpStream::connect((
+            "127.0.0.1",
+            port
+        ))
+        .is_err()),
+        "the demo's daemon still answers on port {port} after the demo ended"
+    );
+    for cca in ["qfair", "bbr3", "bbr1", "fairtt", "adbbr"] {
+        assert!(!registered(cca), "{cca} stayed registered");
+    }
+}

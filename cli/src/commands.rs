@@ -337,7 +337,7 @@ fn load(
                     }
                     LoadOutcome::AlreadyLoaded => "already loaded",
                     LoadOutcome::Repaired => {
-                        "loaded (removed pins an interrupted run left)"
+                        "loaded (repaired: removed pins an interrupted run left)"
                     }
                 };
                 report.push((*cca, what));
