@@ -84,7 +84,17 @@ fn churn_with_every_cca_leaks_nothing() {
 #[test]
 fn a_full_export_map_keeps_control_and_counts_what_it_missed() {
     let t = KernelTest::new();
-    assert_success(&t.run(&["load", "bbr1", "--flows-max", "4"]));
+    // Through the library: a 4-entry map is below what `load --flows-max`
+    // takes (lifecycle::FLOWS_MAX), and filling it is the point here.
+    rttfair_loader::lifecycle::load(
+        Cca::Bbr1,
+        &t.fs,
+        &rttfair_loader::lifecycle::LoadOptions {
+            flows_max: Some(4),
+            object: None,
+        },
+    )
+    .expect("load bbr1 with a 4-entry flow map");
     let port = free_port();
     let _daemon = Daemon::start(&t.fs, &[], port, Up::Serving);
     let ns = Netns::create("full").unwrap();
@@ -470,4 +480,252 @@ fn daemon_survives_bpffs_unmount() {
     assert_eq!(metric(loaded), Some(1.0));
     assert!(d.running(), "daemon exited");
     assert_success(&ctl(&["unload", "bbr1"]));
+}
+
+/// `set` rewrites a CCA's whole tunables entry, so it waits for the
+/// installation lock: held by another command, the write does not happen
+/// until that command lets go, and then it does (not lost, not refused).
+#[test]
+fn set_waits_for_the_installation_lock() {
+    let t = KernelTest::new();
+    assert_success(&t.run(&["load", "fairtt"]));
+    let held =
+        t.fs.lock(Duration::ZERO)
+            .expect("take the installation lock");
+    let fs = t.fs.clone();
+    let setter =
+        std::thread::spawn(move || rttfair_loader::tunables::set(&fs, "fairtt.beta", "0.7"));
+    std::thread::sleep(Duration::from_millis(700));
+    assert!(!setter.is_finished(), "set did not wait for the lock");
+    let beta = || rttfair_loader::tunables::get(&t.fs, Some("fairtt.beta")).unwrap()[0].value;
+    assert_eq!(beta(), 0.8, "set wrote while another command held the lock");
+    drop(held);
+    let v = setter.join().unwrap().expect("set once the lock is free");
+    assert_eq!(v.value, 0.7);
+    assert_eq!(beta(), 0.7);
+    assert_success(&t.run(&["unload", "fairtt"]));
+}
+
+/// Ctrl-C while `load fairtt qfair` verifies qfair (fairtt already pinned)
+/// takes the rollback path: fairtt is unloaded again, nothing stays pinned,
+/// the line says so and the exit code is a shell's for SIGINT. (The signal
+/// is sent as soon as fairtt's pin appears, 1 ms polling, while qfair's
+/// verification takes far longer: the process is always still loading.)
+#[test]
+fn an_interrupted_load_unloads_what_it_loaded() {
+    let t = KernelTest::new();
+    let child = t
+        .ctl()
+        .args(["load", "fairtt", "qfair"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pin = t.fs.link_pin(Cca::Fairtt);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !pin.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(pin.exists(), "fairtt was never pinned");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let line = assert_one_line_error(&out, "interrupted by SIGINT");
+    // qfair too, when its load finished before the signal was seen.
+    assert!(line.contains("unloaded fairtt"), "{line}");
+    assert_eq!(out.status.code(), Some(130));
+    assert!(out.stdout.is_empty(), "a rolled-back load reported success");
+    assert!(!registered("fairtt") && !registered("qfair"));
+    assert!(
+        !t.fs.root().exists(),
+        "pins left: {:?}",
+        std::fs::read_dir(t.fs.root()).map(|d| d.count())
+    );
+}
+
+/// Shared maps with no CCA (what a load killed by SIGKILL during the
+/// verifier leaves): `unload` removes them and says so, and so does the next
+/// `load` before it creates its own.
+#[test]
+fn maps_an_interrupted_load_left_are_removed_by_the_next_load_or_unload() {
+    use rttfair_loader::lifecycle::{create_shared_maps, LoadOptions};
+    let t = KernelTest::new();
+    let stale = || {
+        create_shared_maps(
+            &t.fs,
+            &LoadOptions {
+                flows_max: Some(2048),
+                object: None,
+            },
+        )
+        .unwrap();
+        assert!(t.fs.map_pin(rttfair_loader::abi::maps::FLOWS).exists());
+    };
+    stale();
+    let line = assert_one_line_error(&t.run(&["unload", "bbr1"]), "bbr1 is not loaded");
+    assert!(line.contains("removed the shared maps"), "{line}");
+    assert!(!t.fs.root().exists(), "unload left the stale maps");
+    stale();
+    let out = assert_success(&t.run(&["load", "bbr1"]));
+    assert!(out.contains("interrupted run"), "{out}");
+    // The stale 2048-entry flow map went: this load made a default one.
+    let flows = t.fs.open_map(rttfair_loader::abi::maps::FLOWS).unwrap();
+    use libbpf_rs::MapCore;
+    assert_eq!(flows.max_entries(), 65_536);
+    assert_success(&t.run(&["unload", "bbr1"]));
+    assert!(!t.fs.root().exists());
+}
+
+/// A CCA's tunables go with it: set while loaded, gone from `get` once it
+/// is unloaded (while another CCA keeps the shared maps), refused by
+/// `get`/`set` then, and back at the defaults when it is loaded again.
+#[test]
+fn a_ccas_tunables_reset_when_it_is_unloaded() {
+    let t = KernelTest::new();
+    assert_success(&t.run(&["load", "qfair", "fairtt"]));
+    assert_success(&t.run(&["set", "fairtt.scope", "3"]));
+    assert_success(&t.run(&["unload", "fairtt"]));
+    let all = assert_success(&t.run(&["get"]));
+    assert!(!all.contains("fairtt."), "{all}");
+    assert!(all.contains("qfair."), "{all}");
+    assert_one_line_error(&t.run(&["get", "fairtt.scope"]), "fairtt");
+    assert_one_line_error(&t.run(&["get", "fairtt"]), "not loaded");
+    assert_one_line_error(&t.run(&["set", "fairtt.beta", "0.7"]), "not loaded");
+    assert_success(&t.run(&["load", "fairtt"]));
+    let v: serde_json::Value =
+        serde_json::from_str(&assert_success(&t.run(&["--json", "get", "fairtt.scope"]))).unwrap();
+    assert_eq!(v[0]["is_default"], true, "{v}");
+    assert_eq!(v[0]["value"], 1.0, "{v}");
+    assert_success(&t.run(&["unload", "fairtt", "qfair"]));
+}
+
+/// Options a load cannot apply are said, not dropped: `--object` for a CCA
+/// that is loaded is refused naming `swap`, and `--flows-max` for a flow
+/// map that exists says the capacity in effect.
+#[test]
+fn load_options_it_cannot_apply_are_said() {
+    let t = KernelTest::new();
+    assert_success(&t.run(&["load", "qfair"]));
+    let out = assert_success(&t.run(&["load", "fairtt", "--flows-max", "2048"]));
+    assert!(out.contains("fairtt: loaded"), "{out}");
+    assert!(out.contains("keeps its 65536 entries"), "{out}");
+    let obj = temp_file(
+        "fairtt-again",
+        ".o",
+        rttfair_loader::objects::cca(Cca::Fairtt),
+    );
+    let line = assert_one_line_error(
+        &t.run(&["load", "fairtt", "--object", obj.path().to_str().unwrap()]),
+        "already loaded",
+    );
+    assert!(line.contains("swap fairtt"), "{line}");
+    assert!(registered("fairtt"));
+    assert_one_line_error(&t.run(&["load", "bbr1", "--flows-max", "4"]), "4");
+    assert_success(&t.run(&["unload", "fairtt", "qfair"]));
+}
+
+/// A cgroup nested so deep that the pin name of one CCA fits bpffs's 255
+/// bytes and that of a longer-named one does not: attaching the longer one
+/// is refused before anything is loaded, naming the limit, and the earlier
+/// attachment stays the cgroup's default. The cgroup's name has a dot, as
+/// systemd's `.scope`s do, which bpffs refuses in a pin name unless
+/// escaped. (The kernel's bbr and cubic stand in for the two CCA names: 3
+/// and 5 bytes.)
+#[test]
+fn an_attachment_too_deep_to_pin_is_refused_and_keeps_the_earlier_one() {
+    let t = KernelTest::new();
+    let top = TestCgroup::new("rttfair-deep");
+    struct Nested(Vec<std::path::PathBuf>);
+    impl Drop for Nested {
+        fn drop(&mut self) {
+            for p in self.0.iter().rev() {
+                let _ = std::fs::remove_dir(p);
+            }
+        }
+    }
+    // Grow the path until its escaped form ('/' is "%2F", '.' "%2E") is 250
+    // bytes: "bbr@" + 250 = 254 fits, "cubic@" + 250 = 256 does not. It
+    // ends in ".scope", as systemd's do (bpffs refuses a name with a dot).
+    let escaped = |p: &std::path::Path| {
+        let s = p.to_str().unwrap();
+        s.len() + 2 * s.matches(['/', '.']).count()
+    };
+    let mut path = std::fs::canonicalize(&top.path).unwrap();
+    let mut nested = Nested(Vec::new());
+    let mut rem = 250 - escaped(&path);
+    while rem > 74 {
+        path.push("d".repeat(60));
+        rem -= 63;
+        std::fs::create_dir(&path).unwrap();
+        nested.0.push(path.clone());
+    }
+    path.push(format!("{}.scope", "e".repeat(rem - 11)));
+    std::fs::create_dir(&path).unwrap();
+    nested.0.push(path.clone());
+    assert_eq!(escaped(&path), 250);
+    let cg = path.to_str().unwrap();
+    assert_success(&t.run(&["attach", "--cgroup", cg, "bbr"]));
+    let line = assert_one_line_error(&t.run(&["attach", "--cgroup", cg, "cubic"]), "255");
+    assert!(line.contains("--cgroup"), "{line}");
+    let list = assert_success(&t.run(&["list"]));
+    assert!(
+        list.contains(&format!("cgroup default: {cg} -> bbr")),
+        "the earlier attachment went: {list}"
+    );
+    // Attaching again over it (same name) replaces it in place.
+    assert_success(&t.run(&["attach", "--cgroup", cg, "bbr"]));
+    assert_success(&t.run(&["detach", "--cgroup", cg]));
+    drop(nested);
+}
+
+/// `demo` ended by SIGTERM sent to its pid alone (a service manager's or a
+/// CI harness's kill, not a terminal's Ctrl-C to the whole group) takes its
+/// `rttfairctl daemon` child with it: the port stops answering, and the
+/// CCAs the demo loaded are unloaded.
+#[test]
+fn a_demo_ended_by_sigterm_leaves_no_daemon_behind() {
+    use std::io::BufRead;
+    let t = KernelTest::new();
+    let out = tempfile::tempdir().unwrap();
+    let mut demo = t
+        .ctl()
+        .args(["demo", "--seconds", "5", "--out"])
+        .arg(out.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(demo.stdout.take().unwrap()).lines();
+    let port: u16 = lines
+        .by_ref()
+        .map_while(|l| l.ok())
+        .find_map(|l| {
+            let rest = l
+                .split_once("live per-flow metrics while it runs: http://127.0.0.1:")?
+                .1;
+            rest.split('/').next()?.parse().ok()
+        })
+        .expect("the demo never said where its live metrics are");
+    assert!(http_get(port, "/healthz").is_some(), "the daemon is not up");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(demo.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    drop(lines);
+    demo.wait().unwrap();
+    assert!(
+        wait_until(Duration::from_secs(6), || std::net::TcpStream::connect((
+            "127.0.0.1",
+            port
+        ))
+        .is_err()),
+        "the demo's daemon still answers on port {port} after the demo ended"
+    );
+    for cca in ["qfair", "bbr3", "bbr1", "fairtt", "adbbr"] {
+        assert!(!registered(cca), "{cca} stayed registered");
+    }
 }

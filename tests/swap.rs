@@ -231,10 +231,36 @@ fn live_connection_survives_migrate_swap_unload_and_cgroup_default() {
 fn failed_swap_leaves_the_old_implementation() {
     let t = KernelTest::new();
     assert_success(&t.run(&["load", "bbr1"]));
+    let map_pins = || {
+        let mut v: Vec<_> = std::fs::read_dir(t.fs.maps_dir())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        v.sort();
+        v
+    };
+    let pinned = map_pins();
     let obj = rejected_object("reject-swap");
     let out = t.run(&["swap", "bbr1", "--object", obj.path().to_str().unwrap()]);
     assert_one_line_error(&out, "verifier rejected bbr1");
     assert!(registered("bbr1"));
+    assert_eq!(map_pins(), pinned, "a failed swap left maps pinned");
+    // Another CCA's object is the object's fault, said before the kernel
+    // sees it (not "kernel cannot register"), and pins nothing.
+    let qfair = temp_file(
+        "qfair-as-bbr1",
+        ".o",
+        rttfair_loader::objects::cca(rttfair_loader::Cca::Qfair),
+    );
+    let line = assert_one_line_error(
+        &t.run(&["swap", "bbr1", "--object", qfair.path().to_str().unwrap()]),
+        "--object",
+    );
+    assert!(
+        line.contains("bbr1_ops") && !line.contains("kernel"),
+        "{line}"
+    );
+    assert_eq!(map_pins(), pinned, "a refused swap left maps pinned");
     // The old implementation still controls and exports new connections.
     let ns = rttfair_lab::netns::Netns::create("swapf").unwrap();
     let fs = t.fs.clone();

@@ -9,6 +9,7 @@ use rttfair_loader::lifecycle::{self, LoadOptions, LoadOutcome};
 use rttfair_loader::{flows::FlowReader, BpfFs, Cca};
 use serde_json::json;
 
+use crate::interrupt::{Interrupted, Interrupts};
 use crate::view;
 use crate::{Cli, Command};
 
@@ -119,6 +120,8 @@ fn swap(fs: &BpfFs, out: &Out, cca: &str, object: Option<&Path>) -> Result<()> {
     let object = object
         .map(|p| std::fs::read(p).with_context(|| format!("read {}", p.display())))
         .transpose()?;
+    // A signal waits until the swap is complete (a second ends it at once).
+    let _interrupts = Interrupts::catch()?;
     let r = lifecycle::update(
         cca,
         fs,
@@ -319,9 +322,16 @@ fn load(
         Some(p) => Some(std::fs::read(p).with_context(|| format!("read {}", p.display()))?),
     };
     let opts = LoadOptions { flows_max, object };
+    // All or nothing, also when a signal comes: it is noted, and the CCAs
+    // this invocation registered are unloaded again before it exits.
+    let interrupts = Interrupts::catch()?;
     let mut done = Vec::new();
     let mut report = Vec::new();
     for cca in &ccas {
+        if let Some(signal) = interrupts.caught() {
+            let note = roll_back(fs, &done);
+            return Err(Interrupted { signal, note }.into());
+        }
         match lifecycle::load(*cca, fs, &opts) {
             Ok(outcome) => {
                 // A marker left in place is said, not fatal: the CCA is loaded.
@@ -337,7 +347,7 @@ fn load(
                     }
                     LoadOutcome::AlreadyLoaded => "already loaded",
                     LoadOutcome::Repaired => {
-                        "loaded (repaired a stale pin from an interrupted run)"
+                        "loaded (repaired: removed pins an interrupted run left)"
                     }
                 };
                 report.push((*cca, what));
@@ -345,24 +355,55 @@ fn load(
                     done.push(*cca);
                 }
             }
-            Err(e) => {
-                // All or nothing: undo what this invocation registered.
-                for c in done {
-                    let _ = lifecycle::unregister(c, fs, true);
-                }
-                return Err(e.into());
-            }
+            Err(e) if done.is_empty() => return Err(e.into()),
+            Err(e) => bail!("{e}{}", roll_back(fs, &done)),
         }
     }
+    if let Some(signal) = interrupts.caught() {
+        let note = roll_back(fs, &done);
+        return Err(Interrupted { signal, note }.into());
+    }
+    // A flow map that existed keeps its size: said when it is not the one
+    // asked for, since --flows-max was then not applied.
+    let capacity = flows_max.and_then(|_| FlowReader::open(fs).ok().map(|r| r.capacity()));
     // Printed once all are in: a failure prints nothing but the error.
-    let text: Vec<String> = report.iter().map(|(c, w)| format!("{c}: {w}")).collect();
+    let mut text: Vec<String> = report.iter().map(|(c, w)| format!("{c}: {w}")).collect();
+    if let (Some(want), Some(have)) = (flows_max, capacity) {
+        if want != have {
+            text.push(format!(
+                "the flow map keeps its {have} entries, not --flows-max {want}: it existed before this load, and keeps its size until every CCA is unloaded"
+            ));
+        }
+    }
     out.print(
         json!(report
             .iter()
-            .map(|(c, w)| json!({ "cca": c.name(), "outcome": w }))
+            .map(|(c, w)| json!({ "cca": c.name(), "outcome": w, "flow_map_entries": capacity }))
             .collect::<Vec<_>>()),
         format_args!("{}", text.join("\n")),
     )
+}
+
+/// Unload `done` again (a `load` that stopped part way), forced: they were
+/// registered moments ago by this command. Returns what to add to the
+/// error line: what was unloaded, and what could not be and stays loaded.
+fn roll_back(fs: &BpfFs, done: &[Cca]) -> String {
+    let mut undone = Vec::new();
+    let mut kept = Vec::new();
+    for &c in done {
+        match lifecycle::unregister(c, fs, true) {
+            Ok(()) => undone.push(c.name()),
+            Err(e) => kept.push(format!("{c} stays loaded ({e})")),
+        }
+    }
+    let mut note = String::new();
+    if !undone.is_empty() {
+        note += &format!("; unloaded {} again", undone.join(", "));
+    }
+    if !kept.is_empty() {
+        note += &format!("; rollback failed: {}", kept.join("; "));
+    }
+    note
 }
 
 fn unload(
@@ -377,6 +418,9 @@ fn unload(
         .iter()
         .map(|n| n.parse::<Cca>())
         .collect::<Result<Vec<_>, _>>()?;
+    // A signal waits until the unload is complete (a second ends it at once):
+    // dying between a migration and the unregisters would leave both half done.
+    let _interrupts = Interrupts::catch()?;
     let done = lifecycle::unload_all(&ccas, fs, force, migrate_to)?;
     let mut text: Vec<String> = done
         .iter()

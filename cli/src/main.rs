@@ -5,6 +5,7 @@
 
 mod commands;
 mod demo;
+mod interrupt;
 mod lab;
 mod logging;
 mod man;
@@ -13,6 +14,7 @@ mod view;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use rttfair_loader::lifecycle::FLOWS_MAX;
 
 /// RTT-fair congestion control for Linux, as eBPF.
 ///
@@ -48,8 +50,11 @@ pub enum Command {
         /// CCAs to load.
         #[arg(required = true, value_name = "CCA")]
         ccas: Vec<String>,
-        /// Capacity of the per-flow export map, if this load creates it.
-        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4_194_304))]
+        /// Capacity of the per-flow export map (1024 to 1048576), if this
+        /// load creates it; a map that exists keeps its size, which is said.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(
+            i64::from(*FLOWS_MAX.start())..=i64::from(*FLOWS_MAX.end())
+        ))]
         flows_max: Option<u32>,
         /// Load this BPF object instead of the built-in one (your own build of
         /// the CCA; it must define `<cca>_ops`). Only with a single CCA.
@@ -124,7 +129,8 @@ pub enum Command {
     /// how many sockets use each.
     List,
     /// Set a runtime tunable, e.g. `set fairtt.beta 0.7` (applies within one
-    /// round trip to every flow, no reload).
+    /// round trip to every flow, no reload). The CCA must be loaded; its
+    /// values go back to the defaults when it is unloaded.
     Set {
         /// <cca>.<tunable>
         name: String,
@@ -377,7 +383,10 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("rttfairctl: error: {}", one_line(&e));
-            ExitCode::FAILURE
+            match e.downcast_ref::<interrupt::Interrupted>() {
+                Some(i) => ExitCode::from(i.exit_code()),
+                None => ExitCode::FAILURE,
+            }
         }
     }
 }
@@ -452,6 +461,30 @@ fn one_line(e: &anyhow::Error) -> String {
 #[cfg(test)]
 mod tests {
     use clap::{CommandFactory, Parser};
+
+    /// `load --flows-max` takes exactly the loader's range, the one the
+    /// daemon's `flow_map_entries` is checked against too.
+    #[test]
+    fn flows_max_is_the_loaders_range() {
+        use super::FLOWS_MAX;
+        let parses = |n: u64| {
+            super::Cli::try_parse_from([
+                "rttfairctl",
+                "load",
+                "bbr1",
+                "--flows-max",
+                &n.to_string(),
+            ])
+            .is_ok()
+        };
+        let (lo, hi) = (u64::from(*FLOWS_MAX.start()), u64::from(*FLOWS_MAX.end()));
+        assert!(parses(lo) && parses(hi));
+        assert!(!parses(lo - 1) && !parses(hi + 1));
+        let daemon =
+            |n: u64| rttfair_daemon::Config::parse(&format!("flow_map_entries = {n}")).is_ok();
+        assert!(daemon(lo) && daemon(hi));
+        assert!(!daemon(lo - 1) && !daemon(hi + 1));
+    }
 
     /// Clap's refusal of `args` as `main` prints it.
     fn refusal(args: &[&str]) -> String {

@@ -215,8 +215,13 @@ impl Config {
             bail!("max_flows: must be 1..=1000000, got {}", self.max_flows);
         }
         if let Some(n) = self.flow_map_entries {
-            if !(1024..=1_048_576).contains(&n) {
-                bail!("flow_map_entries: must be 1024..=1048576, got {n}");
+            let range = rttfair_loader::lifecycle::FLOWS_MAX;
+            if !range.contains(&n) {
+                bail!(
+                    "flow_map_entries: must be {}..={}, got {n}",
+                    range.start(),
+                    range.end()
+                );
             }
         }
         if self.max_groups == 0 || self.max_groups > 10_000 {

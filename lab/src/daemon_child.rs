@@ -113,6 +113,7 @@ impl<'a> Launch<'a> {
         // full pipe would block the daemon.
         let stderr = tempfile::tempfile().context("temporary file for the daemon's stderr")?;
         let mut cmd = Command::new(self.ctl);
+        stop_with_parent(&mut cmd);
         cmd.arg("--bpffs").arg(self.fs.root()).arg("daemon");
         if let Some(c) = &config {
             cmd.arg("--config").arg(c.path());
@@ -156,6 +157,30 @@ impl<'a> Launch<'a> {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+}
+
+/// SIGTERM the child when this process ends, however it ends: a signal
+/// whose handler exits without unwinding (the netns cleanup thread of
+/// `demo`), or SIGKILL, skips [`DaemonChild`]'s drop, and an orphaned
+/// daemon would keep serving on its port. (The kernel sends it when the
+/// *thread* that spawned the child ends: each caller starts the daemon from
+/// a thread that outlives it, its main thread or a test's.)
+fn stop_with_parent(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id();
+    // SAFETY: between fork and exec only the prctl and getppid syscalls
+    // run; nothing allocates or takes a lock.
+    unsafe {
+        cmd.pre_exec(move || {
+            nix::sys::prctl::set_pdeathsig(Signal::SIGTERM)?;
+            // The parent may have died before the prctl: then no signal
+            // will come, so do not start at all.
+            if nix::unistd::getppid().as_raw() as u32 != parent {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
     }
 }
 

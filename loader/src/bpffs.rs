@@ -23,6 +23,10 @@ const BPF_FS_MAGIC: i64 = 0xcafe4a11;
 /// Where bpffs is conventionally mounted.
 const BPFFS_MOUNTPOINT: &str = "/sys/fs/bpf";
 
+/// How long a command waits for another holder of the installation lock
+/// before it gives up with [`Error::Busy`].
+pub const LOCK_WAIT: Duration = Duration::from_secs(10);
+
 /// The bpffs directory tree of one rttfair installation.
 #[derive(Debug, Clone)]
 pub struct BpfFs {
@@ -141,24 +145,51 @@ impl BpfFs {
 
     /// Take the installation lock, waiting up to `wait` for another holder.
     /// bpffs holds no regular files, so the lock is a flock on the root
-    /// directory itself; the kernel drops it when the holder dies.
+    /// directory itself; the kernel drops it when the holder dies. The last
+    /// unload removes that directory while holding the lock, so a lock won
+    /// on a directory that is no longer the root (removed, or removed and
+    /// made again by another command) is dropped and taken again on the
+    /// current one: two holders can never both pass. The lock stays on
+    /// bpffs, not under /run, because bpffs is what every rttfairctl of the
+    /// installation shares: a daemon's container sees the host's bpffs, not
+    /// its /run. A missing root is [`Error::NothingLoaded`].
     pub fn lock(&self, wait: Duration) -> Result<LockGuard> {
+        self.lock_with(wait, || Ok(()))
+    }
+
+    /// [`BpfFs::ensure`] the tree, then [`BpfFs::lock`] it, making the tree
+    /// again if another command removed it meanwhile: what a command that
+    /// creates pins takes.
+    pub fn ensure_and_lock(&self, wait: Duration) -> Result<LockGuard> {
+        self.lock_with(wait, || self.ensure())
+    }
+
+    fn lock_with(&self, wait: Duration, prepare: impl Fn() -> Result<()>) -> Result<LockGuard> {
         let path = self.root.clone();
-        let file = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_DIRECTORY)
-            .open(&path)
-            .map_err(|e| Error::io(format!("open {}", path.display()), e))?;
         let deadline = Instant::now() + wait;
-        let mut file = file;
         loop {
-            match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-                Ok(flock) => return Ok(LockGuard { _flock: flock }),
-                Err((f, _)) if Instant::now() < deadline => {
-                    file = f;
-                    std::thread::sleep(Duration::from_millis(20));
+            prepare()?;
+            let file = match OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_DIRECTORY)
+                .open(&path)
+            {
+                Ok(f) => f,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    return Err(Error::NothingLoaded { path })
                 }
-                Err(_) => return Err(Error::Busy { path }),
+                Err(e) => return Err(Error::io(format!("open {}", path.display()), e)),
+            };
+            let busy = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+                Ok(flock) if is_same_dir(&flock, &path) => return Ok(LockGuard { _flock: flock }),
+                Ok(_stale) => false, // unlocked on drop; try the current root
+                Err(_) => true,
+            };
+            if Instant::now() >= deadline {
+                return Err(Error::Busy { path });
+            }
+            if busy {
+                std::thread::sleep(Duration::from_millis(20));
             }
         }
     }
@@ -168,6 +199,15 @@ impl BpfFs {
         for dir in [self.maps_dir(), self.links_dir(), self.root.clone()] {
             let _ = fs::remove_dir(dir); // fails, harmlessly, if not empty
         }
+    }
+}
+
+/// Is the open directory `file` the one at `path` now (same device and inode)?
+fn is_same_dir(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
     }
 }
 
@@ -199,4 +239,54 @@ fn mount_bpffs(target: &Path) -> std::result::Result<(), String> {
         None::<&str>,
     )
     .map_err(|e| format!("mount -t bpf failed: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The last unload removes the root while holding its lock, and another
+    /// command makes it again: a waiter that then wins the lock on the
+    /// removed directory must not pass alongside a holder of the new one.
+    /// (flock needs no bpffs, so a temporary directory stands in.)
+    #[test]
+    fn the_lock_is_never_held_twice_across_a_removed_and_remade_root() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fs = BpfFs::new(tmp.path().join("root"));
+        std::fs::create_dir(fs.root()).unwrap();
+        let a = fs.lock(Duration::ZERO).unwrap();
+        let waiter = {
+            let fs = fs.clone();
+            std::thread::spawn(move || {
+                fs.lock(Duration::from_secs(2)).map(|g| {
+                    // hold it long enough for the main thread's attempt to overlap
+                    std::thread::sleep(Duration::from_millis(300));
+                    drop(g);
+                })
+            })
+        };
+        std::thread::sleep(Duration::from_millis(100)); // the waiter has the old root open
+        fs.remove_if_empty();
+        assert!(!fs.root().exists());
+        drop(a);
+        std::fs::create_dir(fs.root()).unwrap();
+        let c = fs.lock(Duration::ZERO);
+        let waited = waiter.join().unwrap();
+        assert!(
+            !(c.is_ok() && waited.is_ok()),
+            "both the waiter and the new root's locker held the lock"
+        );
+        // and the new root is lockable once both let go
+        drop(c);
+        fs.lock(Duration::ZERO).unwrap();
+    }
+
+    /// A root that is gone is "nothing loaded", not an I/O error.
+    #[test]
+    fn locking_a_missing_root_says_nothing_is_loaded() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fs = BpfFs::new(tmp.path().join("absent"));
+        let e = fs.lock(Duration::ZERO).unwrap_err();
+        assert!(matches!(e, Error::NothingLoaded { .. }), "{e}");
+    }
 }

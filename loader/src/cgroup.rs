@@ -28,12 +28,43 @@ fn dir(fs: &BpfFs) -> PathBuf {
     fs.root().join("cgroups")
 }
 
+/// The cgroup path as one bpffs name: '/' cannot be in a name, and bpffs
+/// refuses any name with a '.' (EPERM), which systemd's `.slice` and
+/// `.scope` cgroups all have.
 fn escape(p: &Path) -> String {
-    p.to_string_lossy().replace('%', "%25").replace('/', "%2F")
+    p.to_string_lossy()
+        .replace('%', "%25")
+        .replace('/', "%2F")
+        .replace('.', "%2E")
+}
+
+/// The longest name a bpffs directory entry may have (NAME_MAX).
+const PIN_NAME_MAX: usize = 255;
+
+/// The pin name of `cca` set on the cgroup at `canonical`, refused when
+/// bpffs cannot hold it (a deeply nested cgroup, e.g. a pod's scope under
+/// systemd's slices): checked before anything is loaded or replaced.
+fn pin_name(cca: &str, canonical: &Path) -> Result<String> {
+    let name = format!("{cca}@{}", escape(canonical));
+    if name.len() > PIN_NAME_MAX {
+        return Err(Error::InvalidValue {
+            name: "--cgroup".into(),
+            reason: format!(
+                "{} is too deep to attach {cca}: its pin name would be {} bytes, and bpffs names end at {PIN_NAME_MAX}",
+                canonical.display(),
+                name.len()
+            ),
+        });
+    }
+    Ok(name)
 }
 
 fn unescape(s: &str) -> PathBuf {
-    PathBuf::from(s.replace("%2F", "/").replace("%25", "%"))
+    PathBuf::from(
+        s.replace("%2F", "/")
+            .replace("%2E", ".")
+            .replace("%25", "%"),
+    )
 }
 
 /// Every attachment of this installation.
@@ -86,6 +117,7 @@ pub fn attach(fs: &BpfFs, cgroup: &Path, cca: &str) -> Result<()> {
     fs.ensure()?;
     let canonical =
         std::fs::canonicalize(cgroup).map_err(|e| Error::io("canonicalize cgroup", e))?;
+    let pin = dir(fs).join(pin_name(cca, &canonical)?);
     let mut storage = MaybeUninit::uninit();
     let mut open = skel::CgroupCcaSkelBuilder::default()
         .open(&mut storage)
@@ -104,18 +136,29 @@ pub fn attach(fs: &BpfFs, cgroup: &Path, cca: &str) -> Result<()> {
         .attach_cgroup(cg.as_raw_fd())
         .map_err(|e| Error::bpf(format!("attach to {}", cgroup.display()), e))?;
     std::fs::create_dir_all(dir(fs)).map_err(|e| Error::io("create cgroups pin dir", e))?;
-    // Replace an earlier attachment on this cgroup only once the new one is live.
+    // Replace an earlier attachment on this cgroup only once the new one is
+    // pinned: under a temporary name (no '@', so `list` skips it; no '.',
+    // which bpffs refuses), renamed
+    // into place (over an earlier attachment of the same CCA), and only then
+    // the others removed. A failure before that leaves the earlier one, and
+    // drops the new link, which detaches it.
     let previous: Vec<PathBuf> = list(fs)
         .into_iter()
         .filter(|a| a.cgroup == canonical)
         .map(|a| dir(fs).join(format!("{}@{}", a.cca, escape(&a.cgroup))))
+        .filter(|p| *p != pin)
         .collect();
-    let pin = dir(fs).join(format!("{cca}@{}", escape(&canonical)));
+    let temp = dir(fs).join(format!("attaching-{}", std::process::id()));
+    let _ = std::fs::remove_file(&temp);
+    link.pin(&temp)
+        .map_err(|e| Error::bpf(format!("pin {}", temp.display()), e))?;
+    if let Err(e) = std::fs::rename(&temp, &pin) {
+        let _ = std::fs::remove_file(&temp);
+        return Err(Error::io(format!("pin {}", pin.display()), e));
+    }
     for p in &previous {
         let _ = std::fs::remove_file(p);
     }
-    link.pin(&pin)
-        .map_err(|e| Error::bpf(format!("pin {}", pin.display()), e))?;
     Ok(())
 }
 
@@ -144,4 +187,33 @@ pub fn detach(fs: &BpfFs, cgroup: &Path) -> Result<String> {
     }
     let _ = std::fs::remove_dir(dir(fs));
     Ok(found[0].cca.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pod scope under systemd's kubelet slices is deep enough that its
+    /// pin name passes bpffs's 255 bytes for a long CCA name but not for a
+    /// short one: the long one is refused naming the limit, before loading.
+    #[test]
+    fn a_pin_name_past_bpffs_limit_is_refused_naming_it() {
+        let pod = "/sys/fs/cgroup/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-besteffort.slice/kubelet-kubepods-besteffort-pod0123456789ab.slice/cri-containerd-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.scope";
+        let path = Path::new(pod);
+        let short = pin_name("bbr1", path).unwrap();
+        assert!(short.len() <= PIN_NAME_MAX, "{}", short.len());
+        assert!(
+            !short.contains('.'),
+            "bpffs refuses a name with a dot: {short}"
+        );
+        assert_eq!(unescape(short.split_once('@').unwrap().1), path);
+        let odd = Path::new("/a%2E.b%/c");
+        assert_eq!(unescape(&escape(odd)), odd);
+        let e = pin_name("bbr_native", path).unwrap_err().to_string();
+        assert!(e.contains("255") && e.contains("--cgroup"), "{e}");
+        // Exactly at the limit is fine.
+        let at = "a".repeat(PIN_NAME_MAX - "x@".len());
+        assert_eq!(pin_name("x", Path::new(&at)).unwrap().len(), PIN_NAME_MAX);
+        assert!(pin_name("xy", Path::new(&at)).is_err());
+    }
 }

@@ -24,6 +24,8 @@ pub enum Error {
     NothingLoaded { path: PathBuf },
     #[error("{cca} is not loaded")]
     NotLoaded { cca: String },
+    #[error("{cca} is not loaded (removed the shared maps an interrupted load left)")]
+    NotLoadedStale { cca: String },
     #[error("{name} is not a registered congestion control")]
     NotRegistered { name: String },
     #[error("{cca} is used by {sockets} socket(s); close or migrate them first, or pass --force")]
@@ -46,6 +48,8 @@ pub enum Error {
     Busy { path: PathBuf },
     #[error("invalid value for {name}: {reason}")]
     InvalidValue { name: String, reason: String },
+    #[error("{source} ({done} already unloaded)")]
+    Partial { done: String, source: Box<Error> },
     #[error("{context}: {source}")]
     Io {
         context: String,
@@ -68,6 +72,18 @@ impl Error {
         Error::Io {
             context: context.into(),
             source,
+        }
+    }
+
+    /// `e`, saying that `done` (CCAs) already went before it: the error
+    /// line of a multi-CCA command that stopped part way.
+    pub(crate) fn after_some(e: Error, done: &[crate::Cca]) -> Self {
+        if done.is_empty() {
+            return e;
+        }
+        Error::Partial {
+            done: done.iter().map(|c| c.name()).collect::<Vec<_>>().join(", "),
+            source: Box::new(e),
         }
     }
 

@@ -3,8 +3,10 @@
 //! Each step is a function from one typed state to the next, so a caller can
 //! only register what loaded and only pin what registered. Failing at any step
 //! drops what the earlier steps created: an unpinned link unregisters the CCA
-//! when it is dropped, so a failed `load` never leaves a CCA half-registered.
-//! Only the shared maps can outlive a failure; they are harmless and reused.
+//! when it is dropped, so a failed `load` never leaves a CCA half-registered,
+//! and the map pins a failed load or swap made are removed. Only a killed
+//! process (SIGKILL while libbpf loads) can leave shared maps with no CCA;
+//! the next `load` or `unload` removes them.
 
 use std::fs;
 use std::path::Path;
@@ -14,15 +16,24 @@ use std::time::Duration;
 use libbpf_rs::{Link, MapCore, MapHandle, Object, ObjectBuilder, OpenObject, PrintLevel};
 
 use crate::abi::maps;
-use crate::bpffs::BpfFs;
+use crate::bpffs::{BpfFs, LockGuard, LOCK_WAIT};
 use crate::cca::Cca;
 use crate::error::{Error, Result};
 use crate::{flows, installed, kernel, objects, preflight, stack_depth};
 
+/// The capacities the per-flow export map may be given, by `load
+/// --flows-max` and the daemon's `flow_map_entries` alike: from 1024 (a
+/// smaller map is full on any busy host, so most flows go unexported) to
+/// 1048576 (about 290 MB of kernel memory at 280 bytes an entry, and the
+/// most the daemon's refresh is sized for; 4M would be 1.2 GB).
+pub const FLOWS_MAX: std::ops::RangeInclusive<u32> = 1024..=1_048_576;
+
 /// Knobs of a load that matter only when the shared maps are first created.
 #[derive(Debug, Clone, Default)]
 pub struct LoadOptions {
-    /// Capacity of the per-flow export map (default 65536).
+    /// Capacity of the per-flow export map (default 65536). Not checked
+    /// against [`FLOWS_MAX`] here: the CLI and the daemon check what users
+    /// give, and tests fill a tiny map on purpose.
     pub flows_max: Option<u32>,
     /// Load this BPF object instead of the embedded build (a developer's own
     /// build of the CCA; it must define `<cca>_ops`).
@@ -33,6 +44,8 @@ pub struct LoadOptions {
 pub struct Opened {
     cca: Cca,
     obj: OpenObject,
+    /// Built from the developer's `--object`, not the embedded build.
+    custom: bool,
 }
 
 /// Step 2: the programs passed the verifier and the maps exist.
@@ -58,11 +71,17 @@ pub enum LoadOutcome {
     Loaded,
     /// Already registered by rttfair; nothing changed.
     AlreadyLoaded,
-    /// A pin was left without a registration (an interrupted run); repaired.
+    /// Pins an interrupted run left were removed first, then loaded as
+    /// [`LoadOutcome::Loaded`]: a link pin without a registration, or
+    /// shared maps with no CCA's link pin (a load killed while the
+    /// verifier ran, after libbpf had pinned them).
     Repaired,
 }
 
 /// Open the embedded object of `cca`, wired to the installation's shared maps.
+/// A developer's `opts.object` is checked here, before anything reaches the
+/// kernel: it must define `<cca>_ops`, and its maps must match the pinned
+/// ones; either refusal names `--object`, since the object is what to fix.
 pub fn open(cca: Cca, fs: &BpfFs, opts: &LoadOptions) -> Result<Opened> {
     let mut builder = ObjectBuilder::default();
     builder
@@ -71,11 +90,24 @@ pub fn open(cca: Cca, fs: &BpfFs, opts: &LoadOptions) -> Result<Opened> {
     let mut obj = builder
         .open_memory(opts.object.as_deref().unwrap_or(objects::cca(cca)))
         .map_err(|e| Error::bpf(format!("open {cca} object"), e))?;
+    let custom = opts.object.is_some();
+    let ops = cca.ops_map();
+    if custom && !obj.maps().any(|m| m.name() == ops.as_str()) {
+        return Err(object_error(format!(
+            "defines no {ops} (another CCA's object, or not an rttfair CCA?)"
+        )));
+    }
     for mut map in obj.maps_mut() {
         let name = map.name().to_string_lossy().into_owned();
         let pin = fs.map_pin(&name);
         if pin.exists() {
-            check_pinned_map_matches(&pin, map.map_type(), map.key_size(), map.value_size())?;
+            check_pinned_map_matches(&pin, map.map_type(), map.key_size(), map.value_size())
+                .map_err(|e| match e {
+                    Error::ForeignPin { reason, .. } if custom => object_error(format!(
+                        "its map {name} does not match the installed one ({reason}); build it against this rttfair's headers"
+                    )),
+                    e => e,
+                })?;
         } else if name == maps::FLOWS {
             if let Some(n) = opts.flows_max {
                 map.set_max_entries(n)
@@ -83,7 +115,15 @@ pub fn open(cca: Cca, fs: &BpfFs, opts: &LoadOptions) -> Result<Opened> {
             }
         }
     }
-    Ok(Opened { cca, obj })
+    Ok(Opened { cca, obj, custom })
+}
+
+/// A refusal of the developer's `--object`.
+fn object_error(reason: String) -> Error {
+    Error::InvalidValue {
+        name: "--object".into(),
+        reason,
+    }
 }
 
 /// A pin under our maps directory must be the map this build expects;
@@ -174,7 +214,12 @@ impl Opened {
                 obj,
                 log,
             }),
-            Err(e) => Err(classify_load_error(self.cca, e, &log)),
+            Err(e) => Err(match classify_load_error(self.cca, e, &log) {
+                Error::ForeignPin { reason, .. } if self.custom => object_error(format!(
+                    "its maps do not match the installed ones ({reason}); build it against this rttfair's headers"
+                )),
+                e => e,
+            }),
         }
     }
 }
@@ -240,15 +285,24 @@ impl Registered {
 pub fn load(cca: Cca, fs: &BpfFs, opts: &LoadOptions) -> Result<LoadOutcome> {
     preflight::check_can_register(&format!("loading {cca}"))?;
     preflight::check_btf()?;
-    fs.ensure()?;
-    let _lock = fs.lock(Duration::from_secs(10))?;
+    let _lock = fs.ensure_and_lock(LOCK_WAIT)?;
     installed::check(fs)?;
 
     let pin = fs.link_pin(cca);
     let registered = kernel::is_registered(cca.name())?;
     let mut outcome = LoadOutcome::Loaded;
+    if remove_stale_maps(fs) {
+        outcome = LoadOutcome::Repaired;
+    }
     if pin.exists() {
         if registered && Link::open(&pin).is_ok() {
+            if opts.object.is_some() {
+                // "already loaded" would leave the user believing their
+                // build runs.
+                return Err(object_error(format!(
+                    "{cca} is already loaded (another build); `rttfairctl swap {cca} --object <file>` replaces it in place"
+                )));
+            }
             return Ok(LoadOutcome::AlreadyLoaded);
         }
         // A pin without a live registration: left by an interrupted run.
@@ -262,6 +316,7 @@ pub fn load(cca: Cca, fs: &BpfFs, opts: &LoadOptions) -> Result<LoadOutcome> {
             pin,
         });
     }
+    let before = map_pins(fs);
     let res = open(cca, fs, opts)
         .and_then(Opened::load)
         .and_then(Loaded::register);
@@ -270,10 +325,8 @@ pub fn load(cca: Cca, fs: &BpfFs, opts: &LoadOptions) -> Result<LoadOutcome> {
         Err(e) => {
             // Nothing else uses what this load created; but a foreign pin is
             // not ours to remove.
-            if !matches!(e, Error::ForeignPin { .. })
-                && !Cca::ALL.iter().any(|c| fs.link_pin(*c).exists())
-            {
-                remove_shared_maps(fs);
+            if !matches!(e, Error::ForeignPin { .. }) {
+                remove_new_maps(fs, &before);
             }
             Err(e)
         }
@@ -304,28 +357,41 @@ pub fn update(cca: Cca, fs: &BpfFs, opts: &LoadOptions) -> Result<SwapReport> {
             cca: cca.to_string(),
         });
     }
-    let _lock = fs.lock(Duration::from_secs(10))?;
+    let _lock = fs.lock(LOCK_WAIT)?;
     let sockets_on_previous = flows::live_sockets(fs, cca).ok();
-    let mut loaded = open(cca, fs, opts)?.load()?;
-    let link = Link::open(&pin).map_err(|e| Error::bpf(format!("open {}", pin.display()), e))?;
-    let ops = cca.ops_map();
-    let map = loaded
-        .obj
-        .maps_mut()
-        .find(|m| m.name() == ops.as_str())
-        .ok_or_else(|| Error::NoStructOps(format!("object has no map {ops}")))?;
-    // SAFETY: both pointers come from live libbpf objects owned here.
-    let rc = unsafe {
-        libbpf_rs::libbpf_sys::bpf_link__update_map(
-            link.as_libbpf_object().as_ptr(),
-            map.as_libbpf_object().as_ptr(),
-        )
-    };
-    if rc != 0 {
-        return Err(Error::io(
-            format!("update {cca} in place (the previous implementation stays)"),
-            std::io::Error::from_raw_os_error(-rc),
-        ));
+    let before = map_pins(fs);
+    let swapped = (|| {
+        let mut loaded = open(cca, fs, opts)?.load()?;
+        let link =
+            Link::open(&pin).map_err(|e| Error::bpf(format!("open {}", pin.display()), e))?;
+        let ops = cca.ops_map();
+        let map = loaded
+            .obj
+            .maps_mut()
+            .find(|m| m.name() == ops.as_str())
+            .ok_or_else(|| Error::NoStructOps(format!("object has no map {ops}")))?;
+        // SAFETY: both pointers come from live libbpf objects owned here.
+        let rc = unsafe {
+            libbpf_rs::libbpf_sys::bpf_link__update_map(
+                link.as_libbpf_object().as_ptr(),
+                map.as_libbpf_object().as_ptr(),
+            )
+        };
+        if rc != 0 {
+            return Err(Error::io(
+                format!("update {cca} in place (the previous implementation stays)"),
+                std::io::Error::from_raw_os_error(-rc),
+            ));
+        }
+        Ok(())
+    })();
+    if let Err(e) = swapped {
+        // Maps this attempt pinned (another ABI's build being replaced has
+        // none of this build's) would hide that build from installed::check.
+        if !matches!(e, Error::ForeignPin { .. }) {
+            remove_new_maps(fs, &before);
+        }
+        return Err(e);
     }
     Ok(SwapReport {
         sockets_on_previous,
@@ -353,7 +419,19 @@ pub fn unregister(cca: Cca, fs: &BpfFs, force: bool) -> Result<()> {
             cca: cca.to_string(),
         });
     }
-    let _lock = fs.lock(Duration::from_secs(10))?;
+    let lock = fs.lock(LOCK_WAIT)?;
+    unregister_locked(cca, fs, force, &lock)
+}
+
+/// [`unregister`] for a caller that holds the installation lock across
+/// its own checks (`_lock` proves it).
+fn unregister_locked(cca: Cca, fs: &BpfFs, force: bool, _lock: &LockGuard) -> Result<()> {
+    let pin = fs.link_pin(cca);
+    if !pin.exists() {
+        return Err(Error::NotLoaded {
+            cca: cca.to_string(),
+        });
+    }
     if !force {
         // Uncountable (another build's ABI) is a refusal, never zero.
         let sockets = flows::live_sockets(fs, cca)?;
@@ -375,8 +453,24 @@ pub fn unregister(cca: Cca, fs: &BpfFs, force: bool) -> Result<()> {
     }
     if !Cca::ALL.iter().any(|c| fs.link_pin(*c).exists()) {
         remove_shared_maps(fs);
+    } else {
+        // Its own state goes with it, so a reload starts from the defaults
+        // (a lab's fairtt.scope must not leak into an operator's fairtt).
+        // Sockets still on it (--force) keep the maps they hold.
+        for map in own_maps(cca) {
+            let _ = fs::remove_file(fs.map_pin(map));
+        }
     }
     Ok(())
+}
+
+/// The maps only `cca`'s object has (the rest are shared by every CCA).
+fn own_maps(cca: Cca) -> Vec<&'static str> {
+    let mut own: Vec<&'static str> = crate::tunables::map_of(cca).into_iter().collect();
+    if cca == Cca::Fairtt {
+        own.push(maps::FAIRTT_REGISTRY);
+    }
+    own
 }
 
 /// What [`unload_all`] did to one CCA.
@@ -394,10 +488,15 @@ pub struct Unloaded {
 /// refusal changes nothing: the arguments ([`check_unload_args`]), the
 /// privileges, each CCA's state ([`check_unload_state`]) and, with a
 /// migration, that every socket of each CCA is in a namespace it reaches
-/// ([`check_reachable`]). The one refusal after a change: sockets a
-/// migration could not move (refused by the kernel, or opened meanwhile
-/// where it does not reach) keep every CCA loaded (the moved ones stay
-/// moved). Refuses while sockets use a CCA unless `force` or `migrate_to`.
+/// ([`check_reachable`]), all under one hold of the installation lock, so
+/// no other rttfairctl changes what was checked. The refusals after a
+/// change come from sockets, which the lock does not stop applications
+/// opening: sockets a migration could not move (refused by the kernel, or
+/// opened meanwhile where it does not reach) keep every CCA loaded (the
+/// moved ones stay moved); a socket opened on a later CCA after the check
+/// stops the unload there, and the error names the CCAs already unloaded
+/// ([`Error::Partial`]). Refuses while sockets use a CCA unless `force` or
+/// `migrate_to`.
 pub fn unload_all(
     ccas: &[Cca],
     fs: &BpfFs,
@@ -416,6 +515,17 @@ pub fn unload_all(
     if migrate_to.is_some() {
         preflight::require("migrating sockets", preflight::ITERATE_SOCKETS)?;
     }
+    // One hold across the checks and the acts, so no other rttfairctl
+    // changes what was checked. No root: nothing is pinned, and the checks
+    // below say so for each CCA.
+    let lock = match fs.lock(LOCK_WAIT) {
+        Ok(l) => Some(l),
+        Err(Error::NothingLoaded { .. }) => None,
+        Err(e) => return Err(e),
+    };
+    // Maps with no CCA to use them (a killed load's) go; each CCA is then
+    // refused as not loaded, saying so.
+    let stale = lock.is_some() && remove_unused(fs);
     let mut registered = Vec::new();
     let mut live = Vec::new();
     for &cca in ccas {
@@ -431,7 +541,12 @@ pub fn unload_all(
             registered: kernel::is_registered(cca.name())?,
             sockets,
         };
-        check_unload_state(cca, &fs.link_pin(cca), state, force || migrate_to.is_some())?;
+        check_unload_state(cca, &fs.link_pin(cca), state, force || migrate_to.is_some()).map_err(
+            |e| match e {
+                Error::NotLoaded { cca } if stale => Error::NotLoadedStale { cca },
+                e => e,
+            },
+        )?;
         registered.push(state.registered);
         live.push(state.sockets);
     }
@@ -470,8 +585,13 @@ pub fn unload_all(
             }
         }
     }
-    for &cca in ccas {
-        unregister(cca, fs, force)?;
+    let lock = lock.ok_or_else(|| Error::NothingLoaded {
+        path: fs.root().to_path_buf(),
+    })?;
+    for (i, &cca) in ccas.iter().enumerate() {
+        // Sockets opened since the check can still refuse one: say which
+        // went already.
+        unregister_locked(cca, fs, force, &lock).map_err(|e| Error::after_some(e, &ccas[..i]))?;
     }
     Ok(done)
 }
@@ -566,6 +686,26 @@ pub fn check_reachable(cca: Cca, sockets: u64, reachable: u64) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// The map pins in the installation now.
+fn map_pins(fs: &BpfFs) -> Vec<std::path::PathBuf> {
+    fs::read_dir(fs.maps_dir())
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default()
+}
+
+/// After a failed load or swap: remove the map pins it made (those not in
+/// `before`), or every pin when no CCA is left to use them.
+fn remove_new_maps(fs: &BpfFs, before: &[std::path::PathBuf]) {
+    if !Cca::ALL.iter().any(|c| fs.link_pin(*c).exists()) {
+        return remove_shared_maps(fs);
+    }
+    for p in map_pins(fs) {
+        if !before.contains(&p) {
+            let _ = fs::remove_file(p);
+        }
+    }
 }
 
 /// With no CCA left, the shared maps go too, so the host is left as found.
@@ -664,17 +804,63 @@ pub fn create_shared_maps(fs: &BpfFs, opts: &LoadOptions) -> Result<()> {
     Ok(())
 }
 
-/// Remove every pin of an installation that has no CCA registered.
-pub fn remove_unused(fs: &BpfFs) {
+/// Remove every pin of an installation that has no CCA registered (the
+/// tree too). Says whether there were maps to remove.
+pub fn remove_unused(fs: &BpfFs) -> bool {
+    let stale = remove_stale_maps(fs);
     if !Cca::ALL.iter().any(|c| fs.link_pin(*c).exists()) {
-        remove_shared_maps(fs);
+        fs.remove_if_empty();
     }
+    stale
+}
+
+/// Shared maps with no CCA's link pin to use them are what a killed load
+/// leaves (libbpf pins them before the verifier runs): remove them (the
+/// tree stays), and say whether there were any.
+fn remove_stale_maps(fs: &BpfFs) -> bool {
+    if Cca::ALL.iter().any(|c| fs.link_pin(*c).exists()) {
+        return false;
+    }
+    let pins = map_pins(fs);
+    for p in &pins {
+        let _ = fs::remove_file(p);
+    }
+    !pins.is_empty()
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{check_reachable, check_unload_args, check_unload_state, UnloadState};
-    use crate::{Cca, Error};
+    use super::{
+        check_reachable, check_unload_args, check_unload_state, open, LoadOptions, UnloadState,
+    };
+    use crate::{objects, BpfFs, Cca, Error};
+
+    /// `--object` of another CCA (qfair's build given for fairtt) is refused
+    /// as the object's fault before anything reaches the kernel, not as a
+    /// kernel without struct_ops.
+    #[test]
+    fn an_object_without_the_ccas_ops_is_refused_naming_object() {
+        let tmp = tempfile::tempdir().unwrap();
+        let opts = LoadOptions {
+            object: Some(objects::cca(Cca::Qfair).to_vec()),
+            flows_max: None,
+        };
+        let e = open(Cca::Fairtt, &BpfFs::new(tmp.path()), &opts)
+            .err()
+            .expect("qfair's object accepted as fairtt's");
+        let line = e.to_string();
+        assert!(
+            line.contains("--object") && line.contains("fairtt_ops"),
+            "{line}"
+        );
+        assert!(!line.contains("kernel"), "{line}");
+        // The embedded build of the same CCA opens.
+        let own = LoadOptions {
+            object: Some(objects::cca(Cca::Qfair).to_vec()),
+            flows_max: None,
+        };
+        assert!(open(Cca::Qfair, &BpfFs::new(tmp.path()), &own).is_ok());
+    }
 
     const LOADED: UnloadState = UnloadState {
         pinned: true,

@@ -174,6 +174,23 @@ fn read_raw(fs: &BpfFs, t: &Tunable) -> Result<Vec<u32>> {
         .collect())
 }
 
+/// The pinned map of `cca`'s tunables, if it has any: its own, so it goes
+/// when `cca` is unloaded (`lifecycle::unregister`) and a reload starts
+/// from the defaults.
+pub(crate) fn map_of(cca: Cca) -> Option<&'static str> {
+    tunables_map(cca).map(|(name, _)| name)
+}
+
+/// `t`'s CCA must be loaded: a map pin alone (a CCA being unloaded) is not.
+fn check_loaded(fs: &BpfFs, t: &Tunable) -> Result<()> {
+    if !crate::lifecycle::is_loaded(t.cca, fs) {
+        return Err(Error::NotLoaded {
+            cca: format!("{} (its tunables exist while it is loaded)", t.cca),
+        });
+    }
+    Ok(())
+}
+
 fn open_map(fs: &BpfFs, t: &Tunable) -> Result<libbpf_rs::MapHandle> {
     if !fs.map_pin(t.map_name()).exists() {
         return Err(Error::NotLoaded {
@@ -183,13 +200,14 @@ fn open_map(fs: &BpfFs, t: &Tunable) -> Result<libbpf_rs::MapHandle> {
     fs.open_map(t.map_name())
 }
 
-/// Current values of every tunable of `cca` (or all loaded CCAs).
+/// Current values of every tunable of `cca` (or all loaded CCAs). Naming a
+/// CCA that is not loaded is an error.
 pub fn get(fs: &BpfFs, filter: Option<&str>) -> Result<Vec<Value>> {
     fs.check_access("reading tunables")?;
     let selected: Vec<&Tunable> = match filter {
         None => ALL
             .iter()
-            .filter(|t| fs.map_pin(t.map_name()).exists())
+            .filter(|t| crate::lifecycle::is_loaded(t.cca, fs))
             .collect(),
         Some(f) if f.contains('.') => vec![Tunable::find(f)?],
         Some(f) => {
@@ -199,6 +217,7 @@ pub fn get(fs: &BpfFs, filter: Option<&str>) -> Result<Vec<Value>> {
     };
     let mut out = Vec::new();
     for t in selected {
+        check_loaded(fs, t)?;
         let stored = read_raw(fs, t)?[t.field];
         out.push(Value {
             name: t.full_name(),
@@ -216,7 +235,11 @@ pub fn set(fs: &BpfFs, full: &str, text: &str) -> Result<Value> {
     crate::preflight::require(&format!("setting {full}"), crate::preflight::WRITE_TUNABLES)?;
     let t = Tunable::find(full)?;
     let stored = t.parse(text)?;
+    check_loaded(fs, t)?;
     let map = open_map(fs, t)?;
+    // A read-modify-write of the whole struct: under the installation lock,
+    // so a concurrent `set` of another field of the same CCA is not lost.
+    let _lock = fs.lock(crate::bpffs::LOCK_WAIT)?;
     let mut fields = read_raw(fs, t)?;
     fields[t.field] = stored;
     let bytes: Vec<u8> = fields.iter().flat_map(|v| v.to_ne_bytes()).collect();

@@ -137,9 +137,10 @@ fn remove_all_roots() {
     }
 }
 
-/// Unpin links first (unregisters the CCAs), then maps, then directories.
+/// Unpin links first (unregisters the CCAs), then maps and cgroup
+/// attachments (detaches them), then directories.
 pub fn remove_root(root: &Path) {
-    for sub in ["links", "maps"] {
+    for sub in ["links", "maps", "cgroups"] {
         if let Ok(entries) = std::fs::read_dir(root.join(sub)) {
             for e in entries.flatten() {
                 let _ = std::fs::remove_file(e.path());
