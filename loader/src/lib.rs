@@ -12,16 +12,18 @@
 //! 5. **update** the link in place with a newer build (swap);
 //! 6. **unregister** by removing the pin.
 //!
-//! Below the lifecycle, modules that import nothing above them: [`cca`]
-//! names what can be loaded, [`objects`] holds the embedded BPF objects,
-//! [`bpffs`] says where pins live, [`abi`] mirrors `bpf/include/rttfair_abi.h`
-//! (generated from BTF; raw records private) and names the shared maps,
-//! [`export`] gives the exported records their meaning, once ([`Flow`]),
-//! [`flows`] reads them from the pinned maps, and [`preflight`] checks what
-//! the host must offer; [`installed`] whether the loaded CCAs are of this
-//! build's ABI. Beside it: [`tunables`], [`migrate`], [`cgroup`],
-//! [`sockets`] (connections on kernel CCAs) and [`fairness`] (Jain's index
-//! and friends, shared by the daemon and the lab).
+//! Below the lifecycle, small modules: [`cca`] names what can be loaded,
+//! [`objects`] holds the embedded BPF objects, [`bpffs`] says where pins
+//! live, [`abi`] mirrors `bpf/include/rttfair_abi.h` (generated from BTF;
+//! raw records private) and names the shared maps, [`export`] gives the
+//! exported records their meaning, once ([`Flow`]), [`flows`] reads them
+//! from the pinned maps, and [`preflight`] checks what the host must offer;
+//! [`installed`] whether the loaded CCAs are of this build's ABI. Beside
+//! it: [`tunables`], [`migrate`], [`cgroup`], [`sockets`] (connections on
+//! kernel CCAs) and [`fairness`] (Jain's index and friends, shared by the
+//! daemon and the lab). Three of them ([`flows`], [`installed`],
+//! [`tunables`]) ask the lifecycle one question back, whether a CCA is
+//! loaded (docs/architecture.md, "Loader modules").
 
 /// A libbpf-cargo skeleton that build.rs generated, as a private module
 /// (generated code, so exempt from the crate's lints).
