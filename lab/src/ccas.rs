@@ -35,6 +35,12 @@ struct Lease {
 
 /// Every live lease of this process, so the Ctrl-C hook can end them too.
 static LEASES: Mutex<Vec<Lease>> = Mutex::new(Vec::new());
+/// Held while a session takes a lease and loads its CCA, and by the signal
+/// hook before it ends the leases: a signal that lands mid-load waits for
+/// the load to finish (or fail) and then unloads it, instead of finding it
+/// not yet registered while the load goes on to register it as the
+/// process exits (measured: a SIGTERM to `demo` left its CCAs registered).
+static LOADING: Mutex<()> = Mutex::new(());
 static NEXT_SESSION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// CCAs registered for the duration of an experiment.
@@ -215,6 +221,7 @@ impl CcaSession {
         };
         for name in names {
             if let Ok(cca) = name.parse::<Cca>() {
+                let _loading = LOADING.lock().unwrap_or_else(|e| e.into_inner());
                 if LEASES
                     .lock()
                     .unwrap()
@@ -328,6 +335,9 @@ impl Drop for CcaSession {
 }
 
 fn end_all_leases() {
+    // Never released: the process exits after the hooks, and no session
+    // may start a load in between.
+    std::mem::forget(LOADING.lock().unwrap_or_else(|e| e.into_inner()));
     let all = LEASES
         .lock()
         .map(|mut l| std::mem::take(&mut *l))
