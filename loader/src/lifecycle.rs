@@ -816,16 +816,41 @@ pub fn remove_unused(fs: &BpfFs) -> bool {
 
 /// Shared maps with no CCA's link pin to use them are what a killed load
 /// leaves (libbpf pins them before the verifier runs): remove them (the
-/// tree stays), and say whether there were any.
+/// tree stays), and say whether there were any. Only pins that are maps
+/// this build defines, of the shape it defines them, count as ours: any
+/// other pin (another tool's, another layout's) is left for [`open`] to
+/// refuse by name, never deleted.
 fn remove_stale_maps(fs: &BpfFs) -> bool {
     if Cca::ALL.iter().any(|c| fs.link_pin(*c).exists()) {
         return false;
     }
-    let pins = map_pins(fs);
+    let pins: Vec<_> = map_pins(fs)
+        .into_iter()
+        .filter(|p| is_this_builds_map(p))
+        .collect();
     for p in &pins {
         let _ = fs::remove_file(p);
     }
     !pins.is_empty()
+}
+
+/// Whether the pin `pin` is a map one of this build's embedded objects
+/// defines under its name, with that type and key and value sizes. Opens
+/// the objects without loading them (nothing reaches the kernel); only
+/// reached when an installation has map pins and no CCA.
+fn is_this_builds_map(pin: &Path) -> bool {
+    let Some(name) = pin.file_name().and_then(|n| n.to_str()) else {
+        return false;
+    };
+    Cca::ALL.iter().any(|&cca| {
+        let Ok(obj) = ObjectBuilder::default().open_memory(objects::cca(cca)) else {
+            return false;
+        };
+        let found = obj.maps().find(|m| m.name() == name).map(|m| {
+            check_pinned_map_matches(pin, m.map_type(), m.key_size(), m.value_size()).is_ok()
+        });
+        found.unwrap_or(false)
+    })
 }
 
 #[cfg(test)]
