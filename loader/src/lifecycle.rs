@@ -824,33 +824,46 @@ fn remove_stale_maps(fs: &BpfFs) -> bool {
     if Cca::ALL.iter().any(|c| fs.link_pin(*c).exists()) {
         return false;
     }
-    let pins: Vec<_> = map_pins(fs)
-        .into_iter()
-        .filter(|p| is_this_builds_map(p))
-        .collect();
+    let pins = map_pins(fs);
+    if pins.is_empty() {
+        return false;
+    }
+    let ours = this_builds_maps();
+    let pins: Vec<_> = pins.into_iter().filter(|p| is_one_of(p, &ours)).collect();
     for p in &pins {
         let _ = fs::remove_file(p);
     }
     !pins.is_empty()
 }
 
-/// Whether the pin `pin` is a map one of this build's embedded objects
-/// defines under its name, with that type and key and value sizes. Opens
-/// the objects without loading them (nothing reaches the kernel); only
-/// reached when an installation has map pins and no CCA.
-fn is_this_builds_map(pin: &Path) -> bool {
+/// Every map this build's embedded objects define: name, type, key and
+/// value sizes. Opens the objects without loading them (nothing reaches
+/// the kernel); only reached when an installation has map pins and no CCA.
+fn this_builds_maps() -> Vec<(String, libbpf_rs::MapType, u32, u32)> {
+    let mut all = Vec::new();
+    for cca in Cca::ALL {
+        if let Ok(obj) = ObjectBuilder::default().open_memory(objects::cca(cca)) {
+            for m in obj.maps() {
+                all.push((
+                    m.name().to_string_lossy().into_owned(),
+                    m.map_type(),
+                    m.key_size(),
+                    m.value_size(),
+                ));
+            }
+        }
+    }
+    all
+}
+
+/// Whether the pin `pin` is one of `ours` under its name, with that shape.
+fn is_one_of(pin: &Path, ours: &[(String, libbpf_rs::MapType, u32, u32)]) -> bool {
     let Some(name) = pin.file_name().and_then(|n| n.to_str()) else {
         return false;
     };
-    Cca::ALL.iter().any(|&cca| {
-        let Ok(obj) = ObjectBuilder::default().open_memory(objects::cca(cca)) else {
-            return false;
-        };
-        let found = obj.maps().find(|m| m.name() == name).map(|m| {
-            check_pinned_map_matches(pin, m.map_type(), m.key_size(), m.value_size()).is_ok()
-        });
-        found.unwrap_or(false)
-    })
+    ours.iter()
+        .find(|(n, ..)| n == name)
+        .is_some_and(|&(_, ty, k, v)| check_pinned_map_matches(pin, ty, k, v).is_ok())
 }
 
 #[cfg(test)]
