@@ -132,6 +132,19 @@
  * A drain has removed the flow's own backlog, so what it still sees is path
  * or someone else's queue; the verdict's margin (half of q^) is not used
  * because a stale R^ inflates q^ and let every second drain pass.
+ * One earlier exit (P2): the first drain after a path change already
+ * measures the new path (within 0.1 ms), so R^ moves to its minimum m at
+ * once when, besides m > R^ + max(2 ms, R^/8), the RTT floor rose since the
+ * previous drain in one step (a closed 8 ms bucket's minimum minus the
+ * previous closed bucket's) of at least max(16 ms, 3/4 (m - R^)), outside
+ * drains and the two round starts after one (the flow's own refill and its
+ * echo), and held: no bucket minimum since the step more than 10% below m
+ * (qf_path_step_held). A path change is one jump and a floor that stays;
+ * a loss-based flow's queue grows at most ~1 ms per ms with its sawtooth,
+ * and the steps bursts make (22 ms and more were measured) do not hold, so
+ * the hold carries the weight. Smaller steps fall back to the three drains.
+ * The Vegas rerouting problem (La, Walrand, Anantharam, "Issues in TCP
+ * Vegas"); BBR's answer, RTprop's 10 s expiry, qfair disarms.
  *
  * Startup and Drain are BBR's, with one more exit from Startup: a round with
  * at least 6 lost packets and more than 2% of the round's sent packets
@@ -215,6 +228,8 @@ _Static_assert(sizeof(struct qfair_hot) <= sizeof(((struct rf_bbr *)0)->cca_hot)
 #define QF_CRUISE 0x01     /* past Startup/Drain: the law of Eq. 1 is in force */
 #define QF_IN_DRAIN 0x02   /* in a drain (the core's ProbeRTT) */
 #define QF_SKIP_ROUND 0x04 /* the round after a drain: not a rate sample */
+#define QF_POST_DRAIN 0x08 /* until the second round start after a drain: the
+			    * flow's own refill and its echo, no path step */
 
 /* Everything else, per flow. */
 struct qfair_flow {
@@ -247,6 +262,9 @@ struct qfair_flow {
 	__s32 offset_x65536;       /* Eq. 8b: the integral term o, packets x65536 */
 	__u32 last_drain_min_us;   /* m of the last drain with a verdict, 0 = none yet;
 				    * exported only, the law never reads it */
+	__u32 path_step_us;        /* P2: largest floor step >= 16 ms since the last
+				    * drain (outside drains and their refill), 0 = none */
+	__u32 path_low_us;         /* P2: the lowest bucket minimum since that step */
 };
 
 RTTFAIR_SK_STORAGE(qfair_sk, struct qfair_flow, qfair_flow_of);
@@ -423,6 +441,32 @@ static __always_inline void qfair_startup_round(struct tcp_sock *tp, struct rf_b
 	qfair_start_measurement_interval(tp, qf);
 }
 
+/*
+ * P2's witness (qf_path_step_held): the largest rise of the RTT floor in one
+ * step, a closed bucket's minimum minus the previous closed bucket's, of at
+ * least 16 ms since the last drain, and the lowest bucket minimum since it.
+ * Per closed bucket outside a drain and its refill (QF_POST_DRAIN), on the
+ * qfair_sk the bucket's close already looked up; forgotten at each drain's
+ * end and at cruise entry.
+ */
+static __always_inline void qfair_forget_path_step(struct qfair_flow *qf)
+{
+	qf->path_step_us = 0;
+	qf->path_low_us = ~0U;
+}
+
+static __always_inline void qfair_track_path_step(struct qfair_flow *qf, __u32 prev_us,
+						  __u32 bkt_us)
+{
+	if (prev_us && bkt_us >= prev_us + QF_PATH_STEP_MIN_US &&
+	    bkt_us - prev_us >= qf->path_step_us) {
+		qf->path_step_us = bkt_us - prev_us;
+		qf->path_low_us = bkt_us;
+		return;
+	}
+	qf->path_low_us = rf_min(qf->path_low_us, bkt_us);
+}
+
 /* Leaving Drain for ProbeBW: the law takes over from BBR's gains. Once per
  * flow; a subprogram of its own so that its frame is not the per-round
  * update's (the stack the verifier counts is per chain of calls). */
@@ -443,6 +487,7 @@ static __noinline void qfair_enter_cruise(struct sock *sk, struct rf_bbr *bbr,
 	qf->push_dir = QF_PUSH_NONE;
 	qf->push_rounds = 0;
 	qf->offset_x65536 = 0;
+	qfair_forget_path_step(qf); /* Startup's queue is not a path */
 	hot->flags |= QF_CRUISE;
 	hot->next_drain_ms = qfair_next_drain_ms(tcp_now_ms(tp), qfair_tun_drain_clock(set),
 						 qfair_tun_drain_period_ms(set), QFAIR_FIRST_DRAIN_MS);
@@ -689,6 +734,7 @@ static __noinline void qfair_update_round(struct sock *sk, struct rf_bbr *bbr,
 		qfair_start_measurement_interval(tp, qf);
 		return;
 	}
+	hot->flags &= ~QF_POST_DRAIN; /* the second round start: steps count again */
 	if (qfair_interval_us(tp, qf) < QFAIR_MIN_ROUND_US)
 		return; /* let the interval grow past 1 ms */
 	if (app_limited || rtprop == ~0U || !rtprop) {
@@ -749,6 +795,11 @@ static __always_inline bool qfair_raise_min_rtt_on_longer_path(struct rf_bbr *bb
 		qf->long_streak = 0;
 		return false;
 	}
+	if (qf_path_step_held(m, bbr->min_rtt_us, qf->path_step_us, qf->path_low_us)) {
+		bbr->min_rtt_us = m; /* P2: the step that explains the excess held */
+		qf->long_streak = 0;
+		return true;
+	}
 	if (qf->long_streak && qf_minima_agree(m, qf->long_min_us)) {
 		qf->long_streak++;
 		qf->long_min_us = rf_min(qf->long_min_us, m);
@@ -783,23 +834,27 @@ static __always_inline void qfair_end_drain(struct sock *sk, struct rf_bbr *bbr,
 	const struct qfair_tunables *set = qfair_tunables_set();
 	__u32 m = qf->drain_min_us, now = tcp_now_ms(tcp_sk(sk));
 	__u32 competitive = qfair_tun_competitive(set), period_ms = qfair_tun_drain_period_ms(set);
+	bool raised;
 
 	hot->flags &= ~QF_IN_DRAIN;
-	hot->flags |= QF_SKIP_ROUND;
+	hot->flags |= QF_SKIP_ROUND | QF_POST_DRAIN;
 	if (qf->pacing_before_drain)
 		sk->sk_pacing_rate = qf->pacing_before_drain;
 	hot->next_drain_ms = qfair_next_drain_ms(now, qfair_tun_drain_clock(set), period_ms, period_ms);
 	if (m == ~0U) {
 		/* no RTT sample in the drain: no verdict */
+		qfair_forget_path_step(qf);
 		qfair_update_competitive(qf, competitive, QF_VERDICT_NONE);
 		return;
 	}
 	qf->last_drain_min_us = m;
+	raised = qfair_raise_min_rtt_on_longer_path(bbr, qf, m);
+	qfair_forget_path_step(qf); /* P2 looks at steps since the previous drain */
 
 	/* A new, longer R^ is this drain's minimum: the queue did empty. A
 	 * competitive flow's drain also needs the queue still empty at its end
 	 * (the last 8-16 ms: this bucket and the last closed one). */
-	if (qfair_raise_min_rtt_on_longer_path(bbr, qf, m) ||
+	if (raised ||
 	    qf_drain_emptied(m, rf_min(qf->last_bkt_min_us, hot->bkt_min_us), bbr->min_rtt_us,
 			     qf->drain_q_before_us, qf->competitive)) {
 		qf->drains_ok++;
@@ -830,6 +885,8 @@ static __always_inline struct qfair_flow *qfair_close_bucket(struct sock *sk,
 		return NULL;
 	qf->bkt_sum_us += hot->bkt_min_us;
 	qf->bkt_cnt++;
+	if (!(hot->flags & (QF_IN_DRAIN | QF_POST_DRAIN)))
+		qfair_track_path_step(qf, qf->last_bkt_min_us, hot->bkt_min_us);
 	qf->last_bkt_min_us = hot->bkt_min_us;
 	if (hot->flags & QF_IN_DRAIN)
 		qf->drain_min_us = rf_min(qf->drain_min_us, hot->bkt_min_us);

@@ -571,4 +571,39 @@ RF_INLINE bool qf_minima_agree(__u32 a_us, __u32 b_us)
 	return (hi - lo) * 10 <= lo;
 }
 
+/*
+ * P2, Eq. 10 at the first drain: a path change shows as one step and then a
+ * floor that stays. At a drain's end with minimum m, R^ may jump to m at
+ * once when
+ *   1. m > R^ + max(2 ms, R^/8)                     (qf_drain_saw_longer_path)
+ *   2. since the previous drain the RTT floor rose in one step (a closed 8 ms
+ *      bucket's minimum minus the previous closed bucket's) of
+ *      step >= max(16 ms, 3/4 (m - R^)): the step explains most of the
+ *      excess the drain still sees;
+ *   3. the excess held: the lowest bucket minimum since that step (low, the
+ *      drain's own m included) is within 10% of m (qf_minima_agree).
+ * step_us = 0 means no qualifying step was seen. A loss-based flow's queue
+ * grows at most about 1 ms per ms with its sawtooth and its bursts, which
+ * can step 20 ms and more, fall back: guard 3 carries the weight, guard 2's
+ * 16 ms floor keeps jitter, ACK batching and bbr's ProbeRTT exit (10-15 ms
+ * steps) out. Everything else is Eq. 10's three-drain streak.
+ */
+#define QF_PATH_STEP_MIN_US 16000 /* below the 22 ms steps bursts make, above jitter */
+#define QF_PATH_STEP_NUM 3        /* the step is at least 3/4 of the excess m - R^ */
+#define QF_PATH_STEP_DEN 4
+RF_INLINE bool qf_path_step_held(__u32 drain_min_us, __u32 rtprop_us, __u32 step_us,
+				 __u32 low_since_step_us)
+{
+	__u64 excess;
+
+	if (!step_us || step_us < QF_PATH_STEP_MIN_US ||
+	    !qf_drain_saw_longer_path(drain_min_us, rtprop_us))
+		return false;
+	excess = (__u64)drain_min_us - rtprop_us;
+	if ((__u64)step_us * QF_PATH_STEP_DEN < excess * QF_PATH_STEP_NUM)
+		return false;
+	return qf_minima_agree(drain_min_us, low_since_step_us < drain_min_us ? low_since_step_us
+									: drain_min_us);
+}
+
 #endif /* RTTFAIR_QFAIR_MATH_H */

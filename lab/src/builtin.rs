@@ -157,6 +157,14 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         include_str!("../../scenarios/qfair-rtt-change.toml"),
     ),
     (
+        "qfair-rtt-change-long",
+        include_str!("../../scenarios/qfair-rtt-change-long.toml"),
+    ),
+    (
+        "qfair-rtt-change-small",
+        include_str!("../../scenarios/qfair-rtt-change-small.toml"),
+    ),
+    (
         "qfair-ten-flows",
         include_str!("../../scenarios/qfair-ten-flows.toml"),
     ),

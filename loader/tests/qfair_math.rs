@@ -18,6 +18,7 @@ extern "C" {
     fn host_qf_alpha_after_halvings(a: u64, eff_us: u64) -> u64;
     fn host_qf_drain_saw_longer_path(m: u32, r: u32) -> i32;
     fn host_qf_minima_agree(a: u32, b: u32) -> i32;
+    fn host_qf_path_step_held(m: u32, r: u32, step: u32, low: u32) -> i32;
     fn host_qf_gain_x256(
         d_us: u32,
         tau_us: u32,
@@ -186,6 +187,79 @@ fn longer_path_from_the_drain_minimum_alone() {
         assert_eq!(host_qf_drain_saw_longer_path(56_500, 50_000), 1);
         assert_eq!(host_qf_minima_agree(40_000, 43_900), 1);
         assert_eq!(host_qf_minima_agree(44_100, 40_000), 0);
+    }
+}
+
+#[test]
+fn path_step_fires_for_a_clean_10_to_40_ms_step_that_held() {
+    unsafe {
+        // The rtt-change scenario as the lab saw it: R^ 10.056, a 30 ms step,
+        // the floor since at 40.2-43 ms, the drain's minimum 40.08 ms.
+        assert_eq!(host_qf_path_step_held(40_080, 10_056, 30_000, 40_200), 1);
+        // The drain's own minimum is the lowest since the step: still held.
+        assert_eq!(host_qf_path_step_held(40_080, 10_056, 30_000, 40_080), 1);
+        // The long flow's path 50 -> 80 ms.
+        assert_eq!(host_qf_path_step_held(80_100, 50_050, 30_000, 81_000), 1);
+    }
+}
+
+#[test]
+fn path_step_under_the_floor_falls_back_to_the_streak() {
+    unsafe {
+        // 10 -> 20 ms: the excess is a longer path by Eq. 10's test, but the
+        // 10 ms step is under the 16 ms floor, so only the streak can raise R^.
+        assert_eq!(host_qf_drain_saw_longer_path(20_080, 10_056), 1);
+        assert_eq!(host_qf_path_step_held(20_080, 10_056, 10_000, 20_100), 0);
+        assert_eq!(host_qf_path_step_held(20_080, 10_056, 15_999, 20_100), 0);
+        // A step at the floor but under 3/4 of a larger excess: not either.
+        assert_eq!(host_qf_path_step_held(50_000, 10_000, 29_999, 50_000), 0);
+        assert_eq!(host_qf_path_step_held(50_000, 10_000, 30_000, 50_000), 1);
+    }
+}
+
+proptest! {
+    /// Guard 2: without a qualifying step (none seen, or under
+    /// max(16 ms, 3/4 of the excess)) it never fires, whatever the floor did.
+    #[test]
+    fn path_step_never_fires_without_a_qualifying_step(
+        m in 0u32..2_000_000, r in 0u32..2_000_000, step in 0u32..2_000_000, low in 0u32..4_000_000
+    ) {
+        let fired = unsafe { host_qf_path_step_held(m, r, step, low) } == 1;
+        let excess = m.saturating_sub(r) as u64;
+        if step < 16_000 || (step as u64) * 4 < excess * 3 {
+            prop_assert!(!fired, "m {m} r {r} step {step} low {low}");
+        }
+        // Nor without Eq. 10's own test (guard 1).
+        if unsafe { host_qf_drain_saw_longer_path(m, r) } == 0 {
+            prop_assert!(!fired);
+        }
+    }
+
+    /// Guard 3: a bucket minimum since the step more than 10% below m (a
+    /// burst that did not hold) keeps R^ where it is.
+    #[test]
+    fn path_step_never_fires_when_the_floor_fell_back(
+        m in 20_000u32..2_000_000, r in 1_000u32..100_000, step in 16_000u32..2_000_000,
+        below in 0.0f64..1.0
+    ) {
+        // low < m / 1.1: (m - low) * 10 > low
+        let low = ((m as f64 / 1.1) * below) as u32;
+        prop_assume!((m - low) as u64 * 10 > low as u64);
+        prop_assert_eq!(unsafe { host_qf_path_step_held(m, r, step, low) }, 0);
+    }
+
+    /// And with all three guards met it does fire: the predicate is the
+    /// conjunction, nothing more.
+    #[test]
+    fn path_step_fires_when_all_three_guards_hold(
+        r in 1_000u32..200_000, excess in 2_001u32..500_000, extra in 0u32..500_000,
+        above in 0u32..100_000
+    ) {
+        let m = r + excess;
+        prop_assume!(unsafe { host_qf_drain_saw_longer_path(m, r) } == 1);
+        let step = (excess as u64 * 3).div_ceil(4).max(16_000) as u32 + extra;
+        let low = m - m / 11 + above; // within 10% below m, or any height above it
+        prop_assert_eq!(unsafe { host_qf_path_step_held(m, r, step, low) }, 1);
     }
 }
 
