@@ -139,7 +139,12 @@
  * previous closed bucket's) of at least max(16 ms, 3/4 (m - R^)), outside
  * drains and the two round starts after one (the flow's own refill and its
  * echo), and held: no bucket minimum since the step more than 10% below m
- * (qf_path_step_held). A path change is one jump and a floor that stays;
+ * (qf_path_step_held); never while competitive. A rise across a gap in the
+ * ACKs longer than itself plus 4 buckets, or in the flow's own refill on
+ * entering cruise, leaving Loss or restarting after idle, is no step and
+ * leaves P2 out until the next drain (qf_path_step_track). A path change
+ * during a drain or its refill is not seen as a step and waits for the
+ * three drains. A path change is one jump and a floor that stays;
  * a loss-based flow's queue grows at most ~1 ms per ms with its sawtooth,
  * and the steps bursts make (22 ms and more were measured) do not hold, so
  * the hold carries the weight. Smaller steps fall back to the three drains.
@@ -170,6 +175,7 @@
 #define RTTFAIR_HOOK_CWND_BUDGET
 #define RTTFAIR_HOOK_PROBE_RTT_CWND
 #define RTTFAIR_HOOK_LOSS_RECOVERY_CWND
+#define RTTFAIR_HOOK_CWND_RESTORED
 #define RTTFAIR_HOOK_ACK_AGGREGATION_CWND
 #include "bbr_core.h"
 #include "qfair_math.h"
@@ -203,7 +209,6 @@ _Static_assert(QF_GAIN_UNIT == BBR_UNIT, "qfair_math.h's gain unit must be the c
 #define QFAIR_AI_COMPETITIVE_X1024 (20 * 1024)
 #define QFAIR_COMPETITIVE_CAP_US 100000        /* alpha_hi = max(alpha_d, x^ x 100 ms) */
 #define QFAIR_MIN_ROUND_US 1000                /* per-round work at most 1/ms */
-#define QFAIR_BUCKET_SHIFT 13                  /* 8.192 ms buckets */
 #define QFAIR_FULL_LOSS_CNT 6                  /* Startup exit on loss */
 #define QFAIR_FULL_LOSS_PCT 2
 #define QFAIR_FIRST_DRAIN_MS 2000              /* local clock: first drain */
@@ -230,6 +235,10 @@ _Static_assert(sizeof(struct qfair_hot) <= sizeof(((struct rf_bbr *)0)->cca_hot)
 #define QF_SKIP_ROUND 0x04 /* the round after a drain: not a rate sample */
 #define QF_POST_DRAIN 0x08 /* until the second round start after a drain: the
 			    * flow's own refill and its echo, no path step */
+#define QF_REFILL 0x10     /* a refill that is no drain's (entering cruise,
+			    * leaving Loss, restarting after idle), until the
+			    * second counted round start: a floor rise voids P2 */
+#define QF_REFILL_MORE 0x20 /* QF_REFILL has one more round start to go */
 
 /* Everything else, per flow. */
 struct qfair_flow {
@@ -258,13 +267,12 @@ struct qfair_flow {
 	__u8 push_dir;             /* Eq. 8: QF_PUSH_* of the last push */
 	__u8 push_rounds;          /* Eq. 8: its velocity's memory */
 	__u8 emptied_streak;       /* emptied drains in a row while competitive */
-	__u8 _pad[2];
+	__u16 last_bkt_idx;        /* P2: the bucket index of last_bkt_min_us */
 	__s32 offset_x65536;       /* Eq. 8b: the integral term o, packets x65536 */
 	__u32 last_drain_min_us;   /* m of the last drain with a verdict, 0 = none yet;
 				    * exported only, the law never reads it */
-	__u32 path_step_us;        /* P2: largest floor step >= 16 ms since the last
-				    * drain (outside drains and their refill), 0 = none */
-	__u32 path_low_us;         /* P2: the lowest bucket minimum since that step */
+	struct qf_path_track path; /* P2: the step since the last drain and the low
+				    * since it (qf_path_step_track) */
 };
 
 RTTFAIR_SK_STORAGE(qfair_sk, struct qfair_flow, qfair_flow_of);
@@ -441,32 +449,6 @@ static __always_inline void qfair_startup_round(struct tcp_sock *tp, struct rf_b
 	qfair_start_measurement_interval(tp, qf);
 }
 
-/*
- * P2's witness (qf_path_step_held): the largest rise of the RTT floor in one
- * step, a closed bucket's minimum minus the previous closed bucket's, of at
- * least 16 ms since the last drain, and the lowest bucket minimum since it.
- * Per closed bucket outside a drain and its refill (QF_POST_DRAIN), on the
- * qfair_sk the bucket's close already looked up; forgotten at each drain's
- * end and at cruise entry.
- */
-static __always_inline void qfair_forget_path_step(struct qfair_flow *qf)
-{
-	qf->path_step_us = 0;
-	qf->path_low_us = ~0U;
-}
-
-static __always_inline void qfair_track_path_step(struct qfair_flow *qf, __u32 prev_us,
-						  __u32 bkt_us)
-{
-	if (prev_us && bkt_us >= prev_us + QF_PATH_STEP_MIN_US &&
-	    bkt_us - prev_us >= qf->path_step_us) {
-		qf->path_step_us = bkt_us - prev_us;
-		qf->path_low_us = bkt_us;
-		return;
-	}
-	qf->path_low_us = rf_min(qf->path_low_us, bkt_us);
-}
-
 /* Leaving Drain for ProbeBW: the law takes over from BBR's gains. Once per
  * flow; a subprogram of its own so that its frame is not the per-round
  * update's (the stack the verifier counts is per chain of calls). */
@@ -487,8 +469,10 @@ static __noinline void qfair_enter_cruise(struct sock *sk, struct rf_bbr *bbr,
 	qf->push_dir = QF_PUSH_NONE;
 	qf->push_rounds = 0;
 	qf->offset_x65536 = 0;
-	qfair_forget_path_step(qf); /* Startup's queue is not a path */
-	hot->flags |= QF_CRUISE;
+	qf_path_step_forget(&qf->path); /* Startup's queue is not a path */
+	/* BBR's Drain was a drain: the rise from it to the cruise window's
+	 * refill is the flow's own */
+	hot->flags |= QF_CRUISE | QF_REFILL | QF_REFILL_MORE;
 	hot->next_drain_ms = qfair_next_drain_ms(tcp_now_ms(tp), qfair_tun_drain_clock(set),
 						 qfair_tun_drain_period_ms(set), QFAIR_FIRST_DRAIN_MS);
 	qfair_start_measurement_interval(tp, qf);
@@ -735,6 +719,7 @@ static __noinline void qfair_update_round(struct sock *sk, struct rf_bbr *bbr,
 		return;
 	}
 	hot->flags &= ~QF_POST_DRAIN; /* the second round start: steps count again */
+	hot->flags &= ~(hot->flags & QF_REFILL_MORE ? QF_REFILL_MORE : QF_REFILL);
 	if (qfair_interval_us(tp, qf) < QFAIR_MIN_ROUND_US)
 		return; /* let the interval grow past 1 ms */
 	if (app_limited || rtprop == ~0U || !rtprop) {
@@ -778,7 +763,10 @@ static __always_inline void qfair_begin_drain(struct sock *sk, struct rf_bbr *bb
 
 /*
  * Eq. 10, at a drain's end with its minimum m: R^ raised to a longer path's
- * minimum. Returns whether this drain raised it. Decided from drain minima
+ * minimum. Returns whether this drain raised it. At the first drain by P2
+ * (qf_path_step_held: a step of the floor since the previous drain, from
+ * bucket minima, that explains the excess and held; never while competitive,
+ * where the baseline is someone else's queue); otherwise from drain minima
  * alone: three drains in a row whose minimum sits above R^ by more than
  * max(2 ms, R^/8) and whose minima agree within 10% move R^ up to the lowest
  * of them (the streak is kept in qf->long_streak, long_min_us). A
@@ -795,7 +783,8 @@ static __always_inline bool qfair_raise_min_rtt_on_longer_path(struct rf_bbr *bb
 		qf->long_streak = 0;
 		return false;
 	}
-	if (qf_path_step_held(m, bbr->min_rtt_us, qf->path_step_us, qf->path_low_us)) {
+	if (!qf->competitive &&
+	    qf_path_step_held(m, bbr->min_rtt_us, qf->path.step_us, qf->path.low_us)) {
 		bbr->min_rtt_us = m; /* P2: the step that explains the excess held */
 		qf->long_streak = 0;
 		return true;
@@ -843,13 +832,13 @@ static __always_inline void qfair_end_drain(struct sock *sk, struct rf_bbr *bbr,
 	hot->next_drain_ms = qfair_next_drain_ms(now, qfair_tun_drain_clock(set), period_ms, period_ms);
 	if (m == ~0U) {
 		/* no RTT sample in the drain: no verdict */
-		qfair_forget_path_step(qf);
+		qf_path_step_forget(&qf->path);
 		qfair_update_competitive(qf, competitive, QF_VERDICT_NONE);
 		return;
 	}
 	qf->last_drain_min_us = m;
 	raised = qfair_raise_min_rtt_on_longer_path(bbr, qf, m);
-	qfair_forget_path_step(qf); /* P2 looks at steps since the previous drain */
+	qf_path_step_forget(&qf->path); /* P2 looks at steps since the previous drain */
 
 	/* A new, longer R^ is this drain's minimum: the queue did empty. A
 	 * competitive flow's drain also needs the queue still empty at its end
@@ -869,8 +858,10 @@ static __always_inline void qfair_end_drain(struct sock *sk, struct rf_bbr *bbr,
 						    QF_VERDICT_FOUND_QUEUE));
 }
 
-/* Fold the finished bucket's minimum into the round's sum (Eq. 4) and,
- * during a drain, into the drain's minimum. Returns the flow's qfair_sk (NULL
+/* Fold the finished bucket's minimum into the round's sum (Eq. 4), during a
+ * drain into the drain's minimum, and outside a drain and its refill into
+ * P2's step tracker (qf_path_step_track, with the gap since the previous
+ * closed bucket). Returns the flow's qfair_sk (NULL
  * when the bucket was empty or there is none), so that the same ACK need
  * not look it up again. */
 static __always_inline struct qfair_flow *qfair_close_bucket(struct sock *sk,
@@ -886,8 +877,11 @@ static __always_inline struct qfair_flow *qfair_close_bucket(struct sock *sk,
 	qf->bkt_sum_us += hot->bkt_min_us;
 	qf->bkt_cnt++;
 	if (!(hot->flags & (QF_IN_DRAIN | QF_POST_DRAIN)))
-		qfair_track_path_step(qf, qf->last_bkt_min_us, hot->bkt_min_us);
+		qf_path_step_track(&qf->path, qf->last_bkt_min_us, hot->bkt_min_us,
+				   (__u32)(__u16)(hot->bkt_idx - qf->last_bkt_idx) << QF_BUCKET_SHIFT,
+				   !(hot->flags & QF_REFILL));
 	qf->last_bkt_min_us = hot->bkt_min_us;
+	qf->last_bkt_idx = hot->bkt_idx;
 	if (hot->flags & QF_IN_DRAIN)
 		qf->drain_min_us = rf_min(qf->drain_min_us, hot->bkt_min_us);
 	return qf;
@@ -899,10 +893,11 @@ static __always_inline void cca_init(struct sock *sk, struct rf_bbr *bbr)
 	struct qfair_hot *hot = qfair_hot_of(bbr);
 
 	hot->bkt_min_us = ~0U;
-	hot->bkt_idx = (__u16)(tcp_sk(sk)->tcp_mstamp >> QFAIR_BUCKET_SHIFT);
+	hot->bkt_idx = (__u16)(tcp_sk(sk)->tcp_mstamp >> QF_BUCKET_SHIFT);
 	if (qf) {
 		__builtin_memset(qf, 0, sizeof(*qf));
 		qf->gain_x256 = QF_GAIN_UNIT;
+		qf_path_step_forget(&qf->path);
 		qfair_start_measurement_interval(tcp_sk(sk), qf);
 	}
 }
@@ -924,8 +919,13 @@ static __always_inline void cca_on_rate_sample(struct sock *sk, struct rf_bbr *b
 
 	/* Eq. 4, per ACK: the minimum RTT of the current 8 ms bucket. */
 	if (rtt_us) {
-		bkt = (__u16)(tp->tcp_mstamp >> QFAIR_BUCKET_SHIFT);
+		bkt = (__u16)(tp->tcp_mstamp >> QF_BUCKET_SHIFT);
 		if (bkt != hot->bkt_idx) {
+			/* Back from idle (the core clears idle_restart later on
+			 * this ACK): the next bucket is measured across the
+			 * silence and the pipe refills at BtlBw. */
+			if (bbr->idle_restart)
+				hot->flags |= QF_REFILL | QF_REFILL_MORE;
 			qf = qfair_close_bucket(sk, hot);
 			open_min_us = ~0U;
 			hot->bkt_idx = bkt;
@@ -1026,6 +1026,18 @@ static __always_inline bool cca_probe_rtt_due(struct sock *sk, struct rf_bbr *bb
 static __always_inline bool cca_loss_recovery_cwnd(struct sock *sk, struct rf_bbr *bbr)
 {
 	return !qfair_cruising(bbr);
+}
+
+/*
+ * Leaving Loss after an RTO, the restore above puts cwnd back from the
+ * packets in flight + 1 to up to w + b in one step: the flow's own refill,
+ * so a floor rise in the next two rounds voids P2 (QF_REFILL). Leaving
+ * Recovery restores nothing in cruise (no packet conservation cut it).
+ */
+static __always_inline void cca_cwnd_restored(struct sock *sk, struct rf_bbr *bbr, __u8 left)
+{
+	if (left == TCP_CA_Loss)
+		qfair_hot_of(bbr)->flags |= QF_REFILL | QF_REFILL_MORE;
 }
 
 /* A drain holds half the window (BBRv3's ProbeRTT depth), at least 4. */

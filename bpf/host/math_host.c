@@ -30,6 +30,8 @@ __u64 host_qf_alpha_after_halvings(__u64 a, __u64 t) { return qf_alpha_after_hal
 int host_qf_drain_saw_longer_path(__u32 m, __u32 r) { return qf_drain_saw_longer_path(m, r); }
 int host_qf_minima_agree(__u32 a, __u32 b) { return qf_minima_agree(a, b); }
 int host_qf_path_step_held(__u32 m, __u32 r, __u32 s, __u32 l) { return qf_path_step_held(m, r, s, l); }
+void host_qf_path_step_forget(struct qf_path_track *t) { qf_path_step_forget(t); }
+void host_qf_path_step_track(struct qf_path_track *t, __u32 p, __u32 b, __u32 g, int tr) { qf_path_step_track(t, p, b, g, tr); }
 __u32 host_qf_gain_x256(__u32 d, __u32 tau, __u32 t, __u32 b, __u32 cap, __u64 pipe, __u32 v) { return qf_gain_x256(d, tau, t, b, cap, pipe, v); }
 __u32 host_qf_push_dir(__u32 t, __u32 b) { return qf_push_dir(t, b); }
 __u32 host_qf_push_rounds(__u32 pd, __u32 pr, __u32 d) { return qf_push_rounds(pd, pr, d); }

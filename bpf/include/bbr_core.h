@@ -244,8 +244,9 @@ static __always_inline void cca_export(struct sock *sk, struct rf_bbr *bbr,
 
 /*
  * Optional hooks: a variant that defines RTTFAIR_HOOK_CWND_BUDGET,
- * RTTFAIR_HOOK_PROBE_RTT_CWND, RTTFAIR_HOOK_LOSS_RECOVERY_CWND or
- * RTTFAIR_HOOK_MIN_RTT_EXPIRED before including this header supplies its own;
+ * RTTFAIR_HOOK_PROBE_RTT_CWND, RTTFAIR_HOOK_LOSS_RECOVERY_CWND,
+ * RTTFAIR_HOOK_CWND_RESTORED or RTTFAIR_HOOK_MIN_RTT_EXPIRED before
+ * including this header supplies its own;
  * otherwise the core's BBR v1 behaviour (defined further down) applies.
  *
  *   cca_cwnd_budget(sk, bbr, target)  the cwnd target plus its TSO budget
@@ -263,11 +264,15 @@ static __always_inline void cca_export(struct sock *sk, struct rf_bbr *bbr,
  *                                     or Recovery is still restored on
  *                                     leaving it, up to the target
  *                                     (rf_cwnd_restored) (BBR v1: true)
+ *   cca_cwnd_restored(sk, bbr, left)  that restore just happened, on the ACK
+ *                                     leaving state left (TCP_CA_Loss or
+ *                                     TCP_CA_Recovery) (BBR v1: nothing)
  *   cca_min_rtt_expired(sk, bbr, win)  whether RTprop is stale, so that the
  *                                     next sample replaces it; win is the
  *                                     10 s window's verdict (BBR v1: win)
  */
 static __always_inline bool cca_loss_recovery_cwnd(struct sock *sk, struct rf_bbr *bbr);
+static __always_inline void cca_cwnd_restored(struct sock *sk, struct rf_bbr *bbr, __u8 left);
 static __always_inline __u32 cca_cwnd_budget(struct sock *sk, struct rf_bbr *bbr,
 					     __u32 target);
 static __always_inline __u32 cca_probe_rtt_cwnd(struct sock *sk, struct rf_bbr *bbr);
@@ -462,6 +467,12 @@ static __always_inline bool cca_loss_recovery_cwnd(struct sock *sk, struct rf_bb
 }
 #endif
 
+#ifndef RTTFAIR_HOOK_CWND_RESTORED
+static __always_inline void cca_cwnd_restored(struct sock *sk, struct rf_bbr *bbr, __u8 left)
+{
+}
+#endif
+
 #ifndef RTTFAIR_HOOK_MIN_RTT_EXPIRED
 static __always_inline bool cca_min_rtt_expired(struct sock *sk, struct rf_bbr *bbr,
 					       bool window_expired)
@@ -621,13 +632,14 @@ static __always_inline void bbr_set_cwnd(struct sock *sk, struct rf_bbr *bbr,
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	__u32 cwnd = tp->snd_cwnd, target;
+	__u8 left = bbr->prev_ca_state;
 	bool own_law, leaving;
 
 	if (!acked)
 		goto done;
 	/* This ACK leaves Loss or Recovery (read before the call below
 	 * records the state as seen). */
-	leaving = bbr->prev_ca_state >= TCP_CA_Recovery && bbr->ca_state < TCP_CA_Recovery;
+	leaving = left >= TCP_CA_Recovery && bbr->ca_state < TCP_CA_Recovery;
 	own_law = !cca_loss_recovery_cwnd(sk, bbr);
 	if (bbr_set_cwnd_to_recover_or_restore(sk, bbr, rs, acked, &cwnd) && !own_law)
 		goto done;
@@ -639,9 +651,12 @@ static __always_inline void bbr_set_cwnd(struct sock *sk, struct rf_bbr *bbr,
 	 * packets, no packet conservation, but the restore on leaving Loss or
 	 * Recovery, within the law's target (an RTO collapsed cwnd to the
 	 * packets in flight + 1; a spurious RTO's undo leaves Loss too). */
-	if (own_law)
-		cwnd = leaving ? rf_cwnd_restored(tp->snd_cwnd, bbr->prior_cwnd, target)
-			       : tp->snd_cwnd;
+	if (own_law && leaving) {
+		cwnd = rf_cwnd_restored(tp->snd_cwnd, bbr->prior_cwnd, target);
+		cca_cwnd_restored(sk, bbr, left);
+	} else if (own_law) {
+		cwnd = tp->snd_cwnd;
+	}
 	if (bbr->full_bw_reached)
 		cwnd = rf_min(cwnd + acked, target);
 	else if (cwnd < target || tp->delivered < TCP_INIT_CWND)

@@ -588,15 +588,21 @@ RF_INLINE bool qf_minima_agree(__u32 a_us, __u32 b_us)
  * 16 ms floor keeps jitter, ACK batching and bbr's ProbeRTT exit (10-15 ms
  * steps) out. Everything else is Eq. 10's three-drain streak.
  */
-#define QF_PATH_STEP_MIN_US 16000 /* below the 22 ms steps bursts make, above jitter */
-#define QF_PATH_STEP_NUM 3        /* the step is at least 3/4 of the excess m - R^ */
+/* Above per-flow jitter, ACK batching and bbr's 10-15 ms ProbeRTT-exit steps
+ * (a 10 ms floor fired on vs-bbr b20-1bdp's 10.9 ms step in the replay).
+ * Bursts step 22 ms and more and pass it; guard 3 rejects them. */
+#define QF_PATH_STEP_MIN_US 16000
+/* The step is at least 3/4 of the excess m - R^: the replayed path changes
+ * had step/excess 0.96-1.02, so 3/4 leaves room for a step split over two
+ * buckets while rejecting steps that explain little of the excess. */
+#define QF_PATH_STEP_NUM 3
 #define QF_PATH_STEP_DEN 4
 RF_INLINE bool qf_path_step_held(__u32 drain_min_us, __u32 rtprop_us, __u32 step_us,
 				 __u32 low_since_step_us)
 {
 	__u64 excess;
 
-	if (!step_us || step_us < QF_PATH_STEP_MIN_US ||
+	if (step_us < QF_PATH_STEP_MIN_US ||
 	    !qf_drain_saw_longer_path(drain_min_us, rtprop_us))
 		return false;
 	excess = (__u64)drain_min_us - rtprop_us;
@@ -604,6 +610,61 @@ RF_INLINE bool qf_path_step_held(__u32 drain_min_us, __u32 rtprop_us, __u32 step
 		return false;
 	return qf_minima_agree(drain_min_us, low_since_step_us < drain_min_us ? low_since_step_us
 									: drain_min_us);
+}
+
+/*
+ * P2's witness for guards 2 and 3, per closed bucket (8.192 ms, 1 << 13 us,
+ * QF_BUCKET_SHIFT): the largest rise of the RTT floor in one step since the
+ * last drain (a closed bucket's minimum bkt minus the previous closed
+ * bucket's, prev) and the lowest bucket minimum since it. A rise of 16 ms or
+ * more is a step only when it can be trusted:
+ *   - the two buckets are at most the step plus 4 buckets apart (gap_us, the
+ *     time between their starts): a path change of dR stops the ACKs for
+ *     about dR, while across a longer silence (idle, an RTO's backoff) the
+ *     floor was simply not seen moving, and a queue that grew gradually
+ *     meanwhile would read as one step;
+ *   - trusted: the caller's word that the bucket is not the flow's own
+ *     refill (entering cruise, leaving Loss) nor a restart after idle.
+ * An untrusted rise voids the witness (low 0: guard 3 cannot pass) until the
+ * next forget at a drain's end, rather than being skipped: skipping would drop
+ * buckets from the low and could let a later, smaller step fire where
+ * counting them did not, so every rule here only narrows when P2 fires.
+ * A drain and its refill (the two round starts after it) are not passed here
+ * at all. No loop; fixed point in us.
+ */
+struct qf_path_track {
+	__u32 step_us; /* largest trusted rise >= 16 ms, 0 = none */
+	__u32 low_us;  /* lowest bucket minimum since that step; ~0U none, 0 void */
+};
+
+#define QF_BUCKET_SHIFT 13 /* qfair's RTT buckets: tcp_mstamp >> 13, 8.192 ms */
+#define QF_PATH_GAP_SLACK_US (4U << QF_BUCKET_SHIFT) /* 4 buckets, 32.8 ms */
+
+RF_INLINE void qf_path_step_forget(struct qf_path_track *t)
+{
+	t->step_us = 0;
+	t->low_us = ~0U;
+}
+
+RF_INLINE void qf_path_step_track(struct qf_path_track *t, __u32 prev_us, __u32 bkt_us,
+				  __u32 gap_us, bool trusted)
+{
+	__u32 rise;
+
+	if (!t->low_us)
+		return; /* void until the next drain */
+	rise = prev_us && bkt_us >= prev_us + QF_PATH_STEP_MIN_US ? bkt_us - prev_us : 0;
+	if (rise && (!trusted || (__u64)gap_us > (__u64)rise + QF_PATH_GAP_SLACK_US)) {
+		t->step_us = 0;
+		t->low_us = 0;
+		return;
+	}
+	if (rise && rise >= t->step_us) {
+		t->step_us = rise;
+		t->low_us = bkt_us;
+		return;
+	}
+	t->low_us = t->low_us < bkt_us ? t->low_us : bkt_us;
 }
 
 #endif /* RTTFAIR_QFAIR_MATH_H */

@@ -19,6 +19,8 @@ extern "C" {
     fn host_qf_drain_saw_longer_path(m: u32, r: u32) -> i32;
     fn host_qf_minima_agree(a: u32, b: u32) -> i32;
     fn host_qf_path_step_held(m: u32, r: u32, step: u32, low: u32) -> i32;
+    fn host_qf_path_step_forget(t: *mut PathTrack);
+    fn host_qf_path_step_track(t: *mut PathTrack, prev: u32, bkt: u32, gap_us: u32, trusted: i32);
     fn host_qf_gain_x256(
         d_us: u32,
         tau_us: u32,
@@ -211,10 +213,132 @@ fn path_step_under_the_floor_falls_back_to_the_streak() {
         assert_eq!(host_qf_drain_saw_longer_path(20_080, 10_056), 1);
         assert_eq!(host_qf_path_step_held(20_080, 10_056, 10_000, 20_100), 0);
         assert_eq!(host_qf_path_step_held(20_080, 10_056, 15_999, 20_100), 0);
+        // The floor itself is a step: exactly 16 ms fires.
+        assert_eq!(host_qf_path_step_held(20_080, 10_056, 16_000, 20_100), 1);
         // A step at the floor but under 3/4 of a larger excess: not either.
         assert_eq!(host_qf_path_step_held(50_000, 10_000, 29_999, 50_000), 0);
         assert_eq!(host_qf_path_step_held(50_000, 10_000, 30_000, 50_000), 1);
     }
+}
+
+/// struct qf_path_track: P2's witness, the step and the low since it.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+struct PathTrack {
+    step_us: u32,
+    low_us: u32,
+}
+
+/// One qfair bucket, 1 << 13 us.
+const BKT_US: u32 = 8192;
+
+/// Feeds closed buckets (minimum, index, trusted) to the tracker from a
+/// forget, as qfair_close_bucket does between two drains, and returns it.
+fn track(buckets: &[(u32, u32, bool)]) -> PathTrack {
+    let mut t = PathTrack {
+        step_us: 0,
+        low_us: 0,
+    };
+    unsafe { host_qf_path_step_forget(&mut t) };
+    let mut prev: Option<(u32, u32)> = None;
+    for &(min_us, idx, trusted) in buckets {
+        let (prev_us, gap_us) = match prev {
+            Some((p, pi)) => (p, (idx - pi) * BKT_US),
+            None => (0, 0),
+        };
+        unsafe { host_qf_path_step_track(&mut t, prev_us, min_us, gap_us, trusted as i32) };
+        prev = Some((min_us, idx));
+    }
+    t
+}
+
+/// P2 at a drain with minimum m and R^ r after those buckets.
+fn fires(buckets: &[(u32, u32, bool)], m: u32, r: u32) -> bool {
+    let t = track(buckets);
+    unsafe { host_qf_path_step_held(m, r, t.step_us, t.low_us) == 1 }
+}
+
+/// A 10 ms floor in buckets 0..10, then the path at 40 ms from bucket `at`
+/// on, with bucket minima of 40.2 ms up to bucket 40.
+fn path_change_at(at: u32) -> Vec<(u32, u32, bool)> {
+    let mut b: Vec<_> = (0..10).map(|i| (10_100, i, true)).collect();
+    b.extend((at..at + 30).map(|i| (40_200, i, true)));
+    b
+}
+
+#[test]
+fn path_step_trace_10_to_40_ms_across_the_path_changes_own_gap_fires() {
+    // The ACKs stop for about the 30 ms the path grew: buckets 10-13 are
+    // missing, the step is measured across a 5-bucket (41 ms) gap.
+    let b = path_change_at(14);
+    let t = track(&b);
+    assert_eq!(t.step_us, 30_100);
+    assert_eq!(t.low_us, 40_200);
+    assert!(fires(&b, 40_080, 10_056));
+}
+
+#[test]
+fn path_step_trace_across_a_200_ms_gap_does_not_fire() {
+    // The same rise after a silence of 200 ms (an RTO, idle): the floor was
+    // not seen moving, so it is no step, and the witness stays void.
+    let b = path_change_at(9 + 25);
+    let t = track(&b);
+    assert_eq!(t.low_us, 0);
+    assert!(!fires(&b, 40_080, 10_056));
+    // The bound: a gap up to step + 4 buckets counts, one bucket more not.
+    let ok = [(10_000, 0, true), (10_000 + 16_384, 6, true)];
+    assert_eq!(track(&ok).step_us, 16_384);
+    let late = [(10_000, 0, true), (10_000 + 16_384, 7, true)];
+    assert_eq!(track(&late).low_us, 0);
+}
+
+#[test]
+fn path_step_trace_own_refill_voids_until_the_next_drain() {
+    // A 23 ms rise in an untrusted bucket (entering cruise, leaving Loss,
+    // after idle) does not fire, nor does a path step after it.
+    let mut b = vec![(10_100, 0, true), (33_100, 1, false), (12_000, 2, true)];
+    b.extend((3..5).map(|i| (10_100, i, true)));
+    b.extend((9..40).map(|i| (40_200, i, true)));
+    let t = track(&b);
+    assert_eq!((t.step_us, t.low_us), (0, 0));
+    assert!(!fires(&b, 40_080, 10_056));
+    // Trusted, the same trace fires (the path's larger step restarts the
+    // low): the refill's flag alone made the difference.
+    let clean: Vec<_> = b.iter().map(|&(m, i, _)| (m, i, true)).collect();
+    assert!(fires(&clean, 40_080, 10_056));
+}
+
+#[test]
+fn path_step_trace_burst_that_falls_back_does_not_fire() {
+    // A 22 ms burst over a 10 ms floor and back to 12 ms, then a drain that
+    // sees 30 ms (someone else's queue): the step is recorded and would
+    // explain the excess, but the low since it is 12 ms and guard 3 says no.
+    let mut b: Vec<_> = (0..5).map(|i| (10_100, i, true)).collect();
+    b.push((32_100, 5, true));
+    b.extend((6..20).map(|i| (12_000, i, true)));
+    let t = track(&b);
+    assert_eq!((t.step_us, t.low_us), (22_000, 12_000));
+    assert!(!fires(&b, 30_000, 10_056));
+    // Had the floor held at the burst's height, it would have fired.
+    assert!(unsafe { host_qf_path_step_held(30_000, 10_056, t.step_us, 32_100) == 1 });
+}
+
+#[test]
+fn path_step_trace_later_larger_step_restarts_the_low() {
+    // A 20 ms burst that fell back, then the path grows by 30 ms: the low
+    // restarts at the larger step, so the earlier fall-back does not count.
+    let mut b: Vec<_> = (0..5).map(|i| (10_100, i, true)).collect();
+    b.push((30_100, 5, true));
+    b.extend((6..10).map(|i| (10_100, i, true)));
+    b.extend((14..40).map(|i| (40_200, i, true)));
+    let t = track(&b);
+    assert_eq!((t.step_us, t.low_us), (30_100, 40_200));
+    assert!(fires(&b, 40_080, 10_056));
+    // A later smaller step does not: it leaves step and low as they are.
+    b.push((20_000, 40, true));
+    b.push((36_500, 41, true));
+    let t = track(&b);
+    assert_eq!((t.step_us, t.low_us), (30_100, 20_000));
 }
 
 proptest! {
