@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""Every rise of qfair's R^ at a drain, from the lab's per-repetition
+drains.csv (lab/src/drains.rs), named after the rule that most likely
+made it (docs/algorithms.md, "Drains and R-hat"):
+
+  P2      the first drain with the longer path: Eq. 10b, a step of the RTT
+          floor since the previous drain that held;
+  Eq10    the third of three drains that each saw a longer path
+          (m > R^ + max(2 ms, R^/8)) and agree within 10 %.
+
+drains.csv records the outcome (R^ before and after), not the rule, so the
+name is read off the two drains before: a raise after two drains that
+already saw a longer path is called Eq10, any other P2. Used to check that
+P2 fires at path changes and nowhere else (docs/results.md, session 18).
+
+usage: qfair-drain-raises.py FOLDER...   (searched for */drains.csv)
+"""
+import csv
+import glob
+import os
+import sys
+
+
+def margin_ms(rtprop_ms):
+    """Eq. 10's 'longer path' margin: max(2 ms, R^/8)."""
+    return max(2.0, rtprop_ms / 8)
+
+
+def saw_longer_path(row):
+    before = float(row["min_rtt_before_ms"])
+    return float(row["drain_min_ms"]) > before + margin_ms(before)
+
+
+def raises(rows):
+    """(rule, row) for each drain of one flow, in order, that raised R^."""
+    for i, row in enumerate(rows):
+        before, after = float(row["min_rtt_before_ms"]), float(row["min_rtt_after_ms"])
+        if after > before + margin_ms(before):
+            prev = rows[max(0, i - 2):i]
+            streak = len(prev) == 2 and all(saw_longer_path(p) for p in prev)
+            yield ("Eq10" if streak else "P2"), row
+
+
+def main(folders):
+    if not folders:
+        sys.exit(__doc__.strip().splitlines()[-1])
+    totals = {"runs": 0, "drains": 0, "P2": 0, "Eq10": 0}
+    for folder in folders:
+        for path in sorted(glob.glob(os.path.join(folder, "**", "drains.csv"), recursive=True)):
+            totals["runs"] += 1
+            by_flow = {}
+            with open(path, newline="") as f:
+                for row in csv.DictReader(f):
+                    by_flow.setdefault(row["flow"], []).append(row)
+            for flow, rows in sorted(by_flow.items()):
+                totals["drains"] += len(rows)
+                for rule, row in raises(rows):
+                    totals[rule] += 1
+                    print(f"{rule}\t{path}\tt={row['t']}\tflow={flow}\t"
+                          f"R^ {row['min_rtt_before_ms']} -> {row['min_rtt_after_ms']} ms\t"
+                          f"m={row['drain_min_ms']}\tcompetitive "
+                          f"{row['competitive_before']}->{row['competitive_after']}")
+    print(" ".join(f"{k}={v}" for k, v in totals.items()))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
