@@ -127,11 +127,17 @@
  *
  * A longer path is judged from the drain minima alone, not from that
  * verdict: three drains in a row whose minimum lies more than
- * max(2 ms, R^/8) above R^ and whose minima agree within 10% move R^ up to
- * the lowest of them                                                 (Eq. 10)
+ * max(2 ms, R^/8) above R^, whose minima agree within 10%, and between
+ * which no closed bucket's minimum fell more than 10% below them (the floor
+ * held) move R^ up to the lowest of them                            (Eq. 10)
  * A drain has removed the flow's own backlog, so what it still sees is path
  * or someone else's queue; the verdict's margin (half of q^) is not used
- * because a stale R^ inflates q^ and let every second drain pass.
+ * because a stale R^ inflates q^ and let every second drain pass. The held
+ * floor tells the two apart where they differ: a path is a floor nothing
+ * gets under, while cubic's sawtooth and bbr's ProbeRTT dip below the
+ * level qfair's drains happen to meet (qf_long_streak_next; without it
+ * R^ was learned over cubic's queue, 20 -> 26-94 ms, and the drains after
+ * it passed with cubic still there).
  * One earlier exit (P2): the first drain after a path change already
  * measures the new path (within 0.1 ms), so R^ moves to its minimum m at
  * once when, besides m > R^ + max(2 ms, R^/8), the RTT floor rose since the
@@ -261,6 +267,8 @@ struct qfair_flow {
 	__u32 drains_failed;
 	__u32 long_streak;         /* drains in a row above R^, minima agreeing */
 	__u32 long_min_us;         /* the lowest of those drains' minima */
+	__u32 long_low_us;         /* the lowest closed bucket since the last drain's
+				    * end, ~0U none (qf_long_streak_next) */
 	__u64 last_cut_mstamp;     /* tcp_mstamp of alpha's last loss cut (Eq. 7) */
 	__u16 gain_x256;           /* Eq. 8 */
 	__u8 competitive;
@@ -768,8 +776,9 @@ static __always_inline void qfair_begin_drain(struct sock *sk, struct rf_bbr *bb
  * bucket minima, that explains the excess and held; never while competitive,
  * where the baseline is someone else's queue); otherwise from drain minima
  * alone: three drains in a row whose minimum sits above R^ by more than
- * max(2 ms, R^/8) and whose minima agree within 10% move R^ up to the lowest
- * of them (the streak is kept in qf->long_streak, long_min_us). A
+ * max(2 ms, R^/8), whose minima agree within 10% and with the floor held
+ * between them (qf_long_streak_next) move R^ up to the lowest of them (the
+ * streak is kept in qf->long_streak, long_min_us, long_low_us). A
  * drain removes the flow's own backlog, so the test is on what is left; it
  * does not depend on the drain's verdict, whose margin (half the queue
  * estimate) a stale R^ inflates: with the verdict in the loop, a failed
@@ -789,13 +798,8 @@ static __always_inline bool qfair_raise_min_rtt_on_longer_path(struct rf_bbr *bb
 		qf->long_streak = 0;
 		return true;
 	}
-	if (qf->long_streak && qf_minima_agree(m, qf->long_min_us)) {
-		qf->long_streak++;
-		qf->long_min_us = rf_min(qf->long_min_us, m);
-	} else {
-		qf->long_streak = 1;
-		qf->long_min_us = m;
-	}
+	qf->long_streak = qf_long_streak_next(qf->long_streak, &qf->long_min_us, m,
+					      qf->long_low_us);
 	if (qf->long_streak < QFAIR_PATH_CHANGE_DRAINS)
 		return false;
 	bbr->min_rtt_us = qf->long_min_us;
@@ -839,6 +843,7 @@ static __always_inline void qfair_end_drain(struct sock *sk, struct rf_bbr *bbr,
 	qf->last_drain_min_us = m;
 	raised = qfair_raise_min_rtt_on_longer_path(bbr, qf, m);
 	qf_path_step_forget(&qf->path); /* P2 looks at steps since the previous drain */
+	qf->long_low_us = ~0U;          /* and Eq. 10 at the floor since it */
 
 	/* A new, longer R^ is this drain's minimum: the queue did empty. A
 	 * competitive flow's drain also needs the queue still empty at its end
@@ -876,6 +881,7 @@ static __always_inline struct qfair_flow *qfair_close_bucket(struct sock *sk,
 		return NULL;
 	qf->bkt_sum_us += hot->bkt_min_us;
 	qf->bkt_cnt++;
+	qf->long_low_us = rf_min(qf->long_low_us, hot->bkt_min_us);
 	if (!(hot->flags & (QF_IN_DRAIN | QF_POST_DRAIN)))
 		qf_path_step_track(&qf->path, qf->last_bkt_min_us, hot->bkt_min_us,
 				   (__u32)(__u16)(hot->bkt_idx - qf->last_bkt_idx) << QF_BUCKET_SHIFT,
@@ -898,6 +904,7 @@ static __always_inline void cca_init(struct sock *sk, struct rf_bbr *bbr)
 		__builtin_memset(qf, 0, sizeof(*qf));
 		qf->gain_x256 = QF_GAIN_UNIT;
 		qf_path_step_forget(&qf->path);
+		qf->long_low_us = ~0U;
 		qfair_start_measurement_interval(tcp_sk(sk), qf);
 	}
 }

@@ -18,6 +18,7 @@ extern "C" {
     fn host_qf_alpha_after_halvings(a: u64, eff_us: u64) -> u64;
     fn host_qf_drain_saw_longer_path(m: u32, r: u32) -> i32;
     fn host_qf_minima_agree(a: u32, b: u32) -> i32;
+    fn host_qf_long_streak_next(streak: u32, long_min_us: *mut u32, m: u32, low_us: u32) -> u32;
     fn host_qf_path_step_held(m: u32, r: u32, step: u32, low: u32) -> i32;
     fn host_qf_path_step_forget(t: *mut PathTrack);
     fn host_qf_path_step_track(t: *mut PathTrack, prev: u32, bkt: u32, gap_us: u32, trusted: i32);
@@ -189,6 +190,86 @@ fn longer_path_from_the_drain_minimum_alone() {
         assert_eq!(host_qf_drain_saw_longer_path(56_500, 50_000), 1);
         assert_eq!(host_qf_minima_agree(40_000, 43_900), 1);
         assert_eq!(host_qf_minima_agree(44_100, 40_000), 0);
+    }
+}
+
+/// Eq. 10's streak over drains given as (drain minimum m, lowest closed
+/// bucket between the previous drain and this one): the streak after each.
+fn streaks(drains: &[(u32, u32)]) -> Vec<u32> {
+    let (mut streak, mut long_min) = (0u32, 0u32);
+    drains
+        .iter()
+        .map(|&(m, low)| {
+            streak = unsafe { host_qf_long_streak_next(streak, &mut long_min, m, low) };
+            streak
+        })
+        .collect()
+}
+
+#[test]
+fn long_streak_counts_a_path_whose_floor_held() {
+    // The 10 -> 20 ms path change as session 18's small-step run saw it: the
+    // drains meet 20.1 ms and nothing between them goes lower.
+    assert_eq!(
+        streaks(&[(20_110, 20_140), (20_090, 20_150), (20_100, 20_120)]),
+        [1, 2, 3]
+    );
+    // No closed bucket between two drains (~0U) leaves the floor held.
+    assert_eq!(streaks(&[(40_100, u32::MAX), (40_080, u32::MAX)]), [1, 2]);
+    // A dip of up to 10% below the streak's minimum is still the floor.
+    assert_eq!(streaks(&[(40_000, 50_000), (40_000, 36_400)]), [1, 2]);
+    assert_eq!(streaks(&[(40_000, 50_000), (40_000, 36_300)]), [1, 1]);
+    // The streak keeps its lowest minimum and compares later drains with it.
+    let mut long_min = 0;
+    let mut s = 0;
+    for m in [44_000, 40_000, 43_900] {
+        s = unsafe { host_qf_long_streak_next(s, &mut long_min, m, u32::MAX) };
+    }
+    assert_eq!((s, long_min), (3, 40_000));
+}
+
+#[test]
+fn long_streak_restarts_where_cubics_queue_dipped_between_drains() {
+    // Session 18's three raises over cubic's queue, replayed from their runs
+    // (drain minima, and the lowest 100 ms snapshot between drains): each
+    // reached three before the held floor; none does with it.
+    // 20 ms vs cubic at 1 BDP: R^ 20 -> 26 ms.
+    assert_eq!(
+        streaks(&[(27_855, 27_660), (26_000, 20_070), (27_227, 20_150)]),
+        [1, 1, 1]
+    );
+    // At 5 BDP: 20 -> 94 ms and 20 -> 85 ms.
+    assert_eq!(
+        streaks(&[(101_822, 78_700), (103_670, 81_300), (94_296, 78_880)]),
+        [1, 1, 1]
+    );
+    assert_eq!(
+        streaks(&[(92_243, 84_740), (88_323, 80_360), (85_246, 69_390)]),
+        [1, 2, 1]
+    );
+    // Minima that disagree restart the streak as before.
+    assert_eq!(streaks(&[(26_000, 26_000), (30_000, 30_000)]), [1, 1]);
+}
+
+proptest! {
+    #[test]
+    fn long_streak_never_continues_across_a_dip(
+        streak in 1u32..3, long_min in 2_000u32..1_000_000, m in 2_000u32..1_000_000,
+        low in 0u32..1_000_000,
+    ) {
+        let mut lm = long_min;
+        let next = unsafe { host_qf_long_streak_next(streak, &mut lm, m, low) };
+        let floor = m.min(long_min) as u64;
+        let dipped = (low as u64) < floor && (floor - low as u64) * 10 > low as u64;
+        let agree = {
+            let (hi, lo) = (m.max(long_min) as u64, m.min(long_min) as u64);
+            (hi - lo) * 10 <= lo
+        };
+        if dipped || !agree {
+            prop_assert_eq!((next, lm), (1, m));
+        } else {
+            prop_assert_eq!((next, lm as u64), (streak + 1, floor));
+        }
     }
 }
 
