@@ -13,6 +13,14 @@ name is read off the two drains before: a raise after two drains that
 already saw a longer path is called Eq10, any other P2. Used to check that
 P2 fires at path changes and nowhere else (docs/results.md, session 18).
 
+For an Eq10 raise it also prints the lowest RTT the flow showed between
+the streak's drains (bpf.csv's last_rtt_ms snapshots) and whether that
+dipped more than 10 % below the streak's minima, which since session 19
+(qf_long_streak_next, "the floor held") restarts the streak. A snapshot is
+one sample, and a bucket's minimum is at most any of its samples, so
+"dipped" is sound (the rule would have restarted the streak) while "held"
+only means no snapshot shows the dip.
+
 usage: qfair-drain-raises.py FOLDER...   (searched for */drains.csv)
 """
 import csv
@@ -31,6 +39,30 @@ def saw_longer_path(row):
     return float(row["drain_min_ms"]) > before + margin_ms(before)
 
 
+def agree(a, b):
+    """Eq. 10's 10 % agreement (qf_minima_agree)."""
+    hi, lo = max(a, b), min(a, b)
+    return (hi - lo) * 10 <= lo
+
+
+def floor_between(streak, flow, bpf_rows):
+    """(lowest snapshot between the streak's drains, whether it dipped)."""
+    lows, dipped = [], False
+    mins = [float(r["drain_min_ms"]) for r in streak]
+    for j in range(1, len(streak)):
+        # after the drain and its refill, up to the next drain's start
+        t0, t1 = float(streak[j - 1]["t"]) + 0.35, float(streak[j]["t"]) - 0.3
+        low = min((float(r["last_rtt_ms"]) for r in bpf_rows
+                   if r["flow"] == flow and t0 < float(r["t"]) < t1
+                   and float(r["last_rtt_ms"]) > 0), default=None)
+        if low is None:
+            continue
+        lows.append(low)
+        floor = min(mins[:j + 1])
+        dipped |= low < floor and not agree(floor, low)
+    return (min(lows) if lows else None), dipped
+
+
 def raises(rows):
     """(rule, row) for each drain of one flow, in order, that raised R^."""
     for i, row in enumerate(rows):
@@ -44,7 +76,7 @@ def raises(rows):
 def main(folders):
     if not folders:
         sys.exit(__doc__.strip().splitlines()[-1])
-    totals = {"runs": 0, "drains": 0, "P2": 0, "Eq10": 0}
+    totals = {"runs": 0, "drains": 0, "P2": 0, "Eq10": 0, "Eq10 dipped": 0}
     for folder in folders:
         for path in sorted(glob.glob(os.path.join(folder, "**", "drains.csv"), recursive=True)):
             totals["runs"] += 1
@@ -52,14 +84,27 @@ def main(folders):
             with open(path, newline="") as f:
                 for row in csv.DictReader(f):
                     by_flow.setdefault(row["flow"], []).append(row)
+            bpf_rows = None
             for flow, rows in sorted(by_flow.items()):
                 totals["drains"] += len(rows)
                 for rule, row in raises(rows):
                     totals[rule] += 1
+                    floor = ""
+                    if rule == "Eq10":
+                        if bpf_rows is None:
+                            with open(os.path.join(os.path.dirname(path), "bpf.csv"),
+                                      newline="") as f:
+                                bpf_rows = list(csv.DictReader(f))
+                        i = rows.index(row)
+                        low, dipped = floor_between(rows[i - 2:i + 1], flow, bpf_rows)
+                        if dipped:
+                            totals["Eq10 dipped"] += 1
+                        floor = (f"\tlow between drains {low} ms "
+                                 f"({'dipped' if dipped else 'held'})")
                     print(f"{rule}\t{path}\tt={row['t']}\tflow={flow}\t"
                           f"R^ {row['min_rtt_before_ms']} -> {row['min_rtt_after_ms']} ms\t"
                           f"m={row['drain_min_ms']}\tcompetitive "
-                          f"{row['competitive_before']}->{row['competitive_after']}")
+                          f"{row['competitive_before']}->{row['competitive_after']}{floor}")
     print(" ".join(f"{k}={v}" for k, v in totals.items()))
 
 
