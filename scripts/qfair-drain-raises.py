@@ -28,21 +28,8 @@ import glob
 import os
 import sys
 
-
-def margin_ms(rtprop_ms):
-    """Eq. 10's 'longer path' margin: max(2 ms, R^/8)."""
-    return max(2.0, rtprop_ms / 8)
-
-
-def saw_longer_path(row):
-    before = float(row["min_rtt_before_ms"])
-    return float(row["drain_min_ms"]) > before + margin_ms(before)
-
-
-def agree(a, b):
-    """Eq. 10's 10 % agreement (qf_minima_agree)."""
-    hi, lo = max(a, b), min(a, b)
-    return (hi - lo) * 10 <= lo
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from qfair_drains import agree, raised, saw_longer_path  # noqa: E402
 
 
 def floor_between(streak, flow, bpf_rows):
@@ -66,8 +53,7 @@ def floor_between(streak, flow, bpf_rows):
 def raises(rows):
     """(rule, row) for each drain of one flow, in order, that raised R^."""
     for i, row in enumerate(rows):
-        before, after = float(row["min_rtt_before_ms"]), float(row["min_rtt_after_ms"])
-        if after > before + margin_ms(before):
+        if raised(row):
             prev = rows[max(0, i - 2):i]
             streak = len(prev) == 2 and all(saw_longer_path(p) for p in prev)
             yield ("Eq10" if streak else "P2"), row

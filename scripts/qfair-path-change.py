@@ -10,11 +10,11 @@ usage: qfair-path-change.py RUN_FOLDER...   (a folder holding summary.json and r
 """
 import csv
 import json
+import os
 import sys
 
-
-def margin_ms(rtprop_ms):
-    return max(2.0, rtprop_ms / 8)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from qfair_drains import raised  # noqa: E402
 
 
 def per_second_jain(goodput_csv, after_s):
@@ -36,12 +36,12 @@ def row_of(folder):
     with open(f"{folder}/rep0/drains.csv", newline="") as f:
         drains = [r for r in csv.DictReader(f) if int(r["flow"]) == flow and float(r["t"]) > at]
     seq = "; ".join(f"{float(r['t']):.1f} {r['verdict']} {float(r['drain_min_ms']):.2f}" for r in drains[:3])
-    raised = next((f"+{float(r['t']) - at:.1f} s (drain {i + 1})" for i, r in enumerate(drains)
-                   if float(r["min_rtt_after_ms"]) > float(r["min_rtt_before_ms"]) + margin_ms(float(r["min_rtt_before_ms"]))),
-                  "never")
+    raise_at = next((f"+{float(r['t']) - at:.1f} s (drain {i + 1})" for i, r in enumerate(drains)
+                     if raised(r)),
+                    "never")
     fair = f"{ttf['seconds']:.0f} s" if ttf.get("seconds") is not None else f"never ({ttf['watched_s']:.0f} s)"
     g = f"{folder}/rep0/goodput.csv"
-    return (f"| {folder} | {seq} | {raised} | {fair} | {s['jain']:.3f} | "
+    return (f"| {folder} | {seq} | {raise_at} | {fair} | {s['jain']:.3f} | "
             f"{per_second_jain(g, at):.3f} / {per_second_jain(g, at + 6):.3f} |")
 
 
