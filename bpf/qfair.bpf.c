@@ -128,8 +128,8 @@
  * A longer path is judged from the drain minima alone, not from that
  * verdict: three drains in a row whose minimum lies more than
  * max(2 ms, R^/8) above R^, whose minima agree within 10%, and between
- * which no closed bucket's minimum fell more than 10% below them (the floor
- * held) move R^ up to the lowest of them                            (Eq. 10)
+ * which the floor held (the lowest closed bucket's minimum within 10% of
+ * them) move R^ up to the lowest of them                            (Eq. 10)
  * A drain has removed the flow's own backlog, so what it still sees is path
  * or someone else's queue; the verdict's margin (half of q^) is not used
  * because a stale R^ inflates q^ and let every second drain pass. The held
@@ -219,7 +219,6 @@ _Static_assert(QF_GAIN_UNIT == BBR_UNIT, "qfair_math.h's gain unit must be the c
 #define QFAIR_FULL_LOSS_PCT 2
 #define QFAIR_FIRST_DRAIN_MS 2000              /* local clock: first drain */
 #define QFAIR_NEAR_MIN_US 500                  /* local clock: near-min sample */
-#define QFAIR_PATH_CHANGE_DRAINS 3
 
 RTTFAIR_TUNABLES_ARRAY(QFAIR_TUNABLES_MAP, struct qfair_tunables);
 
@@ -265,10 +264,6 @@ struct qfair_flow {
 	__u32 drain_q_before_us;   /* the verdict's q^, set when the drain began */
 	__u32 drains_ok;
 	__u32 drains_failed;
-	__u32 long_streak;         /* drains in a row above R^, minima agreeing */
-	__u32 long_min_us;         /* the lowest of those drains' minima */
-	__u32 long_low_us;         /* the lowest closed bucket since the last drain's
-				    * end, ~0U none (qf_long_streak_next) */
 	__u64 last_cut_mstamp;     /* tcp_mstamp of alpha's last loss cut (Eq. 7) */
 	__u16 gain_x256;           /* Eq. 8 */
 	__u8 competitive;
@@ -281,6 +276,8 @@ struct qfair_flow {
 				    * exported only, the law never reads it */
 	struct qf_path_track path; /* P2: the step since the last drain and the low
 				    * since it (qf_path_step_track) */
+	struct qf_long_track eq10; /* Eq. 10's streak and the floor since the last
+				    * drain (qf_long_drain) */
 };
 
 RTTFAIR_SK_STORAGE(qfair_sk, struct qfair_flow, qfair_flow_of);
@@ -778,7 +775,7 @@ static __always_inline void qfair_begin_drain(struct sock *sk, struct rf_bbr *bb
  * alone: three drains in a row whose minimum sits above R^ by more than
  * max(2 ms, R^/8), whose minima agree within 10% and with the floor held
  * between them (qf_long_streak_next) move R^ up to the lowest of them (the
- * streak is kept in qf->long_streak, long_min_us, long_low_us). A
+ * streak is kept in qf->eq10, qf_long_drain). A
  * drain removes the flow's own backlog, so the test is on what is left; it
  * does not depend on the drain's verdict, whose margin (half the queue
  * estimate) a stale R^ inflates: with the verdict in the loop, a failed
@@ -788,22 +785,18 @@ static __always_inline void qfair_begin_drain(struct sock *sk, struct rf_bbr *bb
 static __always_inline bool qfair_raise_min_rtt_on_longer_path(struct rf_bbr *bbr,
 								struct qfair_flow *qf, __u32 m)
 {
-	if (!qf_drain_saw_longer_path(m, bbr->min_rtt_us)) {
-		qf->long_streak = 0;
-		return false;
-	}
+	__u32 raise_us;
+
 	if (!qf->competitive &&
 	    qf_path_step_held(m, bbr->min_rtt_us, qf->path.step_us, qf->path.low_us)) {
 		bbr->min_rtt_us = m; /* P2: the step that explains the excess held */
-		qf->long_streak = 0;
+		qf_long_reset(&qf->eq10);
 		return true;
 	}
-	qf->long_streak = qf_long_streak_next(qf->long_streak, &qf->long_min_us, m,
-					      qf->long_low_us);
-	if (qf->long_streak < QFAIR_PATH_CHANGE_DRAINS)
+	raise_us = qf_long_drain(&qf->eq10, m, bbr->min_rtt_us);
+	if (!raise_us)
 		return false;
-	bbr->min_rtt_us = qf->long_min_us;
-	qf->long_streak = 0;
+	bbr->min_rtt_us = raise_us;
 	return true;
 }
 
@@ -843,7 +836,6 @@ static __always_inline void qfair_end_drain(struct sock *sk, struct rf_bbr *bbr,
 	qf->last_drain_min_us = m;
 	raised = qfair_raise_min_rtt_on_longer_path(bbr, qf, m);
 	qf_path_step_forget(&qf->path); /* P2 looks at steps since the previous drain */
-	qf->long_low_us = ~0U;          /* and Eq. 10 at the floor since it */
 
 	/* A new, longer R^ is this drain's minimum: the queue did empty. A
 	 * competitive flow's drain also needs the queue still empty at its end
@@ -881,7 +873,7 @@ static __always_inline struct qfair_flow *qfair_close_bucket(struct sock *sk,
 		return NULL;
 	qf->bkt_sum_us += hot->bkt_min_us;
 	qf->bkt_cnt++;
-	qf->long_low_us = rf_min(qf->long_low_us, hot->bkt_min_us);
+	qf_long_bucket(&qf->eq10, hot->bkt_min_us);
 	if (!(hot->flags & (QF_IN_DRAIN | QF_POST_DRAIN)))
 		qf_path_step_track(&qf->path, qf->last_bkt_min_us, hot->bkt_min_us,
 				   (__u32)(__u16)(hot->bkt_idx - qf->last_bkt_idx) << QF_BUCKET_SHIFT,
@@ -904,7 +896,7 @@ static __always_inline void cca_init(struct sock *sk, struct rf_bbr *bbr)
 		__builtin_memset(qf, 0, sizeof(*qf));
 		qf->gain_x256 = QF_GAIN_UNIT;
 		qf_path_step_forget(&qf->path);
-		qf->long_low_us = ~0U;
+		qf_long_reset(&qf->eq10);
 		qfair_start_measurement_interval(tcp_sk(sk), qf);
 	}
 }

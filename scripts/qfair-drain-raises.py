@@ -14,9 +14,10 @@ already saw a longer path is called Eq10, any other P2. Used to check that
 P2 fires at path changes and nowhere else (docs/results.md, session 18).
 
 For an Eq10 raise it also prints the lowest RTT the flow showed between
-the streak's drains (bpf.csv's last_rtt_ms snapshots) and whether that
-dipped more than 10 % below the streak's minima, which since session 19
-(qf_long_streak_next, "the floor held") restarts the streak. A snapshot is
+the streak's drains (bpf.csv's last_rtt_ms snapshots) and whether it
+dipped so low that the streak's minima lie more than 10 % above it, which
+since session 19 (qf_long_streak_next, "the floor held") restarts the
+streak. A snapshot is
 one sample, and a bucket's minimum is at most any of its samples, so
 "dipped" is sound (the rule would have restarted the streak) while "held"
 only means no snapshot shows the dip.

@@ -29,6 +29,9 @@ __u32 host_qf_alpha_step_x1024(__u32 a, __u64 dt, __u32 lost, __u32 ai, __u32 hi
 __u64 host_qf_alpha_after_halvings(__u64 a, __u64 t) { return qf_alpha_after_halvings(a, t); }
 int host_qf_drain_saw_longer_path(__u32 m, __u32 r) { return qf_drain_saw_longer_path(m, r); }
 int host_qf_minima_agree(__u32 a, __u32 b) { return qf_minima_agree(a, b); }
+void host_qf_long_bucket(struct qf_long_track *t, __u32 b) { qf_long_bucket(t, b); }
+void host_qf_long_reset(struct qf_long_track *t) { qf_long_reset(t); }
+__u32 host_qf_long_drain(struct qf_long_track *t, __u32 m, __u32 r) { return qf_long_drain(t, m, r); }
 __u32 host_qf_long_streak_next(__u32 s, __u32 *lm, __u32 m, __u32 low) { return qf_long_streak_next(s, lm, m, low); }
 int host_qf_path_step_held(__u32 m, __u32 r, __u32 s, __u32 l) { return qf_path_step_held(m, r, s, l); }
 void host_qf_path_step_forget(struct qf_path_track *t) { qf_path_step_forget(t); }

@@ -572,24 +572,42 @@ RF_INLINE bool qf_minima_agree(__u32 a_us, __u32 b_us)
 }
 
 /*
- * Eq. 10's streak at the end of a drain whose minimum m lies above R^
- * (qf_drain_saw_longer_path): how many such drains in a row, and the
- * lowest of their minima (*long_min_us, updated). The drain continues the
- * streak (streak + 1) when its minimum agrees with the streak's
- * (qf_minima_agree) and the floor held since the previous drain: no closed
- * bucket's minimum in between (low_us, ~0U none) lies more than 10% below
- * the lower of the two. Otherwise it starts a new streak (1, *long_min_us =
- * m). A longer path is a floor nothing gets under. A loss-based flow's
- * standing queue is not: its sawtooth shows lower RTTs between qfair's
- * drains, and bbr's ProbeRTT empties it, so minima that agree at three
- * drains in a row (drains at a similar phase of cubic's sawtooth) no longer
- * raise R^ over it when the queue dipped in between. Measured before the
- * rule (session 18, against cubic at 1 and 5 BDP): all three raises over
- * cubic's queue (20 -> 26 / 94 / 85 ms) had an RTT 16-23% below the
- * streak's minima between two of its drains, in 100 ms snapshots. A drain
- * landing at the same phase three times in a row with no dip between still
- * passes; the rule narrows Eq. 10, it does not prove a path.
+ * Eq. 10, the three-drain streak: a drain whose minimum m lies above R^
+ * (qf_drain_saw_longer_path) continues the streak when m agrees with the
+ * streak's lowest minimum (qf_minima_agree) and the floor held since the
+ * previous drain: the lower of the two, f, is within 10 % of the lowest
+ * closed bucket's minimum in between (low; f <= 1.1 low, qf_minima_agree
+ * again), else it starts a new streak of 1. Three in a row raise R^ to the
+ * streak's lowest minimum.
+ *
+ * A longer path is a floor nothing gets under. A loss-based flow's standing
+ * queue is not: its sawtooth shows lower RTTs between qfair's drains, and
+ * bbr's ProbeRTT empties it, so minima that agree at three drains in a row
+ * (drains at a similar phase of cubic's sawtooth) no longer raise R^ over
+ * it when the queue dipped in between. Measured before the rule (session
+ * 18, against cubic at 1 and 5 BDP): all three raises over cubic's queue
+ * (20 -> 26 / 94 / 85 ms) had an RTT more than 10 % below the streak's
+ * minima between two of its drains in 100 ms snapshots. A drain landing at
+ * the same phase three times in a row with no dip between still passes;
+ * the rule narrows Eq. 10, it does not prove a path. And it also stops a
+ * real path change from being followed while someone else's queue dips
+ * between the drains (cubic's, bbr's): R^ then stays at the old path and
+ * the flow competitive until that flow leaves.
  */
+#define QF_PATH_CHANGE_DRAINS 3
+
+/* The streak's state: in struct qfair_flow, touched per closed bucket and
+ * per drain, never per ACK. */
+struct qf_long_track {
+	__u32 streak; /* drains in a row above R^, minima agreeing, floor held */
+	__u32 min_us; /* the lowest of those drains' minima */
+	__u32 low_us; /* the lowest closed bucket since the last drain that had
+		       * an RTT sample (a drain without one judges nothing and
+		       * keeps it); ~0U none */
+};
+
+/* The streak's step at one drain: the new streak length; *long_min_us is
+ * updated (restarted at m). low_us ~0U: no closed bucket in between. */
 RF_INLINE __u32 qf_long_streak_next(__u32 streak, __u32 *long_min_us, __u32 drain_min_us,
 				    __u32 low_us)
 {
@@ -604,6 +622,41 @@ RF_INLINE __u32 qf_long_streak_next(__u32 streak, __u32 *long_min_us, __u32 drai
 	}
 	*long_min_us = drain_min_us;
 	return 1;
+}
+
+/* A closed bucket's minimum, outside drains or in them (a drain's own
+ * buckets are at least its m, so they never break the floor). */
+RF_INLINE void qf_long_bucket(struct qf_long_track *t, __u32 bkt_us)
+{
+	if (bkt_us < t->low_us)
+		t->low_us = bkt_us;
+}
+
+/* No streak and a fresh window: at a flow's start and when P2 raised R^. */
+RF_INLINE void qf_long_reset(struct qf_long_track *t)
+{
+	t->streak = 0;
+	t->min_us = 0;
+	t->low_us = ~0U;
+}
+
+/* Eq. 10 at the end of a drain with minimum m, R^ rtprop_us: the R^ to
+ * raise to, 0 none. Opens the next window of the floor. */
+RF_INLINE __u32 qf_long_drain(struct qf_long_track *t, __u32 drain_min_us, __u32 rtprop_us)
+{
+	__u32 raise_us = 0;
+
+	if (!qf_drain_saw_longer_path(drain_min_us, rtprop_us)) {
+		t->streak = 0;
+	} else {
+		t->streak = qf_long_streak_next(t->streak, &t->min_us, drain_min_us, t->low_us);
+		if (t->streak >= QF_PATH_CHANGE_DRAINS) {
+			raise_us = t->min_us;
+			t->streak = 0;
+		}
+	}
+	t->low_us = ~0U;
+	return raise_us;
 }
 
 /*

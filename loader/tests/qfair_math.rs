@@ -19,6 +19,9 @@ extern "C" {
     fn host_qf_drain_saw_longer_path(m: u32, r: u32) -> i32;
     fn host_qf_minima_agree(a: u32, b: u32) -> i32;
     fn host_qf_long_streak_next(streak: u32, long_min_us: *mut u32, m: u32, low_us: u32) -> u32;
+    fn host_qf_long_bucket(t: *mut LongTrack, bkt_us: u32);
+    fn host_qf_long_reset(t: *mut LongTrack);
+    fn host_qf_long_drain(t: *mut LongTrack, m: u32, rtprop_us: u32) -> u32;
     fn host_qf_path_step_held(m: u32, r: u32, step: u32, low: u32) -> i32;
     fn host_qf_path_step_forget(t: *mut PathTrack);
     fn host_qf_path_step_track(t: *mut PathTrack, prev: u32, bkt: u32, gap_us: u32, trusted: i32);
@@ -216,9 +219,16 @@ fn long_streak_counts_a_path_whose_floor_held() {
     );
     // No closed bucket between two drains (~0U) leaves the floor held.
     assert_eq!(streaks(&[(40_100, u32::MAX), (40_080, u32::MAX)]), [1, 2]);
-    // A dip of up to 10% below the streak's minimum is still the floor.
+    // The floor holds while the streak's minimum is within 10 % of the
+    // lowest bucket (40 <= 1.1 x 36.4); a lower bucket restarts it.
     assert_eq!(streaks(&[(40_000, 50_000), (40_000, 36_400)]), [1, 2]);
     assert_eq!(streaks(&[(40_000, 50_000), (40_000, 36_300)]), [1, 1]);
+    // The floor is the lower of the streak's minimum and this drain's:
+    // a higher m (44) is judged against the streak's 40, a lower one
+    // against itself.
+    assert_eq!(streaks(&[(40_000, u32::MAX), (44_000, 36_400)]), [1, 2]);
+    assert_eq!(streaks(&[(40_000, u32::MAX), (44_000, 36_300)]), [1, 1]);
+    assert_eq!(streaks(&[(44_000, u32::MAX), (40_000, 36_400)]), [1, 2]);
     // The streak keeps its lowest minimum and compares later drains with it.
     let mut long_min = 0;
     let mut s = 0;
@@ -249,6 +259,100 @@ fn long_streak_restarts_where_cubics_queue_dipped_between_drains() {
     );
     // Minima that disagree restart the streak as before.
     assert_eq!(streaks(&[(26_000, 26_000), (30_000, 30_000)]), [1, 1]);
+}
+
+/// struct qf_long_track: Eq. 10's streak and the floor since the last drain.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+struct LongTrack {
+    streak: u32,
+    min_us: u32,
+    low_us: u32,
+}
+
+/// What qfair_close_bucket and qfair_end_drain do with Eq. 10's state.
+enum Ev {
+    /// a closed bucket's minimum
+    Bkt(u32),
+    /// a drain's end with its minimum (None: no RTT sample, no verdict)
+    Drain(Option<u32>),
+}
+
+/// Runs the events from a reset with R^ fixed at `r` (no P2) and returns
+/// the R^ each judged drain would raise to (0: none).
+fn eq10_trace(r: u32, evs: &[Ev]) -> Vec<u32> {
+    let mut t = LongTrack {
+        streak: 7,
+        min_us: 7,
+        low_us: 0,
+    };
+    unsafe { host_qf_long_reset(&mut t) };
+    let mut out = vec![];
+    for ev in evs {
+        match *ev {
+            Ev::Bkt(b) => unsafe { host_qf_long_bucket(&mut t, b) },
+            Ev::Drain(Some(m)) => out.push(unsafe { host_qf_long_drain(&mut t, m, r) }),
+            Ev::Drain(None) => {}
+        }
+    }
+    out
+}
+
+#[test]
+fn eq10_trace_follows_a_small_path_change_at_the_third_drain() {
+    use Ev::*;
+    // R^ 10 ms; buckets on the old path (12 ms with qfair's queue), the
+    // path becomes 20 ms, then three drains at the new floor with the
+    // flows' queue (22-24 ms) between them: the old path's low buckets lie
+    // before the first drain, which judges nothing, so the third raises R^
+    // to the lowest minimum.
+    let evs = [
+        Bkt(12_000),
+        Bkt(10_100),
+        Bkt(22_000),
+        Drain(Some(20_110)),
+        Bkt(23_000),
+        Bkt(22_500),
+        Drain(Some(20_090)),
+        Bkt(24_000),
+        Drain(None), // a drain without a sample keeps the window open
+        Bkt(21_000),
+        Drain(Some(20_100)),
+    ];
+    assert_eq!(eq10_trace(10_050, &evs), [0, 0, 20_090]);
+    // The window closes at every judged drain: without that, the old
+    // path's 10.1 ms bucket would sit in the second drain's window and
+    // restart the streak; with it the raise comes as above.
+    let evs = [
+        Bkt(10_100),
+        Drain(Some(20_110)),
+        Bkt(22_000),
+        Drain(Some(20_090)),
+        Bkt(22_000),
+        Drain(Some(20_100)),
+    ];
+    assert_eq!(eq10_trace(10_050, &evs), [0, 0, 20_090]);
+}
+
+#[test]
+fn eq10_trace_does_not_follow_cubics_sawtooth() {
+    use Ev::*;
+    // 20 ms path, cubic's queue met at 26-28 ms by three drains in a row,
+    // its trough near the path between them (session 18, c20-1bdp): no
+    // raise; a drain on the path itself ends the streak too.
+    let evs = [
+        Bkt(30_000),
+        Drain(Some(27_855)),
+        Bkt(33_000),
+        Bkt(20_070),
+        Drain(Some(26_000)),
+        Bkt(20_150),
+        Drain(Some(27_227)),
+        Bkt(29_000),
+        Drain(Some(26_500)),
+        Drain(Some(20_100)),
+    ];
+    assert_eq!(eq10_trace(20_000, &evs), [0, 0, 0, 0, 0]);
 }
 
 proptest! {
