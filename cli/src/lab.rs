@@ -39,7 +39,10 @@ pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
                 eprintln!("{note}");
             }
             if let Some(c) = cca {
-                s = s.with_cca(&c);
+                s = s
+                    .with_ccas(&[c])
+                    .map_err(|e| anyhow::anyhow!("invalid scenario: {e}"))?
+                    .remove(0);
             }
             let r = run::run(&s, &options(fs, &common))?;
             report(&[r], json)
@@ -138,10 +141,9 @@ pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
                 eprintln!("{note}");
             }
             // Every CCA's scenario and availability before the first run.
-            let plans = cca
-                .iter()
-                .map(|c| Plan::resolve(&s.with_cca(c)))
-                .collect::<Result<Vec<_>, _>>()
+            let plans: Vec<Plan> = s
+                .with_ccas(&cca)
+                .and_then(|each| each.iter().map(Plan::resolve).collect())
                 .map_err(|e| anyhow::anyhow!("invalid scenario: {e}"))?;
             rttfair_lab::ccas::check_available(&cca)?;
             let mut results = Vec::new();

@@ -37,8 +37,8 @@ pub fn expand(
         check_cca_name(base, cca)?;
     }
     let mut out = Vec::new();
-    for cca in ccas {
-        let with_cca = base.with_cca(cca);
+    // Each CCA's points with its own tunables (inherited by every point).
+    for (cca, with_cca) in ccas.iter().zip(base.with_ccas(ccas)?) {
         for y in &ys {
             for x in &sweep.x.values {
                 let mut s = with_cca.with_param(&sweep.x.param, *x)?;
@@ -287,6 +287,37 @@ mod tests {
 
     /// A scenario with a grid: `lab run` says it runs the base, and
     /// whether the base is one of the grid's points.
+    /// Every point of a sweep inherits the scenario's tunables, each CCA's
+    /// points their own CCA's only; a tunable of a CCA `--cca` does not
+    /// name is refused before any point is made.
+    #[test]
+    fn points_inherit_their_ccas_tunables() {
+        let text = grid().replace(
+            "cca = \"cubic\"\nrtt_ms = 20\n[sweep]",
+            "cca = \"qfair\"\nrtt_ms = 20\n[sweep]",
+        ) + "[tunables]\n\"qfair.exit_drains\" = 3\n";
+        let s = Scenario::from_toml(&text).unwrap();
+        let sweep = s.sweep.as_ref().unwrap();
+        let ccas = ["qfair".to_string(), "cubic".to_string()];
+        let points = expand(&s, sweep, &ccas).unwrap();
+        assert_eq!(points.len(), 2 * 2 * 3);
+        let tuned = crate::scenario::tunables::Tunables::from([("qfair.exit_drains".into(), 3.0)]);
+        for p in &points {
+            let want = if p.key.cca == "qfair" {
+                tuned.clone()
+            } else {
+                Default::default()
+            };
+            assert_eq!(p.plan.tunables, want, "{:?}", p.key);
+            assert_eq!(p.plan.scenario.tunables, want, "{:?}", p.key);
+        }
+        let e = expand(&s, sweep, &["cubic".to_string()]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "tunables.\"qfair.exit_drains\": sets qfair, which --cca cubic does not run (a tunable applies only to its own CCA)"
+        );
+    }
+
     #[test]
     fn the_base_of_a_grid_is_named_as_a_point_or_not() {
         let text = crate::testkit::grid_toml("g", 1, None, &[10, 40]);
