@@ -99,7 +99,7 @@ fn ci_smoke_scenario_self_checks_and_fills_the_link() {
         q.len() as f64 / span
     );
     drop(out);
-    let left = own_namespaces();
+    let left = lab_namespaces(std::process::id());
     assert!(left.is_empty(), "namespaces left behind: {left:?}");
 }
 
@@ -557,25 +557,11 @@ rtt_ms = 20
 #[test]
 fn scenario_tunables_are_set_recorded_and_refused_on_a_registered_cca() {
     let t = KernelTest::new();
-    let s = Scenario::from_toml(
-        r#"
-name = "tunables"
-description = "qfair, 20 ms, 1 BDP, 20 Mbit/s, exit_drains 3, 3 s"
-duration_s = 3
-
-[bottleneck]
-rate_mbit = 20
-buffer = { bdp = 1.0, rtt_ms = 20.0 }
-
-[[flows]]
-cca = "qfair"
-rtt_ms = 20
-
-[tunables]
-"qfair.exit_drains" = 3
-"#,
-    )
-    .unwrap();
+    let mut s = builtin::resolve("ci-smoke").unwrap().with_cca("qfair");
+    s.name = "tunables".into();
+    s.set_duration(3.0);
+    s.tunables.insert("qfair.exit_drains".into(), 3.0);
+    s.validate().unwrap();
     let (r, out) = run_in_temp(&t, &s, "tunables-test");
     let prov: RunProvenance = provenance::read(&r.dir).expect("provenance.json");
     let written = std::fs::read_to_string(r.dir.join("scenario.toml")).unwrap();
@@ -596,7 +582,7 @@ rtt_ms = 20
         "{written}"
     );
     assert!(!registered("qfair"), "qfair left registered by the lab");
-    assert_eq!(own_namespaces(), Vec::<String>::new());
+    assert_eq!(lab_namespaces(std::process::id()), Vec::<String>::new());
 
     // qfair registered outside any lab: the scenario may not retune it.
     struct Unload<'a>(&'a KernelTest);
@@ -630,7 +616,7 @@ rtt_ms = 20
         !tmp.path().join("out").exists(),
         "a results folder was made"
     );
-    assert_eq!(own_namespaces(), Vec::<String>::new());
+    assert_eq!(lab_namespaces(std::process::id()), Vec::<String>::new());
     let lease = std::fs::File::open(rttfair_lab::ccas::lease_path(
         &t.fs,
         rttfair_loader::Cca::Qfair,
@@ -684,19 +670,6 @@ fn scenario_tunables_a_run_would_not_use_are_refused_in_one_line() {
         assert_one_line_error(&out, needle);
     }
     assert!(!std::path::Path::new("/nonexistent/rttfair-lab-test").exists());
-}
-
-/// The lab namespaces of this process still there.
-fn own_namespaces() -> Vec<String> {
-    let mine = format!("rf-{}-", std::process::id());
-    std::fs::read_dir("/run/netns")
-        .map(|d| {
-            d.flatten()
-                .filter_map(|e| e.file_name().into_string().ok())
-                .filter(|n| n.starts_with(&mine))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// `lab merge` of two CCAs' sweeps of one grid made by different builds
