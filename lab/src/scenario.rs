@@ -797,6 +797,22 @@ one_way_delay_ms = 5
         assert_eq!(s.buffer_bytes(), 50_000);
     }
 
+    /// The example at the top of this module is a valid scenario, its
+    /// `[tunables]` included: the documentation stays current.
+    #[test]
+    fn the_module_docs_example_parses() {
+        let doc: Vec<&str> = include_str!("scenario.rs")
+            .lines()
+            .filter_map(|l| l.strip_prefix("//!"))
+            .map(|l| l.strip_prefix(' ').unwrap_or(l))
+            .collect();
+        let start = doc.iter().position(|l| *l == "```toml").unwrap() + 1;
+        let len = doc[start..].iter().position(|l| *l == "```").unwrap();
+        let s = Scenario::from_toml(&doc[start..start + len].join("\n")).unwrap();
+        assert!(s.bottleneck.segment_gso && s.flows[1].rtt_change.is_some());
+        assert_eq!(s.tunables.get("fairtt.beta"), Some(&0.7));
+    }
+
     /// A shorter run keeps its warm-up to a quarter of the run; a longer
     /// one keeps the warm-up it had.
     #[test]
