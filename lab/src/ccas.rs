@@ -250,10 +250,11 @@ impl CcaSession {
     /// As [`CcaSession::ensure`], and set `tunables` (a scenario's, each
     /// of a CCA among `names`) on each CCA this session loads, after the
     /// lab's own settings (fairtt.scope), so the scenario's win. A CCA
-    /// found registered with tunables to set is refused
-    /// ([`refuse_retuning`]) unless a session of this process loaded it
-    /// with the same ones; on any error what this session loaded is
-    /// unloaded again (its leases end as it drops).
+    /// found registered with tunables to set is refused (they are
+    /// host-wide per CCA: another user's flows would change too) unless a
+    /// session of this process loaded it with the same ones; on any error
+    /// what this session loaded is unloaded again (its leases end as it
+    /// drops).
     pub fn ensure_tuned(fs: &BpfFs, names: &[String], tunables: &Tunables) -> Result<CcaSession> {
         check_available(names)?;
         crate::netns::on_signal_exit(end_all_leases);

@@ -285,8 +285,6 @@ mod tests {
         assert_eq!(points[0].plan.label, "bbr");
     }
 
-    /// A scenario with a grid: `lab run` says it runs the base, and
-    /// whether the base is one of the grid's points.
     /// Every point of a sweep inherits the scenario's tunables, each CCA's
     /// points their own CCA's only; a tunable of a CCA `--cca` does not
     /// name is refused before any point is made.
@@ -318,6 +316,8 @@ mod tests {
         );
     }
 
+    /// A scenario with a grid: `lab run` says it runs the base, and
+    /// whether the base is one of the grid's points.
     #[test]
     fn the_base_of_a_grid_is_named_as_a_point_or_not() {
         let text = crate::testkit::grid_toml("g", 1, None, &[10, 40]);

@@ -36,7 +36,8 @@ use crate::time_to_fair;
 #[derive(Debug, Clone, Serialize)]
 pub struct Row {
     /// The CCA label (as `lab compare` labels a run: its flows' CCAs),
-    /// followed by the tunables its runs set, if any ([`row_label`]).
+    /// followed by the tunables its runs set, if any, in brackets
+    /// ("qfair (qfair.exit_drains = 2)").
     pub cca: String,
     /// The folders the repetitions come from, in the order given.
     pub folders: Vec<PathBuf>,
