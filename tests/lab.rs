@@ -99,15 +99,7 @@ fn ci_smoke_scenario_self_checks_and_fills_the_link() {
         q.len() as f64 / span
     );
     drop(out);
-    let mine = format!("rf-{}-", std::process::id());
-    let left: Vec<String> = std::fs::read_dir("/run/netns")
-        .map(|d| {
-            d.flatten()
-                .filter_map(|e| e.file_name().into_string().ok())
-                .filter(|n| n.starts_with(&mine))
-                .collect()
-        })
-        .unwrap_or_default();
+    let left = lab_namespaces(std::process::id());
     assert!(left.is_empty(), "namespaces left behind: {left:?}");
 }
 
@@ -553,6 +545,131 @@ rtt_ms = 20
     assert!(r.reps[0].flows[0].bytes_received > 0);
     assert!(written.contains("segment_gso = true"), "{written}");
     assert!(prov.scenario.contains("segment_gso = true"));
+}
+
+/// A scenario's `[tunables]` reach its CCA: the lab loads qfair, sets
+/// qfair.exit_drains = 3, and provenance.json records 3 as read back from
+/// qfair's map, with this build's object (not "unknown"); afterwards qfair
+/// is unregistered and no namespace is left. With qfair registered
+/// beforehand, outside any lab, the same scenario is refused in one line
+/// before anything is built: the lab's lease released, no results folder,
+/// the registered qfair's tunables untouched. (About 12 s of lab time.)
+#[test]
+fn scenario_tunables_are_set_recorded_and_refused_on_a_registered_cca() {
+    let t = KernelTest::new();
+    let mut s = builtin::resolve("ci-smoke").unwrap().with_cca("qfair");
+    s.name = "tunables".into();
+    s.set_duration(3.0);
+    s.tunables.insert("qfair.exit_drains".into(), 3.0);
+    s.validate().unwrap();
+    let (r, out) = run_in_temp(&t, &s, "tunables-test");
+    let prov: RunProvenance = provenance::read(&r.dir).expect("provenance.json");
+    let written = std::fs::read_to_string(r.dir.join("scenario.toml")).unwrap();
+    drop(out);
+    assert_eq!(
+        prov.tunables.get("qfair.exit_drains"),
+        Some(&3.0),
+        "{prov:?}"
+    );
+    assert_eq!(prov.ccas, [provenance::CcaObject::of("qfair")]);
+    assert_ne!(
+        prov.ccas[0].object_sha256.as_deref(),
+        Some(rttfair_lab::ccas::UNKNOWN_OBJECT)
+    );
+    assert_eq!(
+        Scenario::from_toml(&written).unwrap().tunables,
+        s.tunables,
+        "{written}"
+    );
+    assert!(!registered("qfair"), "qfair left registered by the lab");
+    assert_eq!(lab_namespaces(std::process::id()), Vec::<String>::new());
+
+    // qfair registered outside any lab: the scenario may not retune it.
+    struct Unload<'a>(&'a KernelTest);
+    impl Drop for Unload<'_> {
+        fn drop(&mut self) {
+            let _ = self.0.run(&["unload", "qfair"]);
+        }
+    }
+    assert_success(&t.run(&["load", "qfair"]));
+    let _unload = Unload(&t);
+    let tmp = rttfair_lab::testkit::temp_folder("tunables-refused");
+    let e = run::run(
+        &s,
+        &RunOptions {
+            out_dir: tmp.path().join("out"),
+            bpffs: t.fs.clone(),
+            progress: false,
+            verbose: false,
+        },
+    )
+    .expect_err("a registered qfair retuned");
+    let line = format!("{e:#}");
+    assert!(
+        line.starts_with(
+            "the scenario sets qfair.exit_drains = 3, but qfair is already registered (it was registered before this lab)"
+        ),
+        "{line}"
+    );
+    assert_eq!(line.lines().count(), 1, "{line}");
+    assert!(
+        !tmp.path().join("out").exists(),
+        "a results folder was made"
+    );
+    assert_eq!(lab_namespaces(std::process::id()), Vec::<String>::new());
+    let lease = std::fs::File::open(rttfair_lab::ccas::lease_path(
+        &t.fs,
+        rttfair_loader::Cca::Qfair,
+    ))
+    .unwrap();
+    assert!(
+        nix::fcntl::Flock::lock(lease, nix::fcntl::FlockArg::LockExclusiveNonblock).is_ok(),
+        "the refused lab still holds its lease on qfair"
+    );
+    assert!(registered("qfair"), "the operator's qfair was unloaded");
+    t.assert_tunables_refused("qfair", &[]);
+}
+
+/// `lab run --cca`, `lab compare` and `lab sweep --dry-run` refuse a
+/// scenario tunable of a CCA `--cca` does not name, and `lab run` an
+/// invalid one, each in one line before anything runs (as an
+/// unprivileged user when the test is root, so a missing check fails on
+/// a permission error instead of running an experiment).
+#[test]
+fn scenario_tunables_a_run_would_not_use_are_refused_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tuned.toml");
+    let text = "name = \"tuned\"\nduration_s = 10\n[bottleneck]\nrate_mbit = 10\nbuffer = { bdp = 1.0, rtt_ms = 20 }\n[[flows]]\ncca = \"qfair\"\nrtt_ms = 20\n[tunables]\n\"qfair.exit_drains\" = 2\n[sweep]\nx = { param = \"flows[0].rtt_ms\", values = [10, 20] }\n";
+    std::fs::write(&file, text).unwrap();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, text.replace("= 2\n", "= 0\n")).unwrap();
+    let (file, bad) = (file.to_str().unwrap(), bad.to_str().unwrap());
+    let refusal = "tunables.\"qfair.exit_drains\": sets qfair, which --cca";
+    let cases: [(&[&str], &str); 4] = [
+        (&["lab", "run", file, "--cca", "cubic"], refusal),
+        (&["lab", "compare", file, "--cca", "cubic,bbr"], refusal),
+        (
+            &["lab", "sweep", file, "--cca", "cubic", "--dry-run"],
+            refusal,
+        ),
+        (
+            &["lab", "run", bad],
+            "tunables.\"qfair.exit_drains\" (line 10): must be between 1 and 8 drains, got 0",
+        ),
+    ];
+    for (args, needle) in cases {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_rttfairctl"));
+        cmd.args(args)
+            .args(["--quiet", "--out", "/nonexistent/rttfair-lab-test"])
+            .env("RTTFAIR_BPFFS", "/nonexistent/rttfair-lab-test");
+        if nix::unistd::geteuid().is_root() {
+            use std::os::unix::process::CommandExt;
+            cmd.uid(65534).gid(65534);
+        }
+        let out = cmd.output().expect("spawn rttfairctl");
+        assert_one_line_error(&out, needle);
+    }
+    assert!(!std::path::Path::new("/nonexistent/rttfair-lab-test").exists());
 }
 
 /// `lab merge` of two CCAs' sweeps of one grid made by different builds

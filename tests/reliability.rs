@@ -226,17 +226,7 @@ fn a_killed_lab_run_leaves_nothing_the_next_run_does_not_clean() {
         .spawn()
         .unwrap();
     let pid = child.id();
-    let prefix = format!("rf-{pid}-");
-    let mine = || -> Vec<String> {
-        std::fs::read_dir("/run/netns")
-            .map(|d| {
-                d.flatten()
-                    .filter_map(|e| e.file_name().into_string().ok())
-                    .filter(|n| n.starts_with(&prefix))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
+    let mine = || lab_namespaces(pid);
     assert!(
         wait_until(Duration::from_secs(15), || mine().len() >= 3),
         "lab never built its namespaces"

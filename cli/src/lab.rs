@@ -35,11 +35,14 @@ pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
             common,
         } => {
             let mut s = prepare(&scenario, &common)?;
+            if let Some(c) = cca {
+                s = s
+                    .with_ccas(&[c])
+                    .map_err(|e| anyhow::anyhow!("invalid scenario: {e}"))?
+                    .remove(0);
+            }
             if let Some(note) = rttfair_lab::grid::base_note(&s) {
                 eprintln!("{note}");
-            }
-            if let Some(c) = cca {
-                s = s.with_cca(&c);
             }
             let r = run::run(&s, &options(fs, &common))?;
             report(&[r], json)
@@ -134,16 +137,15 @@ pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
             common,
         } => {
             let s = prepare(&scenario, &common)?;
+            // Every CCA's scenario and availability before the first run.
+            let plans: Vec<Plan> = s
+                .with_ccas(&cca)
+                .and_then(|each| each.iter().map(Plan::resolve).collect())
+                .map_err(|e| anyhow::anyhow!("invalid scenario: {e}"))?;
+            rttfair_lab::ccas::check_available(&cca)?;
             if let Some(note) = rttfair_lab::grid::base_note(&s) {
                 eprintln!("{note}");
             }
-            // Every CCA's scenario and availability before the first run.
-            let plans = cca
-                .iter()
-                .map(|c| Plan::resolve(&s.with_cca(c)))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| anyhow::anyhow!("invalid scenario: {e}"))?;
-            rttfair_lab::ccas::check_available(&cca)?;
             let mut results = Vec::new();
             for p in &plans {
                 results.push(run::run_plan(p, &options(fs, &common))?);

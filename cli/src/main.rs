@@ -289,7 +289,8 @@ pub enum LabCommand {
         out: std::path::PathBuf,
     },
     /// Print run folders of one scenario side by side: one Markdown table,
-    /// a row per CCA, repetitions pooled over the folders.
+    /// a row per CCA (and per setting of the scenario's tunables),
+    /// repetitions pooled over the folders.
     ///
     /// The folders are what `lab run` and `lab compare` write (scenario.toml,
     /// summary.json, rep<N>/); the same CCA's folders from several

@@ -21,6 +21,7 @@ use rttfair_loader::lifecycle::{self, LoadOptions};
 use rttfair_loader::{kernel, BpfFs, Cca};
 
 use crate::provenance::CcaObject;
+use crate::scenario::tunables::{self, Tunables};
 
 /// Where lab leases live; one folder per installation (bpffs root).
 const LEASE_ROOT: &str = "/run/rttfair/lab-leases";
@@ -31,6 +32,11 @@ struct Lease {
     fs: BpfFs,
     cca: Cca,
     lock: Flock<File>,
+    /// The tunables this session set when it loaded `cca` (`None`: it
+    /// found `cca` registered), so a later session of this process (a
+    /// sweep's run under the sweep's own hold) may find them as it would
+    /// set them.
+    loaded_with: Option<Tunables>,
 }
 
 /// Every live lease of this process, so the Ctrl-C hook can end them too.
@@ -134,6 +140,7 @@ fn take_lease(fs: &BpfFs, cca: Cca, session: u64) -> Result<(Lease, bool)> {
             fs: fs.clone(),
             cca,
             lock,
+            loaded_with: None,
         },
         other,
     ))
@@ -205,11 +212,50 @@ pub fn check_available(names: &[String]) -> Result<()> {
     Ok(())
 }
 
+/// Whether a session of this process loaded `cca` at `fs` and set
+/// exactly `wanted` on it, and still holds it: then the values are the
+/// ones a session that wants `wanted` would set.
+fn loaded_here_with(fs: &BpfFs, cca: Cca, wanted: &Tunables) -> bool {
+    LEASES.lock().is_ok_and(|all| {
+        all.iter().any(|l| {
+            l.cca == cca && l.fs.root() == fs.root() && l.loaded_with.as_ref() == Some(wanted)
+        })
+    })
+}
+
+/// Refuse to run `cca`, found registered, with the scenario's tunables
+/// `wanted` (any): tunables are host-wide per CCA, so setting them would
+/// change the flows of whoever else runs it. `shared`: another lab holds
+/// a lease on it.
+fn refuse_retuning(cca: Cca, wanted: &Tunables, shared: bool) -> anyhow::Error {
+    let (name, v) = wanted.iter().next().expect("a tunable to refuse");
+    let whose = if shared {
+        "another lab is running it"
+    } else {
+        "it was registered before this lab"
+    };
+    anyhow::anyhow!(
+        "the scenario sets {name} = {v}, but {cca} is already registered ({whose}) and tunables are host-wide per CCA: setting it would change the other user's {cca} flows too; nothing was run (`rttfairctl unload {cca}` first, or wait for the other lab)"
+    )
+}
+
 impl CcaSession {
     /// Ensure every project CCA among `names` is registered. Native names
     /// (cubic, bbr, reno) must already be available. Uses the installation
     /// at `fs`; CCAs already loaded there are used as they are.
     pub fn ensure(fs: &BpfFs, names: &[String]) -> Result<CcaSession> {
+        Self::ensure_tuned(fs, names, &Tunables::new())
+    }
+
+    /// As [`CcaSession::ensure`], and set `tunables` (a scenario's, each
+    /// of a CCA among `names`) on each CCA this session loads, after the
+    /// lab's own settings (fairtt.scope), so the scenario's win. A CCA
+    /// found registered with tunables to set is refused (they are
+    /// host-wide per CCA: another user's flows would change too) unless a
+    /// session of this process loaded it with the same ones; on any error
+    /// what this session loaded is unloaded again (its leases end as it
+    /// drops).
+    pub fn ensure_tuned(fs: &BpfFs, names: &[String], tunables: &Tunables) -> Result<CcaSession> {
         check_available(names)?;
         crate::netns::on_signal_exit(end_all_leases);
         let mut s = CcaSession {
@@ -247,7 +293,11 @@ impl CcaSession {
                 // this check and the experiment.
                 LEASES.lock().unwrap().push(lease);
                 let mine = CcaObject::of(name);
+                let wanted = tunables::of_cca(tunables, name);
                 if lifecycle::is_loaded(cca, fs) {
+                    if !wanted.is_empty() && !loaded_here_with(fs, cca, &wanted) {
+                        return Err(refuse_retuning(cca, &wanted, other));
+                    }
                     let sha = registered_object(fs, cca);
                     if sha == UNKNOWN_OBJECT {
                         eprintln!(
@@ -274,10 +324,28 @@ impl CcaSession {
                         rttfair_loader::tunables::set(fs, "fairtt.scope", "2")
                             .context("set fairtt.scope for the lab")?;
                     }
+                    for (name, v) in &wanted {
+                        rttfair_loader::tunables::set(fs, name, &tunables::text(*v))
+                            .with_context(|| format!("set the scenario's {name}"))?;
+                    }
+                    s.loaded(cca, wanted);
                 }
             }
         }
         Ok(s)
+    }
+
+    /// Note on this session's lease on `cca` that it loaded it and set
+    /// `tunables` on it.
+    fn loaded(&self, cca: Cca, tunables: Tunables) {
+        if let Ok(mut all) = LEASES.lock() {
+            if let Some(l) = all
+                .iter_mut()
+                .find(|l| l.session == self.id && l.cca == cca)
+            {
+                l.loaded_with = Some(tunables);
+            }
+        }
     }
 
     /// What each of `names` runs, as provenance records it: a project CCA

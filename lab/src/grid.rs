@@ -37,8 +37,8 @@ pub fn expand(
         check_cca_name(base, cca)?;
     }
     let mut out = Vec::new();
-    for cca in ccas {
-        let with_cca = base.with_cca(cca);
+    // Each CCA's points with its own tunables (inherited by every point).
+    for (cca, with_cca) in ccas.iter().zip(base.with_ccas(ccas)?) {
         for y in &ys {
             for x in &sweep.x.values {
                 let mut s = with_cca.with_param(&sweep.x.param, *x)?;
@@ -283,6 +283,37 @@ mod tests {
         assert_eq!(p.plan.buffer_bytes, 50_000);
         assert!(p.plan.scenario.sweep.is_none());
         assert_eq!(points[0].plan.label, "bbr");
+    }
+
+    /// Every point of a sweep inherits the scenario's tunables, each CCA's
+    /// points their own CCA's only; a tunable of a CCA `--cca` does not
+    /// name is refused before any point is made.
+    #[test]
+    fn points_inherit_their_ccas_tunables() {
+        let text = grid().replace(
+            "cca = \"cubic\"\nrtt_ms = 20\n[sweep]",
+            "cca = \"qfair\"\nrtt_ms = 20\n[sweep]",
+        ) + "[tunables]\n\"qfair.exit_drains\" = 3\n";
+        let s = Scenario::from_toml(&text).unwrap();
+        let sweep = s.sweep.as_ref().unwrap();
+        let ccas = ["qfair".to_string(), "cubic".to_string()];
+        let points = expand(&s, sweep, &ccas).unwrap();
+        assert_eq!(points.len(), 2 * 2 * 3);
+        let tuned = crate::scenario::tunables::Tunables::from([("qfair.exit_drains".into(), 3.0)]);
+        for p in &points {
+            let want = if p.key.cca == "qfair" {
+                tuned.clone()
+            } else {
+                Default::default()
+            };
+            assert_eq!(p.plan.tunables, want, "{:?}", p.key);
+            assert_eq!(p.plan.scenario.tunables, want, "{:?}", p.key);
+        }
+        let e = expand(&s, sweep, &["cubic".to_string()]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "tunables.\"qfair.exit_drains\": sets qfair, which --cca cubic does not run (a tunable applies only to its own CCA)"
+        );
     }
 
     /// A scenario with a grid: `lab run` says it runs the base, and

@@ -10,7 +10,8 @@
 //!
 //! Description and resolution:
 //! - [`scenario`]: the file format; parsed and validated once (every sweep
-//!   point included), errors name field and line.
+//!   point included), errors name field and line; its `[tunables]` in
+//!   [`scenario::tunables`].
 //! - [`builtin`]: the embedded scenarios; resolves a name or a path.
 //! - [`plan`]: a scenario resolved once: rate, buffer bytes, flows with
 //!   their RTT/CCA/start/stop, the measurement window, repetitions.

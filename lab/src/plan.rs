@@ -61,6 +61,9 @@ pub struct Plan {
     pub flows: Vec<FlowSpec>,
     /// The distinct CCAs of the flows, sorted.
     pub ccas: Vec<String>,
+    /// The tunables the lab sets for the run, each of a CCA in `ccas`
+    /// (the scenario's `[tunables]`, validated).
+    pub tunables: crate::scenario::tunables::Tunables,
     pub window: Window,
     pub repetitions: u32,
     pub duration_s: f64,
@@ -87,6 +90,7 @@ impl Plan {
             segment_gso: s.bottleneck.segment_gso,
             flows,
             ccas,
+            tunables: s.tunables.clone(),
             window: Window {
                 start_s: s.warmup_s,
                 end_s: s.duration_s,

@@ -8,12 +8,14 @@
 //! The rules, checked before anything is printed; a refusal is one line:
 //! - every folder holds a finished run: summary.json is there (a run
 //!   writes it last);
-//! - every folder ran the same scenario, its repetition count and its
-//!   flows' CCAs aside: else "different scenarios";
+//! - every folder ran the same scenario, its repetition count, its
+//!   flows' CCAs and its `[tunables]` aside: else "different scenarios";
 //! - no folder is given twice (its repetitions would count twice).
 //!
-//! The CCAs keep the order in which they first appear in the folders
-//! given. Folders written before summaries held the time to fair get it
+//! A row is a CCA label with the tunables its runs set (the same CCA under
+//! other tunables is a row of its own: qfair with `qfair.exit_drains` 1
+//! and 2 beside cubic). The rows keep the order in which they first appear
+//! in the folders given. Folders written before summaries held the time to fair get it
 //! from their `rep<N>/goodput.csv` ([`crate::time_to_fair::of_rep_folder`]).
 //! Unlike `lab merge` (sweep folders, one grid, a merged folder written),
 //! this reads run folders and writes nothing.
@@ -33,7 +35,9 @@ use crate::time_to_fair;
 /// One CCA's row: its repetitions, pooled from its folders.
 #[derive(Debug, Clone, Serialize)]
 pub struct Row {
-    /// The CCA label (as `lab compare` labels a run: its flows' CCAs).
+    /// The CCA label (as `lab compare` labels a run: its flows' CCAs),
+    /// followed by the tunables its runs set, if any, in brackets
+    /// ("qfair (qfair.exit_drains = 2)").
     pub cca: String,
     /// The folders the repetitions come from, in the order given.
     pub folders: Vec<PathBuf>,
@@ -87,11 +91,29 @@ impl RunFolder {
 }
 
 /// What must be equal for two run folders to be the same scenario: its
-/// text with the repetitions and the flows' CCAs left out.
+/// text with the repetitions, the flows' CCAs and the tunables (which go
+/// with the CCAs: [`row_label`]) left out.
 fn scenario_key(s: &Scenario) -> Result<String> {
     let mut s = s.with_cca("");
     s.repetitions = 1;
+    s.tunables.clear();
     crate::provenance::scenario_text(&s)
+}
+
+/// A run's row: its CCA label, and the tunables it set in brackets
+/// ("qfair (qfair.exit_drains = 2)"), so runs under other tunables are
+/// not pooled.
+fn row_label(s: &Scenario) -> String {
+    let label = label_of(s);
+    if s.tunables.is_empty() {
+        return label;
+    }
+    let set: Vec<String> = s
+        .tunables
+        .iter()
+        .map(|(name, v)| format!("{name} = {}", crate::scenario::tunables::text(*v)))
+        .collect();
+    format!("{label} ({})", set.join(", "))
 }
 
 /// The table of the run folders `dirs` (see the module doc for what is
@@ -134,7 +156,7 @@ pub fn load(dirs: &[PathBuf]) -> Result<Table> {
     }
     let mut rows: Vec<Row> = Vec::new();
     for f in &folders {
-        let cca = label_of(&f.scenario);
+        let cca = row_label(&f.scenario);
         let at = match rows.iter().position(|r| r.cca == cca) {
             Some(i) => i,
             None => {
@@ -314,6 +336,38 @@ mod tests {
                 "| qfair | 10.50 | 8.50 | 0.970 (0.950) | 98.0 % (97.0) | 9.7 ms | 0.10 % \
                  | 1 s / 10 s | 2 |",
                 "| bbr | 16.00 | 3.00 | 0.700 | 98.0 % | 7.0 ms | 0.10 % | never (60 s) | 1 |",
+            ]
+        );
+    }
+
+    /// One scenario under other tunables (and without) is one table: a
+    /// row per CCA and tunables, labelled with them, none pooled with
+    /// another's.
+    #[test]
+    fn runs_under_other_tunables_are_rows_of_their_own() {
+        let tmp = temp_folder("runtable-tunables");
+        let tuned = |v: f64| {
+            let mut s = late_joiner();
+            s.tunables.insert("qfair.exit_drains".into(), v);
+            s
+        };
+        let p = |n: &str| tmp.path().join(n);
+        let r = rep(0.9, 0.9, 9.0, Some(1.0));
+        write_finished_run(&p("one"), &tuned(1.0), std::slice::from_ref(&r));
+        write_finished_run(&p("two"), &tuned(2.0), std::slice::from_ref(&r));
+        write_finished_run(&p("bbr"), &late_joiner().with_cca("bbr"), &[r]);
+        let t = load(&[p("one"), p("two"), p("bbr")]).unwrap();
+        let rows: Vec<(&str, usize)> = t
+            .rows
+            .iter()
+            .map(|r| (r.cca.as_str(), r.reps.len()))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("qfair (qfair.exit_drains = 1)", 1),
+                ("qfair (qfair.exit_drains = 2)", 1),
+                ("bbr", 1)
             ]
         );
     }

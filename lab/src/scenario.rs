@@ -25,6 +25,10 @@
 //! jitter_ms = 5.0                          # + uniform 0..=5 ms per packet, no reordering in a flow
 //! ack_batch_ms = 2.0                       # ACKs leave in batches every 2 ms
 //! rtt_change = { at_s = 30.0, rtt_ms = 40.0 }  # base RTT becomes 40 ms at t = 30 s
+//!
+//! # optional: CCA tunables for this experiment, as `rttfairctl set` names them
+//! [tunables]
+//! "fairtt.beta" = 0.7
 //! ```
 //!
 //! Jitter, batching and the RTT change apply during each repetition (from
@@ -35,6 +39,13 @@
 //! byte near 1 Gbit/s, the same per-packet drop-tail buffer, but the
 //! senders' TCP sends in GSO bursts as on a real host, so it is not the
 //! default; it cannot be combined with `loss_pct`.
+//!
+//! `[tunables]` ([`tunables`]) are set by the lab after it loads the CCA,
+//! for this experiment only; each must be a tunable of a CCA some flow runs
+//! (after `--cca`: of a CCA `--cca` names; `lab compare` gives each CCA
+//! its own). A CCA that is already registered (another lab's, or loaded
+//! outside the lab) is not retuned: tunables are host-wide per CCA, so the
+//! run is refused instead. Sweep points inherit them.
 //!
 //! An optional `[sweep]` table turns the file into a grid of scenarios (see
 //! [`Sweep`]); every point of the grid is validated when the file is read.
@@ -47,6 +58,8 @@
 //! parses with), not from serde_path_to_error: most errors are found by
 //! [`Scenario::validate`] after deserialization, where only the document's
 //! spans can turn a field path back into a line.
+
+pub mod tunables;
 
 use std::path::Path;
 
@@ -87,6 +100,10 @@ pub struct Scenario {
     pub interval_s: f64,
     pub bottleneck: Bottleneck,
     pub flows: Vec<FlowGroup>,
+    /// CCA tunables set for this experiment (see [`tunables`]); written
+    /// back only when there are some, so other scenarios keep their text.
+    #[serde(default, skip_serializing_if = "tunables::Tunables::is_empty")]
+    pub tunables: tunables::Tunables,
     /// The grid, for `lab sweep`; a resolved point has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<Sweep>,
@@ -410,6 +427,8 @@ impl Scenario {
                 format!("at most 200 flows in all, got {total}"),
             ));
         }
+        let ccas: Vec<&str> = self.flows.iter().map(|f| f.cca.as_str()).collect();
+        tunables::validate(&self.tunables, &ccas)?;
         self.validate_segment_gso()
     }
 
@@ -610,13 +629,29 @@ impl Scenario {
         bytes.max(2 * WIRE_PACKET)
     }
 
-    /// Replace every flow's CCA (for `compare` and `--cca`).
+    /// Replace every flow's CCA; the tunables stay as they are (a tunable
+    /// of a CCA no flow runs now is refused when it is validated).
     pub fn with_cca(&self, cca: &str) -> Scenario {
         let mut s = self.clone();
         for f in &mut s.flows {
             f.cca = cca.to_string();
         }
         s
+    }
+
+    /// One scenario per CCA of `--cca` (`lab run`, `lab compare`, `lab
+    /// sweep`): every flow on that CCA, with that CCA's tunables only (a
+    /// compare of qfair and cubic tunes the qfair run alone). A tunable of
+    /// a CCA none of them is refused: it would set nothing.
+    pub fn with_ccas(&self, ccas: &[String]) -> Result<Vec<Scenario>, ScenarioError> {
+        tunables::check_ccas(&self.tunables, ccas)?;
+        Ok(ccas
+            .iter()
+            .map(|c| Scenario {
+                tunables: tunables::of_cca(&self.tunables, c),
+                ..self.with_cca(c)
+            })
+            .collect())
     }
 
     /// Run for `seconds` instead (the command line's `--seconds` and
@@ -643,7 +678,7 @@ fn syntax_error(text: &str, e: &toml::de::Error) -> ScenarioError {
         && key.len() <= 64
         && key
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
+            .all(|c| c.is_ascii_alphanumeric() || "_.-\"".contains(c));
     let reason = match e.message().trim() {
         "" => "not valid TOML".to_string(),
         m => m.replace('\n', " "),
@@ -673,8 +708,26 @@ fn with_line(text: &str, mut e: ScenarioError) -> ScenarioError {
 /// Start offset of the deepest node of the document that exists along a
 /// field path such as `flows[1].rtt_ms` or `sweep.x.values[2]`.
 fn span_of(root: &toml_edit::Table, path: &str) -> Option<usize> {
-    let segs: Vec<&str> = path.split('.').collect();
-    span_in_table(root, &segs)
+    span_in_table(root, &path_segments(path))
+}
+
+/// A field path's keys: split at the dots outside quotes, quotes removed
+/// (`tunables."qfair.exit_drains"` is two keys).
+fn path_segments(path: &str) -> Vec<&str> {
+    let mut segs = Vec::new();
+    let (mut start, mut quoted) = (0, false);
+    for (i, c) in path.char_indices() {
+        match c {
+            '"' => quoted = !quoted,
+            '.' if !quoted => {
+                segs.push(&path[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    segs.push(&path[start..]);
+    segs.into_iter().map(|s| s.trim_matches('"')).collect()
 }
 
 fn span_in_table(t: &toml_edit::Table, segs: &[&str]) -> Option<usize> {
@@ -742,6 +795,22 @@ one_way_delay_ms = 5
         assert_eq!(f[2].index, 2);
         // 10 Mbit/s x 20 ms = 25 000 B; x2 = 50 000.
         assert_eq!(s.buffer_bytes(), 50_000);
+    }
+
+    /// The example at the top of this module is a valid scenario, its
+    /// `[tunables]` included: the documentation stays current.
+    #[test]
+    fn the_module_docs_example_parses() {
+        let doc: Vec<&str> = include_str!("scenario.rs")
+            .lines()
+            .filter_map(|l| l.strip_prefix("//!"))
+            .map(|l| l.strip_prefix(' ').unwrap_or(l))
+            .collect();
+        let start = doc.iter().position(|l| *l == "```toml").unwrap() + 1;
+        let len = doc[start..].iter().position(|l| *l == "```").unwrap();
+        let s = Scenario::from_toml(&doc[start..start + len].join("\n")).unwrap();
+        assert!(s.bottleneck.segment_gso && s.flows[1].rtt_change.is_some());
+        assert_eq!(s.tunables.get("fairtt.beta"), Some(&0.7));
     }
 
     /// A shorter run keeps its warm-up to a quarter of the run; a longer

@@ -83,13 +83,14 @@ pub fn run_selected(
     }
     let dir = dir_of(&opts.out_dir, base);
     let mut build = crate::resume::Build::current();
-    // With --resume, the CCAs are held registered for the whole sweep and
-    // their tunables read once, as the runs will have them: a point kept
-    // must have run under the same ones (each run takes its own lease
-    // too; the last one out unloads what a lab loaded).
+    // With --resume, the CCAs are held registered for the whole sweep
+    // (with the scenario's tunables) and their tunables read once, as the
+    // runs will have them: a point kept must have run under the same ones
+    // (each run takes its own lease too; the last one out unloads what a
+    // lab loaded).
     let _held = if sel.resume {
         build.check_resumable(&dir.join("runs"))?;
-        let session = crate::ccas::CcaSession::ensure(&opts.bpffs, ccas)?;
+        let session = crate::ccas::CcaSession::ensure_tuned(&opts.bpffs, ccas, &base.tunables)?;
         build.tunables = crate::provenance::tunables(&opts.bpffs, ccas)?;
         Some(session)
     } else {

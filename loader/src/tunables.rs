@@ -81,24 +81,49 @@ impl Tunable {
         format!("{}.{}", self.cca, self.name)
     }
 
-    /// Look up "cca.name".
+    /// Look up "cca.name". An unknown name is refused listing the CCA's
+    /// own tunables, or, for a CCA without any (or not one of rttfair's),
+    /// saying so and naming the CCAs that have some.
     pub fn find(full: &str) -> Result<&'static Tunable> {
-        let names = || {
+        let bad = |reason: String| Error::InvalidValue {
+            name: full.to_string(),
+            reason,
+        };
+        let names = |of: &dyn Fn(&Tunable) -> bool| {
             ALL.iter()
+                .filter(|t| of(t))
                 .map(Tunable::full_name)
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        let (cca, name) = full.split_once('.').ok_or_else(|| Error::InvalidValue {
-            name: full.to_string(),
-            reason: format!("expected <cca>.<tunable>; tunables: {}", names()),
+        let (cca, name) = full.split_once('.').ok_or_else(|| {
+            bad(format!(
+                "expected <cca>.<tunable>; tunables: {}",
+                names(&|_| true)
+            ))
         })?;
-        let cca: Cca = cca.parse()?;
+        let cca = cca
+            .parse::<Cca>()
+            .ok()
+            .filter(|c| ALL.iter().any(|t| t.cca == *c))
+            .ok_or_else(|| {
+                let with: Vec<&str> = Cca::ALL
+                    .into_iter()
+                    .filter(|c| tunables_map(*c).is_some())
+                    .map(Cca::name)
+                    .collect();
+                bad(format!(
+                    "{cca} has no tunables; CCAs with tunables: {}",
+                    with.join(", ")
+                ))
+            })?;
         ALL.iter()
             .find(|t| t.cca == cca && t.name == name)
-            .ok_or_else(|| Error::InvalidValue {
-                name: full.to_string(),
-                reason: format!("no such tunable; tunables: {}", names()),
+            .ok_or_else(|| {
+                bad(format!(
+                    "no such tunable of {cca}; its tunables: {}",
+                    names(&|t| t.cca == cca)
+                ))
             })
     }
 
@@ -119,9 +144,13 @@ impl Tunable {
             return Err(bad(format!("must be a whole number, got {text}")));
         }
         if v < self.min || v > self.max {
+            let unit = match self.unit {
+                "" => String::new(),
+                u => format!(" {u}"),
+            };
             return Err(bad(format!(
-                "must be between {} and {}{}, got {text}",
-                self.min, self.max, self.unit
+                "must be between {} and {}{unit}, got {text}",
+                self.min, self.max
             )));
         }
         let stored = (v * self.scale).round();
@@ -277,6 +306,40 @@ mod tests {
         assert!(Tunable::find("fairtt.nope").is_err());
         assert!(Tunable::find("cubic.beta").is_err());
         assert!(Tunable::find("beta").is_err());
+    }
+
+    /// A refusal names what there is: for an unknown tunable the CCA's own
+    /// tunables (not every CCA's), for a CCA without any (or a kernel
+    /// CCA) that it has none and which CCAs have some; a range with its
+    /// unit apart from the number.
+    #[test]
+    fn refusals_name_what_there_is() {
+        let reason = |r: Result<u32>| match r {
+            Err(Error::InvalidValue { reason, .. }) => reason,
+            other => panic!("{other:?}"),
+        };
+        let unknown = reason(Tunable::find("qfair.exit_drain").map(|_| 0));
+        assert!(
+            unknown.starts_with("no such tunable of qfair; its tunables: qfair.alpha0, "),
+            "{unknown}"
+        );
+        assert!(unknown.ends_with("qfair.exit_drains"), "{unknown}");
+        assert!(!unknown.contains("fairtt."), "{unknown}");
+        for cca in ["bbr1", "cubic"] {
+            assert_eq!(
+                reason(Tunable::find(&format!("{cca}.beta")).map(|_| 0)),
+                format!("{cca} has no tunables; CCAs with tunables: fairtt, adbbr, qfair")
+            );
+        }
+        let drains = Tunable::find("qfair.exit_drains").unwrap();
+        assert_eq!(
+            reason(drains.parse("9")),
+            "must be between 1 and 8 drains, got 9"
+        );
+        assert_eq!(
+            reason(Tunable::find("fairtt.beta").unwrap().parse("2")),
+            "must be between 0 and 1, got 2"
+        );
     }
 
     /// The defaults shown to users are the ones the BPF programs apply when a

@@ -154,6 +154,20 @@ pub fn remove_root(root: &Path) {
     )));
 }
 
+/// The lab namespaces the process `pid` made that are still there
+/// (`netns`'s names start `rf-<pid>-`).
+pub fn lab_namespaces(pid: u32) -> Vec<String> {
+    let mine = format!("rf-{pid}-");
+    std::fs::read_dir("/run/netns")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter(|n| n.starts_with(&mine))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Is `name` in tcp_available_congestion_control?
 pub fn registered(name: &str) -> bool {
     rttfair_loader::kernel::is_registered(name).unwrap_or(false)
