@@ -630,6 +630,57 @@ fn scenario_tunables_are_set_recorded_and_refused_on_a_registered_cca() {
     t.assert_tunables_refused("qfair", &[]);
 }
 
+/// `rttfairctl lab run` of `scenario` (TOML text) with `t`'s bpffs root,
+/// refused in one line containing `needle` with no results folder made.
+fn lab_run_refused(t: &KernelTest, scenario: &str, needle: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.toml");
+    std::fs::write(&file, scenario).unwrap();
+    let out_dir = dir.path().join("out");
+    let out = t
+        .ctl()
+        .arg("lab")
+        .arg("run")
+        .arg(&file)
+        .arg("--quiet")
+        .arg("--out")
+        .arg(&out_dir)
+        .output()
+        .expect("spawn rttfairctl");
+    assert_one_line_error(&out, needle);
+    assert!(!out_dir.exists(), "a results folder was made");
+}
+
+/// A refusal is printed before any note: fairtt (first, leased by another
+/// lab: here this test's flock, so the lab has a note on it) and qfair
+/// (registered outside the lab, which the scenario would retune) refused
+/// in one line.
+#[test]
+fn a_refusal_comes_before_any_note() {
+    let t = KernelTest::new();
+    struct Unload<'a>(&'a KernelTest);
+    impl Drop for Unload<'_> {
+        fn drop(&mut self) {
+            let _ = self.0.run(&["unload", "qfair"]);
+        }
+    }
+    assert_success(&t.run(&["load", "qfair"]));
+    let _unload = Unload(&t);
+    let lease = rttfair_lab::ccas::lease_path(&t.fs, rttfair_loader::Cca::Fairtt);
+    std::fs::create_dir_all(lease.parent().unwrap()).unwrap();
+    let _other_lab = nix::fcntl::Flock::lock(
+        std::fs::File::create(&lease).unwrap(),
+        nix::fcntl::FlockArg::LockShared,
+    )
+    .unwrap();
+    lab_run_refused(
+        &t,
+        "name = \"tuned\"\nduration_s = 3\n[bottleneck]\nrate_mbit = 10\nbuffer = { bdp = 1.0, rtt_ms = 20 }\n[[flows]]\ncca = \"fairtt\"\nrtt_ms = 20\n[[flows]]\ncca = \"qfair\"\nrtt_ms = 20\n[tunables]\n\"qfair.exit_drains\" = 3\n",
+        "the scenario sets qfair.exit_drains = 3, but qfair is already registered (it was registered before this lab)",
+    );
+    t.assert_tunables_refused("qfair", &[]);
+}
+
 /// `lab run --cca`, `lab compare` and `lab sweep --dry-run` refuse a
 /// scenario tunable of a CCA `--cca` does not name, and `lab run` an
 /// invalid one, each in one line before anything runs (as an

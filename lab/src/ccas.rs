@@ -265,6 +265,7 @@ impl CcaSession {
             shared: Vec::new(),
             objects: Vec::new(),
         };
+        let mut notes = Vec::new();
         for name in names {
             if let Ok(cca) = name.parse::<Cca>() {
                 let _loading = LOADING.lock().unwrap_or_else(|e| e.into_inner());
@@ -280,15 +281,6 @@ impl CcaSession {
                 if other {
                     s.shared.push(cca);
                 }
-                // FaiRTT's Wfcount is host-wide by design: concurrent
-                // experiments with it see each other's flows (measured: a
-                // run overlapping another lab's for 75 s converged only when
-                // the other run's flows ended).
-                if other && cca == Cca::Fairtt {
-                    eprintln!(
-                        "note: another lab is using fairtt at the same time; FaiRTT counts minRTT classes host-wide (Wfcount), so each experiment's flows change the other's results"
-                    );
-                }
                 // Registered under the lease, so no lab can unload it between
                 // this check and the experiment.
                 LEASES.lock().unwrap().push(lease);
@@ -300,9 +292,9 @@ impl CcaSession {
                     }
                     let sha = registered_object(fs, cca);
                     if sha == UNKNOWN_OBJECT {
-                        eprintln!(
+                        notes.push(format!(
                             "note: {cca} was registered before this lab, not by a lab, so which object it runs is unknown; provenance records \"{UNKNOWN_OBJECT}\" (--resume reruns, lab merge refuses such points); `rttfairctl unload {cca}` first to run this build's"
-                        );
+                        ));
                     }
                     s.objects.push(CcaObject {
                         object_sha256: Some(sha),
@@ -331,6 +323,19 @@ impl CcaSession {
                     s.loaded(cca, wanted);
                 }
             }
+        }
+        // Notes only once every CCA passed, so a refusal is one line.
+        // FaiRTT's Wfcount is host-wide by design: concurrent experiments
+        // with it see each other's flows (measured: a run overlapping
+        // another lab's for 75 s converged only when the other run's flows
+        // ended).
+        if s.shared.contains(&Cca::Fairtt) {
+            eprintln!(
+                "note: another lab is using fairtt at the same time; FaiRTT counts minRTT classes host-wide (Wfcount), so each experiment's flows change the other's results"
+            );
+        }
+        for n in notes {
+            eprintln!("{n}");
         }
         Ok(s)
     }
