@@ -651,12 +651,12 @@ fn lab_run_refused(t: &KernelTest, scenario: &str, needle: &str) {
     assert!(!out_dir.exists(), "a results folder was made");
 }
 
-/// A refusal is printed before any note: fairtt (first, leased by another
-/// lab: here this test's flock, so the lab has a note on it) and qfair
-/// (registered outside the lab, which the scenario would retune) refused
-/// in one line.
+/// A refusal is checked for every registered CCA before any is loaded and
+/// printed before any note: fairtt (first, leased by another lab: here
+/// this test's flock) and qfair (registered outside the lab, which the
+/// scenario would retune) refused in one line, with fairtt never loaded.
 #[test]
-fn a_refusal_comes_before_any_note() {
+fn a_refusal_loads_nothing_and_comes_before_any_note() {
     let t = KernelTest::new();
     struct Unload<'a>(&'a KernelTest);
     impl Drop for Unload<'_> {
@@ -677,6 +677,10 @@ fn a_refusal_comes_before_any_note() {
         &t,
         "name = \"tuned\"\nduration_s = 3\n[bottleneck]\nrate_mbit = 10\nbuffer = { bdp = 1.0, rtt_ms = 20 }\n[[flows]]\ncca = \"fairtt\"\nrtt_ms = 20\n[[flows]]\ncca = \"qfair\"\nrtt_ms = 20\n[tunables]\n\"qfair.exit_drains\" = 3\n",
         "the scenario sets qfair.exit_drains = 3, but qfair is already registered (it was registered before this lab)",
+    );
+    assert!(
+        !registered("fairtt"),
+        "fairtt was loaded before the refusal"
     );
     t.assert_tunables_refused("qfair", &[]);
 }

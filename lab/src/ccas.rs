@@ -252,9 +252,10 @@ impl CcaSession {
     /// lab's own settings (fairtt.scope), so the scenario's win. A CCA
     /// found registered with tunables to set is refused (they are
     /// host-wide per CCA: another user's flows would change too) unless a
-    /// session of this process loaded it with the same ones; on any error
-    /// what this session loaded is unloaded again (its leases end as it
-    /// drops).
+    /// session of this process loaded it with the same ones. Every CCA
+    /// already registered is checked before any is loaded, so a refusal
+    /// leaves nothing loaded; on any later error what this session loaded
+    /// is unloaded again (its leases end as it drops).
     pub fn ensure_tuned(fs: &BpfFs, names: &[String], tunables: &Tunables) -> Result<CcaSession> {
         check_available(names)?;
         crate::netns::on_signal_exit(end_all_leases);
@@ -265,63 +266,80 @@ impl CcaSession {
             shared: Vec::new(),
             objects: Vec::new(),
         };
+        let ccas: Vec<(&String, Cca)> = names
+            .iter()
+            .filter_map(|n| n.parse::<Cca>().ok().map(|c| (n, c)))
+            .collect();
+        // The leases first, each CCA registered (under its lease, so no lab
+        // can unload it between this check and the experiment) checked
+        // before any is loaded: a refusal leaves nothing loaded.
+        for &(name, cca) in &ccas {
+            let _loading = LOADING.lock().unwrap_or_else(|e| e.into_inner());
+            if LEASES
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|l| l.session == s.id && l.cca == cca)
+            {
+                continue; // named twice
+            }
+            let (lease, other) = take_lease(fs, cca, s.id)?;
+            if other {
+                s.shared.push(cca);
+            }
+            LEASES.lock().unwrap().push(lease);
+            let wanted = tunables::of_cca(tunables, name);
+            if lifecycle::is_loaded(cca, fs)
+                && !wanted.is_empty()
+                && !loaded_here_with(fs, cca, &wanted)
+            {
+                return Err(refuse_retuning(cca, &wanted, other));
+            }
+        }
         let mut notes = Vec::new();
-        for name in names {
-            if let Ok(cca) = name.parse::<Cca>() {
-                let _loading = LOADING.lock().unwrap_or_else(|e| e.into_inner());
-                if LEASES
-                    .lock()
-                    .unwrap()
-                    .iter()
-                    .any(|l| l.session == s.id && l.cca == cca)
-                {
-                    continue; // named twice
+        for &(name, cca) in &ccas {
+            if s.objects.iter().any(|o| &o.name == name) {
+                continue; // named twice
+            }
+            let _loading = LOADING.lock().unwrap_or_else(|e| e.into_inner());
+            let mine = CcaObject::of(name);
+            let wanted = tunables::of_cca(tunables, name);
+            if lifecycle::is_loaded(cca, fs) {
+                // Again: another lab may have loaded it since the check.
+                if !wanted.is_empty() && !loaded_here_with(fs, cca, &wanted) {
+                    return Err(refuse_retuning(cca, &wanted, s.shared.contains(&cca)));
                 }
-                let (lease, other) = take_lease(fs, cca, s.id)?;
-                if other {
-                    s.shared.push(cca);
+                let sha = registered_object(fs, cca);
+                if sha == UNKNOWN_OBJECT {
+                    notes.push(format!(
+                        "note: {cca} was registered before this lab, not by a lab, so which object it runs is unknown; provenance records \"{UNKNOWN_OBJECT}\" (--resume reruns, lab merge refuses such points); `rttfairctl unload {cca}` first to run this build's"
+                    ));
                 }
-                // Registered under the lease, so no lab can unload it between
-                // this check and the experiment.
-                LEASES.lock().unwrap().push(lease);
-                let mine = CcaObject::of(name);
-                let wanted = tunables::of_cca(tunables, name);
-                if lifecycle::is_loaded(cca, fs) {
-                    if !wanted.is_empty() && !loaded_here_with(fs, cca, &wanted) {
-                        return Err(refuse_retuning(cca, &wanted, other));
-                    }
-                    let sha = registered_object(fs, cca);
-                    if sha == UNKNOWN_OBJECT {
-                        notes.push(format!(
-                            "note: {cca} was registered before this lab, not by a lab, so which object it runs is unknown; provenance records \"{UNKNOWN_OBJECT}\" (--resume reruns, lab merge refuses such points); `rttfairctl unload {cca}` first to run this build's"
-                        ));
-                    }
-                    s.objects.push(CcaObject {
-                        object_sha256: Some(sha),
-                        ..mine
-                    });
-                } else {
-                    std::fs::write(marker(fs, cca), std::process::id().to_string())
-                        .with_context(|| format!("write {}", marker(fs, cca).display()))?;
-                    let record = object_record(fs, cca);
-                    std::fs::write(&record, mine.object_sha256.as_deref().unwrap_or_default())
-                        .with_context(|| format!("write {}", record.display()))?;
-                    s.objects.push(mine);
-                    lifecycle::load(cca, fs, &LoadOptions::default())
-                        .with_context(|| format!("load {cca}"))?;
-                    if cca == Cca::Fairtt {
-                        // The lab's sender namespaces stand for separate
-                        // hosts: Wfcount per namespace (fairtt.scope = 2).
-                        // A fairtt the operator loaded keeps its own scope.
-                        rttfair_loader::tunables::set(fs, "fairtt.scope", "2")
-                            .context("set fairtt.scope for the lab")?;
-                    }
-                    for (name, v) in &wanted {
-                        rttfair_loader::tunables::set(fs, name, &tunables::text(*v))
-                            .with_context(|| format!("set the scenario's {name}"))?;
-                    }
-                    s.loaded(cca, wanted);
+                s.objects.push(CcaObject {
+                    object_sha256: Some(sha),
+                    ..mine
+                });
+            } else {
+                std::fs::write(marker(fs, cca), std::process::id().to_string())
+                    .with_context(|| format!("write {}", marker(fs, cca).display()))?;
+                let record = object_record(fs, cca);
+                std::fs::write(&record, mine.object_sha256.as_deref().unwrap_or_default())
+                    .with_context(|| format!("write {}", record.display()))?;
+                s.objects.push(mine);
+                lifecycle::load(cca, fs, &LoadOptions::default())
+                    .with_context(|| format!("load {cca}"))?;
+                if cca == Cca::Fairtt {
+                    // The lab's sender namespaces stand for separate
+                    // hosts: Wfcount per namespace (fairtt.scope = 2).
+                    // A fairtt the operator loaded keeps its own scope.
+                    rttfair_loader::tunables::set(fs, "fairtt.scope", "2")
+                        .context("set fairtt.scope for the lab")?;
                 }
+                for (name, v) in &wanted {
+                    rttfair_loader::tunables::set(fs, name, &tunables::text(*v))
+                        .with_context(|| format!("set the scenario's {name}"))?;
+                }
+                s.loaded(cca, wanted);
             }
         }
         // Notes only once every CCA passed, so a refusal is one line.
