@@ -585,14 +585,7 @@ fn scenario_tunables_are_set_recorded_and_refused_on_a_registered_cca() {
     assert_eq!(lab_namespaces(std::process::id()), Vec::<String>::new());
 
     // qfair registered outside any lab: the scenario may not retune it.
-    struct Unload<'a>(&'a KernelTest);
-    impl Drop for Unload<'_> {
-        fn drop(&mut self) {
-            let _ = self.0.run(&["unload", "qfair"]);
-        }
-    }
-    assert_success(&t.run(&["load", "qfair"]));
-    let _unload = Unload(&t);
+    let _qfair = OperatorQfair::load(&t);
     run_refused(
         &t,
         &s,
@@ -609,6 +602,23 @@ fn scenario_tunables_are_set_recorded_and_refused_on_a_registered_cca() {
     );
     assert!(registered("qfair"), "the operator's qfair was unloaded");
     t.assert_tunables_refused("qfair", &[]);
+}
+
+/// qfair registered by the operator (`rttfairctl load`), outside any lab,
+/// and unloaded when dropped.
+struct OperatorQfair<'a>(&'a KernelTest);
+
+impl<'a> OperatorQfair<'a> {
+    fn load(t: &'a KernelTest) -> Self {
+        assert_success(&t.run(&["load", "qfair"]));
+        OperatorQfair(t)
+    }
+}
+
+impl Drop for OperatorQfair<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.run(&["unload", "qfair"]);
+    }
 }
 
 /// `run::run` of `s` refused before anything was built: the error one line
@@ -698,14 +708,7 @@ fn a_lab_joins_another_labs_cca_only_with_the_same_tunables() {
 #[test]
 fn a_refusal_loads_nothing_and_comes_before_any_note() {
     let t = KernelTest::new();
-    struct Unload<'a>(&'a KernelTest);
-    impl Drop for Unload<'_> {
-        fn drop(&mut self) {
-            let _ = self.0.run(&["unload", "qfair"]);
-        }
-    }
-    assert_success(&t.run(&["load", "qfair"]));
-    let _unload = Unload(&t);
+    let _qfair = OperatorQfair::load(&t);
     let lease = rttfair_lab::ccas::lease_path(&t.fs, rttfair_loader::Cca::Fairtt);
     std::fs::create_dir_all(lease.parent().unwrap()).unwrap();
     let _other_lab = nix::fcntl::Flock::lock(
