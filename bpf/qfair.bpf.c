@@ -855,10 +855,12 @@ static __always_inline void qfair_end_drain(struct sock *sk, struct rf_bbr *bbr,
 						    QF_VERDICT_FOUND_QUEUE));
 }
 
-/* Fold the finished bucket's minimum into the round's sum (Eq. 4), during a
- * drain into the drain's minimum, and outside a drain and its refill into
- * P2's step tracker (qf_path_step_track, with the gap since the previous
- * closed bucket). Returns the flow's qfair_sk (NULL
+/* Fold the finished bucket's minimum into the round's sum (Eq. 4), into
+ * Eq. 10's floor since the last drain (qf_long_bucket: the lowest closed
+ * bucket, eq10.low_us, in drains too), during a drain into the drain's
+ * minimum, and outside a drain and its refill into P2's step tracker
+ * (qf_path_step_track, with the gap since the previous closed bucket).
+ * Returns the flow's qfair_sk (NULL
  * when the bucket was empty or there is none), so that the same ACK need
  * not look it up again. */
 static __always_inline struct qfair_flow *qfair_close_bucket(struct sock *sk,

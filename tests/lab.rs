@@ -585,38 +585,12 @@ fn scenario_tunables_are_set_recorded_and_refused_on_a_registered_cca() {
     assert_eq!(lab_namespaces(std::process::id()), Vec::<String>::new());
 
     // qfair registered outside any lab: the scenario may not retune it.
-    struct Unload<'a>(&'a KernelTest);
-    impl Drop for Unload<'_> {
-        fn drop(&mut self) {
-            let _ = self.0.run(&["unload", "qfair"]);
-        }
-    }
-    assert_success(&t.run(&["load", "qfair"]));
-    let _unload = Unload(&t);
-    let tmp = rttfair_lab::testkit::temp_folder("tunables-refused");
-    let e = run::run(
+    let _qfair = OperatorQfair::load(&t);
+    run_refused(
+        &t,
         &s,
-        &RunOptions {
-            out_dir: tmp.path().join("out"),
-            bpffs: t.fs.clone(),
-            progress: false,
-            verbose: false,
-        },
-    )
-    .expect_err("a registered qfair retuned");
-    let line = format!("{e:#}");
-    assert!(
-        line.starts_with(
-            "the scenario sets qfair.exit_drains = 3, but qfair is already registered (it was registered before this lab)"
-        ),
-        "{line}"
+        "the scenario sets qfair.exit_drains = 3, but qfair is already registered (it was registered before this lab)",
     );
-    assert_eq!(line.lines().count(), 1, "{line}");
-    assert!(
-        !tmp.path().join("out").exists(),
-        "a results folder was made"
-    );
-    assert_eq!(lab_namespaces(std::process::id()), Vec::<String>::new());
     let lease = std::fs::File::open(rttfair_lab::ccas::lease_path(
         &t.fs,
         rttfair_loader::Cca::Qfair,
@@ -627,6 +601,130 @@ fn scenario_tunables_are_set_recorded_and_refused_on_a_registered_cca() {
         "the refused lab still holds its lease on qfair"
     );
     assert!(registered("qfair"), "the operator's qfair was unloaded");
+    t.assert_tunables_refused("qfair", &[]);
+}
+
+/// qfair registered by the operator (`rttfairctl load`), outside any lab,
+/// and unloaded when dropped.
+struct OperatorQfair<'a>(&'a KernelTest);
+
+impl<'a> OperatorQfair<'a> {
+    fn load(t: &'a KernelTest) -> Self {
+        assert_success(&t.run(&["load", "qfair"]));
+        OperatorQfair(t)
+    }
+}
+
+impl Drop for OperatorQfair<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.run(&["unload", "qfair"]);
+    }
+}
+
+/// `run::run` of `s` refused before anything was built: the error one line
+/// starting with `start`, no results folder, no namespace.
+fn run_refused(t: &KernelTest, s: &Scenario, start: &str) {
+    let tmp = rttfair_lab::testkit::temp_folder("lab-refused");
+    let e = run::run(
+        s,
+        &RunOptions {
+            out_dir: tmp.path().join("out"),
+            bpffs: t.fs.clone(),
+            progress: false,
+            verbose: false,
+        },
+    )
+    .expect_err("the run was not refused");
+    let line = format!("{e:#}");
+    assert!(line.starts_with(start), "{line}");
+    assert_eq!(line.lines().count(), 1, "{line}");
+    assert!(
+        !tmp.path().join("out").exists(),
+        "a results folder was made"
+    );
+    assert_eq!(lab_namespaces(std::process::id()), Vec::<String>::new());
+}
+
+/// `rttfairctl lab run` of `scenario` (TOML text) with `t`'s bpffs root,
+/// refused in one line containing `needle` with no results folder made.
+fn lab_run_refused(t: &KernelTest, scenario: &str, needle: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.toml");
+    std::fs::write(&file, scenario).unwrap();
+    let out_dir = dir.path().join("out");
+    let out = t
+        .ctl()
+        .arg("lab")
+        .arg("run")
+        .arg(&file)
+        .arg("--quiet")
+        .arg("--out")
+        .arg(&out_dir)
+        .output()
+        .expect("spawn rttfairctl");
+    assert_one_line_error(&out, needle);
+    assert!(!out_dir.exists(), "a results folder was made");
+}
+
+/// Another lab's qfair (this process's session, which loaded it with
+/// qfair.exit_drains = 2) is joined with the same tunables only: a lab
+/// whose scenario sets none is refused in one line too, instead of running
+/// its flows under the other scenario's value; and a tunable changed after
+/// a lab loaded qfair with none fails the read-back of all of qfair's
+/// tunables, before anything is built. (No experiment runs.)
+#[test]
+fn a_lab_joins_another_labs_cca_only_with_the_same_tunables() {
+    use rttfair_lab::ccas::CcaSession;
+    use rttfair_lab::scenario::tunables::Tunables;
+    let t = KernelTest::new();
+    let text = "name = \"untuned\"\nduration_s = 3\n[bottleneck]\nrate_mbit = 10\nbuffer = { bdp = 1.0, rtt_ms = 20 }\n[[flows]]\ncca = \"qfair\"\nrtt_ms = 20\n";
+    let names = ["qfair".to_string()];
+    let two = Tunables::from([("qfair.exit_drains".to_string(), 2.0)]);
+    let held = CcaSession::ensure_tuned(&t.fs, &names, &two).expect("load qfair tuned");
+    drop(CcaSession::ensure_tuned(&t.fs, &names, &two).expect("the same tunables join"));
+    lab_run_refused(
+        &t,
+        text,
+        "the scenario sets no qfair tunables, but qfair is already registered by a lab that set qfair.exit_drains = 2 and tunables are host-wide per CCA",
+    );
+    drop(held);
+    assert!(!registered("qfair"), "qfair left registered by the lab");
+
+    let held = CcaSession::ensure(&t.fs, &names).expect("load qfair");
+    assert_success(&t.run(&["set", "qfair.k_alpha", "2"]));
+    run_refused(
+        &t,
+        &Scenario::from_toml(text).unwrap(),
+        "qfair.k_alpha reads back 2 from qfair's map, not the 1 a lab loaded it with",
+    );
+    drop(held);
+    assert!(!registered("qfair"), "qfair left registered by the lab");
+}
+
+/// A refusal is checked for every registered CCA before any is loaded and
+/// printed before any note: fairtt (first, leased by another lab: here
+/// this test's flock) and qfair (registered outside the lab, which the
+/// scenario would retune) refused in one line, with fairtt never loaded.
+#[test]
+fn a_refusal_loads_nothing_and_comes_before_any_note() {
+    let t = KernelTest::new();
+    let _qfair = OperatorQfair::load(&t);
+    let lease = rttfair_lab::ccas::lease_path(&t.fs, rttfair_loader::Cca::Fairtt);
+    std::fs::create_dir_all(lease.parent().unwrap()).unwrap();
+    let _other_lab = nix::fcntl::Flock::lock(
+        std::fs::File::create(&lease).unwrap(),
+        nix::fcntl::FlockArg::LockShared,
+    )
+    .unwrap();
+    lab_run_refused(
+        &t,
+        "name = \"tuned\"\nduration_s = 3\n[bottleneck]\nrate_mbit = 10\nbuffer = { bdp = 1.0, rtt_ms = 20 }\n[[flows]]\ncca = \"fairtt\"\nrtt_ms = 20\n[[flows]]\ncca = \"qfair\"\nrtt_ms = 20\n[tunables]\n\"qfair.exit_drains\" = 3\n",
+        "the scenario sets qfair.exit_drains = 3, but qfair is already registered (it was registered before this lab)",
+    );
+    assert!(
+        !registered("fairtt"),
+        "fairtt was loaded before the refusal"
+    );
     t.assert_tunables_refused("qfair", &[]);
 }
 

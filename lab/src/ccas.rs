@@ -9,7 +9,10 @@
 //! it can then take the lease exclusively (no other lab is using it) and a
 //! lab, not the operator, loaded it (a marker file next to the lease). The
 //! kernel drops the flocks of a killed lab; its marker stays, so the next
-//! lab to finish cleans up what it left registered.
+//! lab to finish cleans up what it left registered. Beside the marker, a
+//! lab records the object it loaded and the scenario tunables it set, so a
+//! lab that finds the CCA registered knows what it runs, and runs it only
+//! with the same tunables.
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -32,11 +35,6 @@ struct Lease {
     fs: BpfFs,
     cca: Cca,
     lock: Flock<File>,
-    /// The tunables this session set when it loaded `cca` (`None`: it
-    /// found `cca` registered), so a later session of this process (a
-    /// sweep's run under the sweep's own hold) may find them as it would
-    /// set them.
-    loaded_with: Option<Tunables>,
 }
 
 /// Every live lease of this process, so the Ctrl-C hook can end them too.
@@ -57,6 +55,9 @@ pub struct CcaSession {
     shared: Vec<Cca>,
     /// What each CCA of the session runs (see [`CcaSession::objects`]).
     objects: Vec<CcaObject>,
+    /// The CCAs whose every tunable is known: a lab loaded them with the
+    /// scenario's (see [`CcaSession::expected_tunables`]).
+    known: Vec<Cca>,
 }
 
 /// The folder holding the leases of the installation at `fs`.
@@ -85,6 +86,17 @@ fn object_record(fs: &BpfFs, cca: Cca) -> PathBuf {
     lease_dir(fs).join(format!("{cca}.loaded-object-sha256"))
 }
 
+/// Beside the marker: the scenario tunables the lab that loaded `cca` set
+/// on it (TOML, empty: none), written before the load, so a lab that finds
+/// it registered runs it only with the same ones.
+fn tunables_record(fs: &BpfFs, cca: Cca) -> PathBuf {
+    lease_dir(fs).join(format!("{cca}.loaded-tunables"))
+}
+
+/// fairtt.scope as the lab sets it on a fairtt it loads: its sender
+/// namespaces stand for separate hosts, so Wfcount per namespace.
+const LAB_FAIRTT_SCOPE: f64 = 2.0;
+
 /// What provenance records as the object of a CCA registered before the
 /// lab and not by a lab (the operator's `load`, `--object`, `swap`, a
 /// daemon of another build): which object that is cannot be told (the
@@ -103,6 +115,18 @@ fn registered_object(fs: &BpfFs, cca: Cca) -> String {
         .map(|s| s.trim().to_string())
         .filter(|s| s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()));
     recorded.unwrap_or_else(|| UNKNOWN_OBJECT.to_string())
+}
+
+/// The scenario tunables a registered `cca` was loaded with, as far as a
+/// lab can tell: the ones the lab that loaded it recorded while its marker
+/// is there, else `None` (registered outside the lab, or adopted since:
+/// unknown, and provenance records them as read back).
+fn registered_tunables(fs: &BpfFs, cca: Cca) -> Option<Tunables> {
+    marker(fs, cca)
+        .exists()
+        .then(|| std::fs::read_to_string(tunables_record(fs, cca)).ok())
+        .flatten()
+        .and_then(|text| toml::from_str(&text).ok())
 }
 
 /// Whether another holder has a lease on `path` right now (a probe with a
@@ -140,7 +164,6 @@ fn take_lease(fs: &BpfFs, cca: Cca, session: u64) -> Result<(Lease, bool)> {
             fs: fs.clone(),
             cca,
             lock,
-            loaded_with: None,
         },
         other,
     ))
@@ -158,6 +181,7 @@ fn end_lease(lease: Lease) {
         }
         let _ = std::fs::remove_file(&m);
         let _ = std::fs::remove_file(object_record(&lease.fs, lease.cca));
+        let _ = std::fs::remove_file(tunables_record(&lease.fs, lease.cca));
     }
     // Dropping the Flock unlocks.
 }
@@ -169,9 +193,11 @@ fn end_lease(lease: Lease) {
 /// will then unload it under its new owner when it ends.
 pub fn adopt(fs: &BpfFs, cca: Cca) -> Result<bool> {
     let adopted = remove_marker(cca, &marker(fs, cca))?;
-    // The operator may swap it from now on: no lab can vouch for which
-    // object it runs (without the marker the record is not read anyway).
+    // The operator may swap or retune it from now on: no lab can vouch
+    // for which object it runs or its tunables (without the marker the
+    // records are not read anyway).
     let _ = std::fs::remove_file(object_record(fs, cca));
+    let _ = std::fs::remove_file(tunables_record(fs, cca));
     Ok(adopted)
 }
 
@@ -212,31 +238,54 @@ pub fn check_available(names: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// Whether a session of this process loaded `cca` at `fs` and set
-/// exactly `wanted` on it, and still holds it: then the values are the
-/// ones a session that wants `wanted` would set.
-fn loaded_here_with(fs: &BpfFs, cca: Cca, wanted: &Tunables) -> bool {
-    LEASES.lock().is_ok_and(|all| {
-        all.iter().any(|l| {
-            l.cca == cca && l.fs.root() == fs.root() && l.loaded_with.as_ref() == Some(wanted)
-        })
-    })
-}
-
-/// Refuse to run `cca`, found registered, with the scenario's tunables
-/// `wanted` (any): tunables are host-wide per CCA, so setting them would
-/// change the flows of whoever else runs it. `shared`: another lab holds
-/// a lease on it.
-fn refuse_retuning(cca: Cca, wanted: &Tunables, shared: bool) -> anyhow::Error {
-    let (name, v) = wanted.iter().next().expect("a tunable to refuse");
+/// Why a lab whose scenario sets `wanted` (its tunables of `cca`) may not
+/// run `cca`, found registered, set up with `recorded` (the scenario
+/// tunables the lab that loaded it set, `None` unknown), or `None` if it
+/// may: tunables are host-wide per CCA, so the lab runs it only as the
+/// same ones leave it. A CCA registered outside the lab runs as it is
+/// with none wanted; setting some would change the flows of whoever else
+/// runs it. `shared`: another lab holds a lease on it.
+fn join_refusal(
+    cca: Cca,
+    wanted: &Tunables,
+    recorded: Option<&Tunables>,
+    shared: bool,
+) -> Option<anyhow::Error> {
     let whose = if shared {
         "another lab is running it"
     } else {
         "it was registered before this lab"
     };
-    anyhow::anyhow!(
-        "the scenario sets {name} = {v}, but {cca} is already registered ({whose}) and tunables are host-wide per CCA: setting it would change the other user's {cca} flows too; nothing was run (`rttfairctl unload {cca}` first, or wait for the other lab)"
-    )
+    let why = match recorded {
+        Some(r) if r == wanted => return None,
+        None if wanted.is_empty() => return None,
+        Some(r) if wanted.is_empty() => format!(
+            "the scenario sets no {cca} tunables, but {cca} is already registered by a lab that set {} and tunables are host-wide per CCA: this run's {cca} flows would run under them while its scenario.toml says nothing",
+            tunables::listed(r)
+        ),
+        _ => format!(
+            "the scenario sets {}, but {cca} is already registered ({whose}){} and tunables are host-wide per CCA: setting them would change the other user's {cca} flows too",
+            tunables::listed(wanted),
+            match recorded {
+                Some(r) if r.is_empty() => " with its defaults".to_string(),
+                Some(r) => format!(" with {}", tunables::listed(r)),
+                None => String::new(),
+            }
+        ),
+    };
+    Some(anyhow::anyhow!(
+        "{why}; nothing was run (`rttfairctl unload {cca}` first, or wait for the other lab)"
+    ))
+}
+
+/// [`join_refusal`] for `cca` at `fs` if it is registered: the error, or
+/// whether its tunables are known (a lab loaded it with `wanted`).
+fn check_join(fs: &BpfFs, cca: Cca, wanted: &Tunables, shared: bool) -> Result<bool> {
+    let recorded = registered_tunables(fs, cca);
+    match join_refusal(cca, wanted, recorded.as_ref(), shared) {
+        Some(e) => Err(e),
+        None => Ok(recorded.is_some()),
+    }
 }
 
 impl CcaSession {
@@ -249,12 +298,16 @@ impl CcaSession {
 
     /// As [`CcaSession::ensure`], and set `tunables` (a scenario's, each
     /// of a CCA among `names`) on each CCA this session loads, after the
-    /// lab's own settings (fairtt.scope), so the scenario's win. A CCA
-    /// found registered with tunables to set is refused (they are
-    /// host-wide per CCA: another user's flows would change too) unless a
-    /// session of this process loaded it with the same ones; on any error
-    /// what this session loaded is unloaded again (its leases end as it
-    /// drops).
+    /// lab's own settings (fairtt.scope), so the scenario's win, and record
+    /// them beside its marker. A CCA found registered is refused unless a
+    /// lab loaded it with the same tunables, or none are wanted and it was
+    /// registered outside the lab (they are host-wide per CCA: another
+    /// user's flows would change too, or this run's would run under
+    /// another scenario's). Every CCA already registered is checked
+    /// before anything is loaded, and notes are printed only once all
+    /// passed, so a refusal is one line and leaves nothing loaded; on any
+    /// later error what this session loaded is unloaded again (its leases
+    /// end as it drops).
     pub fn ensure_tuned(fs: &BpfFs, names: &[String], tunables: &Tunables) -> Result<CcaSession> {
         check_available(names)?;
         crate::netns::on_signal_exit(end_all_leases);
@@ -264,88 +317,124 @@ impl CcaSession {
             keep: false,
             shared: Vec::new(),
             objects: Vec::new(),
+            known: Vec::new(),
         };
-        for name in names {
-            if let Ok(cca) = name.parse::<Cca>() {
-                let _loading = LOADING.lock().unwrap_or_else(|e| e.into_inner());
-                if LEASES
-                    .lock()
-                    .unwrap()
-                    .iter()
-                    .any(|l| l.session == s.id && l.cca == cca)
-                {
-                    continue; // named twice
-                }
-                let (lease, other) = take_lease(fs, cca, s.id)?;
-                if other {
-                    s.shared.push(cca);
-                }
-                // FaiRTT's Wfcount is host-wide by design: concurrent
-                // experiments with it see each other's flows (measured: a
-                // run overlapping another lab's for 75 s converged only when
-                // the other run's flows ended).
-                if other && cca == Cca::Fairtt {
-                    eprintln!(
-                        "note: another lab is using fairtt at the same time; FaiRTT counts minRTT classes host-wide (Wfcount), so each experiment's flows change the other's results"
-                    );
-                }
-                // Registered under the lease, so no lab can unload it between
-                // this check and the experiment.
-                LEASES.lock().unwrap().push(lease);
-                let mine = CcaObject::of(name);
-                let wanted = tunables::of_cca(tunables, name);
-                if lifecycle::is_loaded(cca, fs) {
-                    if !wanted.is_empty() && !loaded_here_with(fs, cca, &wanted) {
-                        return Err(refuse_retuning(cca, &wanted, other));
-                    }
-                    let sha = registered_object(fs, cca);
-                    if sha == UNKNOWN_OBJECT {
-                        eprintln!(
-                            "note: {cca} was registered before this lab, not by a lab, so which object it runs is unknown; provenance records \"{UNKNOWN_OBJECT}\" (--resume reruns, lab merge refuses such points); `rttfairctl unload {cca}` first to run this build's"
-                        );
-                    }
-                    s.objects.push(CcaObject {
-                        object_sha256: Some(sha),
-                        ..mine
-                    });
-                } else {
-                    std::fs::write(marker(fs, cca), std::process::id().to_string())
-                        .with_context(|| format!("write {}", marker(fs, cca).display()))?;
-                    let record = object_record(fs, cca);
-                    std::fs::write(&record, mine.object_sha256.as_deref().unwrap_or_default())
-                        .with_context(|| format!("write {}", record.display()))?;
-                    s.objects.push(mine);
-                    lifecycle::load(cca, fs, &LoadOptions::default())
-                        .with_context(|| format!("load {cca}"))?;
-                    if cca == Cca::Fairtt {
-                        // The lab's sender namespaces stand for separate
-                        // hosts: Wfcount per namespace (fairtt.scope = 2).
-                        // A fairtt the operator loaded keeps its own scope.
-                        rttfair_loader::tunables::set(fs, "fairtt.scope", "2")
-                            .context("set fairtt.scope for the lab")?;
-                    }
-                    for (name, v) in &wanted {
-                        rttfair_loader::tunables::set(fs, name, &tunables::text(*v))
-                            .with_context(|| format!("set the scenario's {name}"))?;
-                    }
-                    s.loaded(cca, wanted);
-                }
+        let ccas: Vec<(&String, Cca)> = names
+            .iter()
+            .filter_map(|n| n.parse::<Cca>().ok().map(|c| (n, c)))
+            .collect();
+        // The leases first, each CCA registered (under its lease, so no lab
+        // can unload it between this check and the experiment) checked
+        // before any is loaded: a refusal leaves nothing loaded.
+        for &(name, cca) in &ccas {
+            let _loading = LOADING.lock().unwrap_or_else(|e| e.into_inner());
+            if LEASES
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|l| l.session == s.id && l.cca == cca)
+            {
+                continue; // named twice
             }
+            let (lease, other) = take_lease(fs, cca, s.id)?;
+            if other {
+                s.shared.push(cca);
+            }
+            LEASES.lock().unwrap().push(lease);
+            if lifecycle::is_loaded(cca, fs) {
+                check_join(fs, cca, &tunables::of_cca(tunables, name), other)?;
+            }
+        }
+        let mut notes = Vec::new();
+        for &(name, cca) in &ccas {
+            if s.objects.iter().any(|o| &o.name == name) {
+                continue; // named twice
+            }
+            let _loading = LOADING.lock().unwrap_or_else(|e| e.into_inner());
+            let mine = CcaObject::of(name);
+            let wanted = tunables::of_cca(tunables, name);
+            if lifecycle::is_loaded(cca, fs) {
+                // Again: another lab may have loaded it since the check.
+                if check_join(fs, cca, &wanted, s.shared.contains(&cca))? {
+                    s.known.push(cca);
+                }
+                let sha = registered_object(fs, cca);
+                if sha == UNKNOWN_OBJECT {
+                    notes.push(format!(
+                        "note: {cca} was registered before this lab, not by a lab, so which object it runs is unknown; provenance records \"{UNKNOWN_OBJECT}\" (--resume reruns, lab merge refuses such points); `rttfairctl unload {cca}` first to run this build's"
+                    ));
+                }
+                s.objects.push(CcaObject {
+                    object_sha256: Some(sha),
+                    ..mine
+                });
+            } else {
+                std::fs::write(marker(fs, cca), std::process::id().to_string())
+                    .with_context(|| format!("write {}", marker(fs, cca).display()))?;
+                let record = object_record(fs, cca);
+                std::fs::write(&record, mine.object_sha256.as_deref().unwrap_or_default())
+                    .with_context(|| format!("write {}", record.display()))?;
+                crate::files::write_file(
+                    &tunables_record(fs, cca),
+                    toml::to_string(&wanted).context("the scenario's tunables as TOML")?,
+                )?;
+                s.objects.push(mine);
+                lifecycle::load(cca, fs, &LoadOptions::default())
+                    .with_context(|| format!("load {cca}"))?;
+                if cca == Cca::Fairtt {
+                    // A fairtt the operator loaded keeps its own scope.
+                    rttfair_loader::tunables::set(
+                        fs,
+                        "fairtt.scope",
+                        &tunables::text(LAB_FAIRTT_SCOPE),
+                    )
+                    .context("set fairtt.scope for the lab")?;
+                }
+                for (name, v) in &wanted {
+                    rttfair_loader::tunables::set(fs, name, &tunables::text(*v))
+                        .with_context(|| format!("set the scenario's {name}"))?;
+                }
+                s.known.push(cca);
+            }
+        }
+        // Notes only once every CCA passed, so a refusal is one line.
+        // FaiRTT's Wfcount is host-wide by design: concurrent experiments
+        // with it see each other's flows (measured: a run overlapping
+        // another lab's for 75 s converged only when the other run's flows
+        // ended).
+        if s.shared.contains(&Cca::Fairtt) {
+            eprintln!(
+                "note: another lab is using fairtt at the same time; FaiRTT counts minRTT classes host-wide (Wfcount), so each experiment's flows change the other's results"
+            );
+        }
+        for n in notes {
+            eprintln!("{n}");
         }
         Ok(s)
     }
 
-    /// Note on this session's lease on `cca` that it loaded it and set
-    /// `tunables` on it.
-    fn loaded(&self, cca: Cca, tunables: Tunables) {
-        if let Ok(mut all) = LEASES.lock() {
-            if let Some(l) = all
-                .iter_mut()
-                .find(|l| l.session == self.id && l.cca == cca)
-            {
-                l.loaded_with = Some(tunables);
+    /// What a lab loaded the CCAs of this session whose tunables are known
+    /// with, tunable by tunable ("qfair.k_alpha" -> value): the scenario's
+    /// `set`, else the lab's own (fairtt.scope), else the default. A CCA
+    /// registered outside the lab has none here: provenance records its
+    /// tunables as read back, whatever they are.
+    pub fn expected_tunables(&self, set: &Tunables) -> Tunables {
+        let mut out = Tunables::new();
+        for t in rttfair_loader::tunables::ALL
+            .iter()
+            .filter(|t| self.known.contains(&t.cca))
+        {
+            out.insert(t.full_name(), t.default);
+        }
+        if self.known.contains(&Cca::Fairtt) {
+            out.insert("fairtt.scope".to_string(), LAB_FAIRTT_SCOPE);
+        }
+        for (name, v) in set {
+            if let Some(e) = out.get_mut(name) {
+                *e = *v;
             }
         }
+        out
     }
 
     /// What each of `names` runs, as provenance records it: a project CCA
@@ -417,9 +506,10 @@ fn end_all_leases() {
 
 #[cfg(test)]
 mod tests {
-    /// A registered CCA's object as a lab can tell it: the hash the lab
-    /// that loaded it recorded while its marker is there; unknown without
-    /// a record, or once the operator adopted it (marker gone).
+    /// A registered CCA's object and tunables as a lab can tell them: the
+    /// ones the lab that loaded it recorded while its marker is there;
+    /// unknown without a record, or once the operator adopted it (marker
+    /// gone).
     #[test]
     fn a_registered_object_is_known_only_from_the_lab_that_loaded_it() {
         use rttfair_loader::{BpfFs, Cca};
@@ -430,16 +520,59 @@ mod tests {
         let cca = Cca::Qfair;
         assert_eq!(super::registered_object(&fs, cca), super::UNKNOWN_OBJECT);
         let sha = "ab".repeat(32);
-        std::fs::write(super::marker(&fs, cca), "1234").unwrap();
+        let set = super::Tunables::from([("qfair.exit_drains".to_string(), 2.0)]);
         std::fs::write(super::object_record(&fs, cca), &sha).unwrap();
-        let known = super::registered_object(&fs, cca);
+        std::fs::write(
+            super::tunables_record(&fs, cca),
+            toml::to_string(&set).unwrap(),
+        )
+        .unwrap();
+        let no_marker = super::registered_tunables(&fs, cca);
+        std::fs::write(super::marker(&fs, cca), "1234").unwrap();
+        let known = (
+            super::registered_object(&fs, cca),
+            super::registered_tunables(&fs, cca),
+        );
         super::adopt(&fs, cca).unwrap();
-        let adopted = super::registered_object(&fs, cca);
+        let adopted = (
+            super::registered_object(&fs, cca),
+            super::registered_tunables(&fs, cca),
+        );
         let left = std::fs::read_dir(&dir).unwrap().count();
         std::fs::remove_dir_all(&dir).unwrap();
-        assert_eq!(known, sha);
-        assert_eq!(adopted, super::UNKNOWN_OBJECT);
-        assert_eq!(left, 0, "adopt removes the marker and the record");
+        assert_eq!(no_marker, None);
+        assert_eq!(known, (sha, Some(set)));
+        assert_eq!(adopted, (super::UNKNOWN_OBJECT.to_string(), None));
+        assert_eq!(left, 0, "adopt removes the marker and the records");
+    }
+
+    /// A registered CCA is joined only as the lab that loaded it set it up:
+    /// the same tunables, whichever side sets some, or none wanted on one
+    /// registered outside the lab (unknown). Every refusal is one line.
+    #[test]
+    fn a_registered_cca_is_joined_only_with_the_tunables_it_was_loaded_with() {
+        use super::{join_refusal, Cca, Tunables};
+        let none = Tunables::new();
+        let two = Tunables::from([("qfair.exit_drains".to_string(), 2.0)]);
+        let three = Tunables::from([("qfair.exit_drains".to_string(), 3.0)]);
+        let refusal = |wanted: &Tunables, recorded: Option<&Tunables>| {
+            join_refusal(Cca::Qfair, wanted, recorded, true).map(|e| e.to_string())
+        };
+        assert!(refusal(&none, None).is_none());
+        assert!(refusal(&none, Some(&none)).is_none());
+        assert!(refusal(&two, Some(&two)).is_none());
+        let cases = [
+            (&none, Some(&two), "the scenario sets no qfair tunables, but qfair is already registered by a lab that set qfair.exit_drains = 2 and"),
+            (&two, Some(&none), "the scenario sets qfair.exit_drains = 2, but qfair is already registered (another lab is running it) with its defaults and"),
+            (&three, Some(&two), "the scenario sets qfair.exit_drains = 3, but qfair is already registered (another lab is running it) with qfair.exit_drains = 2 and"),
+            (&two, None, "the scenario sets qfair.exit_drains = 2, but qfair is already registered (another lab is running it) and"),
+        ];
+        for (wanted, recorded, start) in cases {
+            let e = refusal(wanted, recorded).expect("refused");
+            assert!(e.starts_with(start), "{e}");
+            assert!(e.ends_with("; nothing was run (`rttfairctl unload qfair` first, or wait for the other lab)"), "{e}");
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
     }
 
     /// A CCA named twice is refused before the kernel's list is read.

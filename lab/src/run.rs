@@ -51,9 +51,13 @@ pub fn run(scenario: &Scenario, opts: &RunOptions) -> Result<RunResult> {
 pub fn run_plan(plan: &Plan, opts: &RunOptions) -> Result<RunResult> {
     let session = CcaSession::ensure_tuned(&opts.bpffs, &plan.ccas, &plan.tunables)?;
     // Provenance records the maps as read back, not the scenario's text:
-    // what the flows run with, which must be what the scenario set.
+    // what the flows run with, which must be what the scenario set and,
+    // for the rest of a CCA a lab loaded, what the lab left.
     let tunables = crate::provenance::tunables(&opts.bpffs, &plan.ccas)?;
-    crate::scenario::tunables::check_read_back(&plan.tunables, &tunables)?;
+    crate::scenario::tunables::check_read_back(
+        &session.expected_tunables(&plan.tunables),
+        &tunables,
+    )?;
     let (net, rtt_check) = build_checked_network(plan)?;
     let servers: Vec<iperf::Server> = (0..plan.flows.len())
         .map(|i| iperf::Server::start(&net.rcv, &RECEIVER.to_string(), 5201 + i as u16))

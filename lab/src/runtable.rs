@@ -108,12 +108,10 @@ fn row_label(s: &Scenario) -> String {
     if s.tunables.is_empty() {
         return label;
     }
-    let set: Vec<String> = s
-        .tunables
-        .iter()
-        .map(|(name, v)| format!("{name} = {}", crate::scenario::tunables::text(*v)))
-        .collect();
-    format!("{label} ({})", set.join(", "))
+    format!(
+        "{label} ({})",
+        crate::scenario::tunables::listed(&s.tunables)
+    )
 }
 
 /// The table of the run folders `dirs` (see the module doc for what is

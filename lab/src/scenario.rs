@@ -43,9 +43,10 @@
 //! `[tunables]` ([`tunables`]) are set by the lab after it loads the CCA,
 //! for this experiment only; each must be a tunable of a CCA some flow runs
 //! (after `--cca`: of a CCA `--cca` names; `lab compare` gives each CCA
-//! its own). A CCA that is already registered (another lab's, or loaded
-//! outside the lab) is not retuned: tunables are host-wide per CCA, so the
-//! run is refused instead. Sweep points inherit them.
+//! its own). A CCA that is already registered is not retuned: tunables are
+//! host-wide per CCA, so a run is refused unless another lab loaded it
+//! with the same tunables (none included), or it was loaded outside the
+//! lab and the scenario sets none. Sweep points inherit them.
 //!
 //! An optional `[sweep]` table turns the file into a grid of scenarios (see
 //! [`Sweep`]); every point of the grid is validated when the file is read.

@@ -355,6 +355,60 @@ fn eq10_trace_does_not_follow_cubics_sawtooth() {
     assert_eq!(eq10_trace(20_000, &evs), [0, 0, 0, 0, 0]);
 }
 
+#[test]
+fn eq10_trace_restarts_after_a_drain_on_the_path_and_after_a_raise() {
+    use Ev::*;
+    // Two drains above R^ (20 ms), then one on the path: the next drain
+    // above starts a streak of one, not a third in a row.
+    let evs = [27_000, 27_000, 20_100, 27_000].map(|m| Drain(Some(m)));
+    assert_eq!(eq10_trace(20_000, &evs), [0, 0, 0, 0]);
+    // A raise ends the streak: with R^ held at 10 ms (the harness has no
+    // P2), a fourth drain at the raised floor is the first of a new one.
+    let evs = [20_100; 4].map(|m| Drain(Some(m)));
+    assert_eq!(eq10_trace(10_000, &evs), [0, 0, 20_100, 0]);
+    // A streak that ended on the path does not keep its minimum: the new
+    // one's first drain (20.5 ms) is its minimum, not the old 20 ms it
+    // agrees with, so the raise is to 20.5 ms.
+    let evs = [20_000, 12_000, 20_500, 20_600, 20_700].map(|m| Drain(Some(m)));
+    assert_eq!(eq10_trace(10_000, &evs), [0, 0, 0, 0, 20_500]);
+}
+
+#[test]
+fn eq10_trace_keeps_the_lowest_bucket_between_drains() {
+    use Ev::*;
+    // Cubic's trough (20.07 ms) before its next peak (33 ms) between two
+    // drains: the window's lowest bucket, not its last, breaks the floor.
+    let evs = [
+        Drain(Some(27_000)),
+        Bkt(20_070),
+        Bkt(33_000),
+        Drain(Some(27_000)),
+        Drain(Some(27_000)),
+    ];
+    assert_eq!(eq10_trace(20_000, &evs), [0, 0, 0]);
+}
+
+#[test]
+fn eq10_reset_forgets_the_streak_and_the_window() {
+    let mut t = LongTrack {
+        streak: 2,
+        min_us: 20_100,
+        low_us: 0,
+    };
+    unsafe { host_qf_long_reset(&mut t) };
+    assert_eq!((t.streak, t.min_us, t.low_us), (0, 0, u32::MAX));
+    // Two drains at 20.1 ms over a 10 ms R^ just before the reset (P2
+    // raised R^): the next drain is the first of a new streak.
+    let mut t = LongTrack {
+        streak: 2,
+        min_us: 20_100,
+        low_us: u32::MAX,
+    };
+    unsafe { host_qf_long_reset(&mut t) };
+    assert_eq!(unsafe { host_qf_long_drain(&mut t, 20_100, 10_000) }, 0);
+    assert_eq!((t.streak, t.min_us, t.low_us), (1, 20_100, u32::MAX));
+}
+
 proptest! {
     #[test]
     fn long_streak_never_continues_across_a_dip(

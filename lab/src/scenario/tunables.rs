@@ -39,6 +39,16 @@ pub fn text(v: f64) -> String {
     format!("{v}")
 }
 
+/// The entries as a list ("qfair.exit_drains = 2, qfair.k_alpha = 0.5"),
+/// as a table's row and a refusal name them.
+pub fn listed(tunables: &Tunables) -> String {
+    let set: Vec<String> = tunables
+        .iter()
+        .map(|(name, v)| format!("{name} = {}", text(*v)))
+        .collect();
+    set.join(", ")
+}
+
 /// The loader's tunable `name`, and `v` as it stores it; refused with the
 /// loader's own reason.
 fn stored(name: &str, v: f64) -> Result<(&'static Tunable, u32), ScenarioError> {
@@ -104,18 +114,20 @@ pub fn of_cca(tunables: &Tunables, cca: &str) -> Tunables {
         .collect()
 }
 
-/// Every entry of `set` has the value it was set to in `read` (the maps
-/// as read back, [`crate::provenance::tunables`]): the stored value, which
-/// may round the scenario's (qfair.k_alpha is kept in 1/1024ths). A
-/// difference means someone else set it after the lab did.
-pub fn check_read_back(set: &Tunables, read: &BTreeMap<String, f64>) -> anyhow::Result<()> {
-    for (name, v) in set {
+/// Every entry of `expected` (what a lab loaded the CCAs with: the
+/// scenario's, the lab's own, the defaults; `CcaSession::expected_tunables`)
+/// has that value in `read` (the maps as read back,
+/// [`crate::provenance::tunables`]): the stored value, which may round the
+/// scenario's (qfair.k_alpha is kept in 1/1024ths). A difference means
+/// someone else set it after the lab loaded the CCA.
+pub fn check_read_back(expected: &Tunables, read: &BTreeMap<String, f64>) -> anyhow::Result<()> {
+    for (name, v) in expected {
         let (t, raw) = stored(name, *v).map_err(|e| anyhow::anyhow!("{e}"))?;
         let expected = t.display(raw);
         match read.get(name) {
             Some(got) if *got == expected => {}
             got => anyhow::bail!(
-                "{name} reads back {} from {}'s map after the lab set it to {expected}: something else changed it; no results reported",
+                "{name} reads back {} from {}'s map, not the {expected} a lab loaded it with: something else changed it; no results reported",
                 got.map_or("nothing".to_string(), |g| g.to_string()),
                 cca_of(name)
             ),
@@ -267,7 +279,7 @@ rtt_ms = 10
         let e = check_read_back(&set, &read(1.0)).unwrap_err().to_string();
         assert!(
             e.starts_with(
-                "qfair.k_alpha reads back 1 from qfair's map after the lab set it to 0.2998046875"
+                "qfair.k_alpha reads back 1 from qfair's map, not the 0.2998046875 a lab loaded it with"
             ),
             "{e}"
         );
@@ -276,5 +288,19 @@ rtt_ms = 10
             .to_string();
         assert!(e.starts_with("qfair.k_alpha reads back nothing"), "{e}");
         check_read_back(&Tunables::new(), &read(1.0)).unwrap();
+    }
+
+    /// A fresh map reads back every default as the check expects it, so
+    /// a CCA the lab loaded can be checked whole.
+    #[test]
+    fn a_fresh_map_reads_back_the_defaults() {
+        for t in rttfair_loader::tunables::ALL {
+            let name = t.full_name();
+            check_read_back(
+                &Tunables::from([(name.clone(), t.default)]),
+                &BTreeMap::from([(name, t.display(0))]),
+            )
+            .unwrap();
+        }
     }
 }
