@@ -103,7 +103,11 @@ pub struct Scenario {
     pub flows: Vec<FlowGroup>,
     /// CCA tunables set for this experiment (see [`tunables`]); written
     /// back only when there are some, so other scenarios keep their text.
-    #[serde(default, skip_serializing_if = "tunables::Tunables::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "tunables::deserialize",
+        skip_serializing_if = "tunables::Tunables::is_empty"
+    )]
     pub tunables: tunables::Tunables,
     /// The grid, for `lab sweep`; a resolved point has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -737,7 +741,21 @@ fn span_in_table(t: &toml_edit::Table, segs: &[&str]) -> Option<usize> {
         return here;
     };
     let (key, index) = split_index(seg);
-    let Some(child) = t.get(key) else { return here };
+    let Some(child) = t.get(key) else {
+        // A quoted name in the path ("qfair.exit_drains") that the file
+        // writes as TOML dotted keys (qfair.exit_drains = 2): nested tables.
+        return match (index, key.split_once('.')) {
+            (None, Some((head, tail))) if t.contains_key(head) => {
+                let segs: Vec<&str> = [head, tail]
+                    .into_iter()
+                    .chain(rest.iter().copied())
+                    .collect();
+                span_in_table(t, &segs)
+            }
+            _ => None,
+        }
+        .or(here);
+    };
     span_below(child, index, rest).or(here)
 }
 

@@ -5,7 +5,12 @@
 //! ```toml
 //! [tunables]
 //! "qfair.exit_drains" = 2
+//! qfair.k_alpha = 0.5          # the same without quotes: TOML's dotted keys
 //! ```
+//!
+//! A name is written quoted (one key) or bare (TOML reads `qfair.k_alpha`
+//! as the table `qfair` holding `k_alpha`, as does `[tunables.qfair]`);
+//! both mean the same entry, kept and written back by its quoted name.
 //!
 //! Names and values are what `rttfairctl set` takes; what is valid is the
 //! loader's to say (`rttfair_loader::tunables::ALL`: names, ranges, units,
@@ -15,8 +20,11 @@
 //! them as read back from the CCA's map.
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 use rttfair_loader::tunables::Tunable;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
 
 use super::{err, ScenarioError};
 
@@ -26,6 +34,68 @@ pub type Tunables = BTreeMap<String, f64>;
 /// An entry's field in errors: its key path in the TOML text.
 pub fn field(name: &str) -> String {
     format!("tunables.\"{name}\"")
+}
+
+/// One value under `[tunables]`: a number, or (a name written as TOML
+/// dotted keys, `qfair.exit_drains = 2`) a table of numbers.
+enum Entry {
+    Number(f64),
+    Table(BTreeMap<String, f64>),
+}
+
+impl<'de> Deserialize<'de> for Entry {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct EntryVisitor;
+        impl<'de> Visitor<'de> for EntryVisitor {
+            type Value = Entry;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a number (a tunable's value)")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Entry, E> {
+                Ok(Entry::Number(v as f64))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Entry, E> {
+                Ok(Entry::Number(v as f64))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Entry, E> {
+                Ok(Entry::Number(v))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Entry, A::Error> {
+                // Each value through f64's own Deserialize, so a bad one is
+                // reported at its own line.
+                let mut out = BTreeMap::new();
+                while let Some((k, v)) = map.next_entry::<String, f64>()? {
+                    out.insert(k, v);
+                }
+                Ok(Entry::Table(out))
+            }
+        }
+        d.deserialize_any(EntryVisitor)
+    }
+}
+
+/// `[tunables]` as [`Tunables`]: quoted names as they are, bare dotted
+/// names (`qfair.exit_drains = 2`, TOML's nested table) joined back to
+/// the name `rttfairctl set` takes.
+pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Tunables, D::Error> {
+    let mut out = Tunables::new();
+    for (key, entry) in BTreeMap::<String, Entry>::deserialize(d)? {
+        let flat = match entry {
+            Entry::Number(v) => vec![(key, v)],
+            Entry::Table(t) => t
+                .into_iter()
+                .map(|(k, v)| (format!("{key}.{k}"), v))
+                .collect(),
+        };
+        for (name, v) in flat {
+            if out.insert(name.clone(), v).is_some() {
+                return Err(de::Error::custom(format!(
+                    "{name} is set twice (once quoted, once as dotted keys)"
+                )));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The CCA an entry belongs to ("qfair" of "qfair.exit_drains").
@@ -189,6 +259,41 @@ rtt_ms = 10
         plain.tunables.clear();
         let text = toml::to_string_pretty(&plain).unwrap();
         assert!(!text.contains("tunables"), "{text}");
+    }
+
+    /// A name written bare is TOML's dotted keys (a nested table), and
+    /// `[tunables.qfair]` the same table: both are the quoted name's entry,
+    /// written back quoted; a refusal points at the entry's own line, and a
+    /// name set both ways, or a value that is not a number, is refused.
+    #[test]
+    fn bare_dotted_names_are_the_quoted_names() {
+        let quoted = Scenario::from_toml(&with_tunables(
+            "\"qfair.exit_drains\" = 2\n\"qfair.k_alpha\" = 0.5\n",
+        ))
+        .unwrap();
+        let bare = Scenario::from_toml(&with_tunables(
+            "qfair.exit_drains = 2\nqfair.k_alpha = 0.5\n",
+        ))
+        .unwrap();
+        assert_eq!(bare.tunables, quoted.tunables);
+        let table = Scenario::from_toml(&with_tunables(
+            "\n[tunables.qfair]\nexit_drains = 2\nk_alpha = 0.5\n",
+        ))
+        .unwrap();
+        assert_eq!(table.tunables, quoted.tunables);
+        let text = toml::to_string_pretty(&bare).unwrap();
+        assert!(text.contains("\"qfair.exit_drains\" = 2"), "{text}");
+
+        assert_eq!(
+            error_of("qfair.alpha0 = 3\nqfair.exit_drains = 9\n"),
+            "tunables.\"qfair.exit_drains\" (line 16): must be between 1 and 8 drains, got 9"
+        );
+        let e = error_of("qfair.exit_drains = 2\n\"qfair.exit_drains\" = 3\n");
+        assert!(e.contains("qfair.exit_drains is set twice"), "{e}");
+        let e = error_of("qfair.exit_drains = \"two\"\n");
+        assert!(e.contains("(line 15): invalid type: string"), "{e}");
+        let e = error_of("qfair.x.y = 1\n");
+        assert!(e.contains("invalid type: map"), "{e}");
     }
 
     /// Every refusal is the entry's key path, its line and the loader's
