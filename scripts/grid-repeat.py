@@ -1,20 +1,22 @@
 #!/usr/bin/env python3
-"""A new run of a CCA's two-flow grid beside the run published in
-docs/results.md (issue 14's "3 repetitions, mean and worst" for the
-baselines, whose earlier grids are stored only as results.md's tables).
+"""A new run of a CCA's two-flow grid beside its earlier runs (issue 14's
+"3 repetitions, mean and worst" for the baselines, whose first grids are
+stored only as docs/results.md's tables).
 
 Reads the new run from a merged sweep folder's sweep.csv (`rttfairctl lab
-merge`), and the published run from the first "Jain's index" and
-"utilization" tables under HEADING in docs/results.md (a `lab merge`
-compare.md pasted there, one column per CCA). Prints one markdown row per
-point (published Jain, new Jain, their mean and the worst, the new run's
+merge`); the first run from the first "Jain's index" and "utilization"
+tables under HEADING in docs/results.md (a `lab merge` compare.md pasted
+there, one column per CCA); and any further earlier runs from sweep.csv
+files given with --earlier (in the order given; the repository keeps the
+baselines' repeated grids under docs/data/grids/). Prints one markdown row
+per point (each run's Jain, their mean and the worst, the new run's
 utilization, queueing delay and goodputs), then a summary: points meeting
 issue 14's target (Jain >= 0.95 and utilization >= 97 % at >= 0.3 BDP; 0.1
-BDP: Jain >= the rate's bound) in each run and on the mean of the two, the
-median and largest change, and the points whose Jain moved by more than
-0.09 (a flipped split).
+BDP: Jain >= the rate's bound) in each run and on the mean of the runs, the
+median and largest spread of Jain per point (largest run minus smallest),
+and the points whose Jain spread by more than 0.09 (a flipped split).
 
-usage: grid-repeat.py SWEEP_CSV CCA HEADING [--shallow-bound 0.85]
+usage: grid-repeat.py SWEEP_CSV CCA HEADING [--earlier SWEEP_CSV]... [--shallow-bound 0.85]
 """
 import csv
 import statistics
@@ -52,58 +54,80 @@ def published(heading, cca):
     return {k: (jain[k], util[k] / 100) for k in jain}
 
 
-def fresh(path, cca):
+def rows(path, cca):
     """{(rtt, bdp): row} of `cca` in sweep.csv."""
     with open(path, newline="") as f:
-        return {(float(r[Y]), float(r[X])): r for r in csv.DictReader(f) if r["cca"] == cca}
+        out = {(float(r[Y]), float(r[X])): r for r in csv.DictReader(f) if r["cca"] == cca}
+    if not out:
+        sys.exit(f"grid-repeat: no {cca} rows in {path}")
+    return out
+
+
+def jain_util(sweep):
+    return {k: (float(r["jain"]), float(r["utilization"])) for k, r in sweep.items()}
 
 
 def met(jain, util, bdp, shallow):
     return jain >= shallow if bdp < 0.3 else (jain >= 0.95 and util >= 0.97)
 
 
-def main(argv):
-    shallow = 0.85
-    if "--shallow-bound" in argv:
-        i = argv.index("--shallow-bound")
-        shallow = float(argv[i + 1])
+def take(argv, flag):
+    """Removes every `flag VALUE` pair from argv and returns the values."""
+    values = []
+    while flag in argv:
+        i = argv.index(flag)
+        if i + 1 == len(argv):
+            sys.exit(f"grid-repeat: {flag} needs a value")
+        values.append(argv[i + 1])
         del argv[i:i + 2]
+    return values
+
+
+def main(argv):
+    shallow = float((take(argv, "--shallow-bound") or ["0.85"])[-1])
+    earlier = take(argv, "--earlier")
     if len(argv) != 3:
         sys.exit(__doc__.strip().splitlines()[-1])
     path, cca, heading = argv
-    old, new = published(heading, cca), fresh(path, cca)
-    if not new:
-        sys.exit(f"grid-repeat: no {cca} rows in {path}")
-    missing = sorted(set(new) ^ set(old))
-    if missing:
-        sys.exit(f"grid-repeat: the two runs' points differ: {missing}")
+    new = rows(path, cca)
+    runs = [("published", published(heading, cca))]
+    runs += [(f"earlier {n + 2}", jain_util(rows(p, cca))) for n, p in enumerate(earlier)]
+    runs.append(("now", jain_util(new)))
+    for name, run in runs[:-1]:
+        differ = sorted(set(new) ^ set(run))
+        if differ:
+            sys.exit(f"grid-repeat: the {name} run's points differ from the new run's: {differ}")
     groups = [c[len("goodput_mbit_"):] for c in next(iter(new.values())) if c.startswith("goodput_mbit_")]
-    print(f"| other RTT | BDP | Jain published | Jain now | mean (worst) | util now | qdelay now | {' / '.join(groups)} now, Mbit/s |")
-    print("|---|---|---|---|---|---|---|---|")
-    deltas, flips = [], []
-    count = {"published": [0, 0], "now": [0, 0], "mean": [0, 0]}  # [>= 0.3 BDP, 0.1 BDP]
+    names = [n for n, _ in runs]
+    print(f"| other RTT | BDP | {' | '.join('Jain ' + n for n in names)} | mean (worst) "
+          f"| util now | qdelay now | {' / '.join(groups)} now, Mbit/s |")
+    print("|---|---|" + "---|" * (len(runs) + 5))
+    spreads, flips = [], []
+    count = {n: [0, 0] for n in names + ["mean"]}  # [>= 0.3 BDP, 0.1 BDP]
     for k in sorted(new):
         r = new[k]
         rtt, bdp = k
-        j0, u0 = old[k]
-        j1, u1 = float(r["jain"]), float(r["utilization"])
-        jm, um = (j0 + j1) / 2, (u0 + u1) / 2
+        js = [run[k][0] for _, run in runs]
+        us = [run[k][1] for _, run in runs]
+        jm, um = statistics.mean(js), statistics.mean(us)
         goodputs = " / ".join(f"{float(v):.1f}" for c, v in r.items() if c.startswith("goodput_mbit_"))
-        print(f"| {rtt:g} | {bdp:g} | {j0:.3f} | {j1:.3f} | {jm:.3f} ({min(j0, j1):.3f}) "
-              f"| {100 * u1:.1f} % | {float(r['qdelay_mean_ms']):.1f} ms | {goodputs} |")
-        deltas.append(abs(j1 - j0))
-        if abs(j1 - j0) > 0.09:
-            flips.append(f"{rtt:g} ms at {bdp:g} BDP {j0:.3f} -> {j1:.3f}")
+        print(f"| {rtt:g} | {bdp:g} | {' | '.join(f'{j:.3f}' for j in js)} | {jm:.3f} ({min(js):.3f}) "
+              f"| {100 * us[-1]:.1f} % | {float(r['qdelay_mean_ms']):.1f} ms | {goodputs} |")
+        spread = max(js) - min(js)
+        spreads.append(spread)
+        if spread > 0.09:
+            flips.append(f"{rtt:g} ms at {bdp:g} BDP {' / '.join(f'{j:.3f}' for j in js)}")
         slot = 1 if bdp < 0.3 else 0
-        for name, (j, u) in {"published": (j0, u0), "now": (j1, u1), "mean": (jm, um)}.items():
+        for name, j, u in [*zip(names, js, us), ("mean", jm, um)]:
             count[name][slot] += met(j, u, bdp, shallow)
     deep = sum(1 for k in new if k[1] >= 0.3)
     thin = len(new) - deep
-    for name in ("published", "now", "mean"):
-        print(f"{cca} {name}: met at {count[name][0]} of {deep} points at >= 0.3 BDP, "
+    for name in names + ["mean"]:
+        label = f"mean of {len(runs)}" if name == "mean" else name
+        print(f"{cca} {label}: met at {count[name][0]} of {deep} points at >= 0.3 BDP, "
               f"0.1 BDP >= {shallow} at {count[name][1]} of {thin}")
-    print(f"{cca}: Jain change median {statistics.median(deltas):.3f}, largest {max(deltas):.3f}; "
-          f"moved by more than 0.09 at {len(flips)}: {'; '.join(flips) or 'none'}")
+    print(f"{cca}: Jain spread over {len(runs)} runs median {statistics.median(spreads):.3f}, "
+          f"largest {max(spreads):.3f}; more than 0.09 at {len(flips)}: {'; '.join(flips) or 'none'}")
 
 
 if __name__ == "__main__":
