@@ -369,11 +369,13 @@ impl CcaSession {
                     ..mine
                 });
             } else {
-                std::fs::write(marker(fs, cca), std::process::id().to_string())
-                    .with_context(|| format!("write {}", marker(fs, cca).display()))?;
-                let record = object_record(fs, cca);
-                std::fs::write(&record, mine.object_sha256.as_deref().unwrap_or_default())
-                    .with_context(|| format!("write {}", record.display()))?;
+                // The marker and both records by one writer: a record is
+                // either whole or as it was, never cut short by a signal.
+                crate::files::write_file(&marker(fs, cca), std::process::id().to_string())?;
+                crate::files::write_file(
+                    &object_record(fs, cca),
+                    mine.object_sha256.as_deref().unwrap_or_default(),
+                )?;
                 crate::files::write_file(
                     &tunables_record(fs, cca),
                     toml::to_string(&wanted).context("the scenario's tunables as TOML")?,
