@@ -101,7 +101,7 @@ def main(argv):
     names = [n for n, _ in runs]
     print(f"| other RTT | BDP | {' | '.join('Jain ' + n for n in names)} | mean (worst) "
           f"| util now | qdelay now | {' / '.join(groups)} now, Mbit/s |")
-    print("|---|---|" + "---|" * (len(runs) + 5))
+    print("|---|---|" + "---|" * (len(runs) + 4))
     spreads, flips = [], []
     count = {n: [0, 0] for n in names + ["mean"]}  # [>= 0.3 BDP, 0.1 BDP]
     for k in sorted(new):
