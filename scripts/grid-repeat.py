@@ -8,17 +8,20 @@ merge`); the first run from the first "Jain's index" and "utilization"
 tables under HEADING in docs/results.md (a `lab merge` compare.md pasted
 there, one column per CCA); and any further earlier runs from sweep.csv
 files given with --earlier (in the order given; the repository keeps the
-baselines' repeated grids under docs/data/grids/). Prints one markdown row
-per point (each run's Jain, their mean and the worst, the new run's
-utilization, queueing delay and goodputs), then a summary: points meeting
-issue 14's target (Jain >= 0.95 and utilization >= 97 % at >= 0.3 BDP; 0.1
-BDP: Jain >= the rate's bound) in each run and on the mean of the runs, the
-median and largest spread of Jain per point (largest run minus smallest),
-and the points whose Jain spread by more than 0.09 (a flipped split).
+baselines' repeated grids under docs/data/grids/, and a run there is
+named by its folder, "session19" for cubic-session19/sweep.csv). Prints
+one markdown row per point (each run's Jain, their mean and the worst,
+the new run's utilization, queueing delay and goodputs), then a summary:
+points meeting issue 14's target (Jain >= 0.95 and utilization >= 97 % at
+>= 0.3 BDP; 0.1 BDP: Jain >= the rate's bound) in each run, on the mean of
+the runs and in every one of them, the median and largest spread of Jain
+per point (largest run minus smallest), and the points whose Jain spread
+by more than 0.09 (a flipped split).
 
 usage: grid-repeat.py SWEEP_CSV CCA HEADING [--earlier SWEEP_CSV]... [--shallow-bound 0.85]
 """
 import csv
+import os
 import statistics
 import sys
 
@@ -63,6 +66,13 @@ def rows(path, cca):
     return out
 
 
+def label(path, cca, fallback):
+    """A run's column name: its folder under docs/data/grids ("session19"
+    for cubic-session19/sweep.csv), else `fallback`."""
+    folder = os.path.basename(os.path.dirname(os.path.abspath(path)))
+    return folder[len(cca) + 1:] if folder.startswith(cca + "-") else fallback
+
+
 def jain_util(sweep):
     return {k: (float(r["jain"]), float(r["utilization"])) for k, r in sweep.items()}
 
@@ -91,8 +101,8 @@ def main(argv):
     path, cca, heading = argv
     new = rows(path, cca)
     runs = [("published", published(heading, cca))]
-    runs += [(f"earlier {n + 2}", jain_util(rows(p, cca))) for n, p in enumerate(earlier)]
-    runs.append(("now", jain_util(new)))
+    runs += [(label(p, cca, f"earlier {n + 2}"), jain_util(rows(p, cca))) for n, p in enumerate(earlier)]
+    runs.append((label(path, cca, "now"), jain_util(new)))
     for name, run in runs[:-1]:
         differ = sorted(set(new) ^ set(run))
         if differ:
@@ -100,10 +110,10 @@ def main(argv):
     groups = [c[len("goodput_mbit_"):] for c in next(iter(new.values())) if c.startswith("goodput_mbit_")]
     names = [n for n, _ in runs]
     print(f"| other RTT | BDP | {' | '.join('Jain ' + n for n in names)} | mean (worst) "
-          f"| util now | qdelay now | {' / '.join(groups)} now, Mbit/s |")
+          f"| util {names[-1]} | qdelay {names[-1]} | {' / '.join(groups)} {names[-1]}, Mbit/s |")
     print("|---|---|" + "---|" * (len(runs) + 4))
     spreads, flips = [], []
-    count = {n: [0, 0] for n in names + ["mean"]}  # [>= 0.3 BDP, 0.1 BDP]
+    count = {n: [0, 0] for n in names + ["mean", "every"]}  # [>= 0.3 BDP, 0.1 BDP]
     for k in sorted(new):
         r = new[k]
         rtt, bdp = k
@@ -120,11 +130,12 @@ def main(argv):
         slot = 1 if bdp < 0.3 else 0
         for name, j, u in [*zip(names, js, us), ("mean", jm, um)]:
             count[name][slot] += met(j, u, bdp, shallow)
+        count["every"][slot] += all(met(j, u, bdp, shallow) for j, u in zip(js, us))
     deep = sum(1 for k in new if k[1] >= 0.3)
     thin = len(new) - deep
-    for name in names + ["mean"]:
-        label = f"mean of {len(runs)}" if name == "mean" else name
-        print(f"{cca} {label}: met at {count[name][0]} of {deep} points at >= 0.3 BDP, "
+    for name in names + ["mean", "every"]:
+        title = {"mean": f"mean of {len(runs)}", "every": f"in each of the {len(runs)}"}.get(name, name)
+        print(f"{cca} {title}: met at {count[name][0]} of {deep} points at >= 0.3 BDP, "
               f"0.1 BDP >= {shallow} at {count[name][1]} of {thin}")
     print(f"{cca}: Jain spread over {len(runs)} runs median {statistics.median(spreads):.3f}, "
           f"largest {max(spreads):.3f}; more than 0.09 at {len(flips)}: {'; '.join(flips) or 'none'}")
