@@ -18,7 +18,11 @@ the runs and in every one of them, the median and largest spread of Jain
 per point (largest run minus smallest), and the points whose Jain spread
 by more than 0.09 (a flipped split).
 
-usage: grid-repeat.py SWEEP_CSV CCA HEADING [--earlier SWEEP_CSV]... [--shallow-bound 0.85]
+A run kept only as a pasted table ("Jain now" and "util now" columns,
+sessions 17-19) is read with --earlier-table LABEL=PREFIX: the first such
+table after the line starting with PREFIX, before any --earlier run.
+
+usage: grid-repeat.py SWEEP_CSV CCA HEADING [--earlier-table LABEL=PREFIX]... [--earlier SWEEP_CSV]... [--shallow-bound 0.85]
 """
 import csv
 import os
@@ -55,6 +59,32 @@ def published(heading, cca):
 
     jain, util = table("Jain's index"), table("utilization")
     return {k: (jain[k], util[k] / 100) for k in jain}
+
+
+def pasted(label_prefix):
+    """{(rtt, bdp): (jain, utilization)} from the first table after the
+    line of docs/results.md that starts with PREFIX whose columns include
+    "Jain now" and "util now" (how sessions 17-19 pasted a second run)."""
+    label, _, prefix = label_prefix.partition("=")
+    if not prefix:
+        sys.exit("grid-repeat: --earlier-table wants LABEL=PREFIX")
+    with open(RESULTS) as f:
+        lines = f.read().splitlines()
+    try:
+        at = next(i for i, l in enumerate(lines) if l.startswith(prefix))
+    except StopIteration:
+        sys.exit(f"grid-repeat: no line starting {prefix!r} in {RESULTS}")
+    i = next((j for j in range(at, len(lines)) if lines[j].startswith("|")), None)
+    head = [c.strip() for c in lines[i].strip("|").split("|")] if i is not None else []
+    if "Jain now" not in head or "util now" not in head:
+        sys.exit(f"grid-repeat: the table after {prefix!r} has no \"Jain now\" and \"util now\" columns")
+    jc, uc, out = head.index("Jain now"), head.index("util now"), {}
+    for row in lines[i + 2:]:
+        if not row.startswith("|"):
+            break
+        c = [v.strip() for v in row.strip("|").split("|")]
+        out[(float(c[0]), float(c[1]))] = (float(c[jc]), float(c[uc].split()[0]) / 100)
+    return label, out
 
 
 def rows(path, cca):
@@ -96,11 +126,13 @@ def take(argv, flag):
 def main(argv):
     shallow = float((take(argv, "--shallow-bound") or ["0.85"])[-1])
     earlier = take(argv, "--earlier")
+    tables = take(argv, "--earlier-table")
     if len(argv) != 3:
         sys.exit(__doc__.strip().splitlines()[-1])
     path, cca, heading = argv
     new = rows(path, cca)
     runs = [("published", published(heading, cca))]
+    runs += [pasted(t) for t in tables]
     runs += [(label(p, cca, f"earlier {n + 2}"), jain_util(rows(p, cca))) for n, p in enumerate(earlier)]
     runs.append((label(path, cca, "now"), jain_util(new)))
     for name, run in runs[:-1]:
