@@ -24,6 +24,7 @@ table after the line starting with PREFIX, before any --earlier run.
 
 usage: grid-repeat.py SWEEP_CSV CCA HEADING [--earlier-table LABEL=PREFIX]... [--earlier SWEEP_CSV]... [--shallow-bound 0.85]
 """
+import argparse
 import csv
 import os
 import statistics
@@ -31,6 +32,31 @@ import sys
 
 X, Y = "bottleneck.buffer.bdp", "flows[1].rtt_ms"
 RESULTS = "docs/results.md"
+
+
+def table_after(lines, at):
+    """The first markdown table at or after line `at`: its header cells and
+    its body rows' cells (the separator line skipped)."""
+    i = next((j for j in range(at, len(lines)) if lines[j].startswith("|")), None)
+    if i is None:
+        return [], []
+    cells = lambda l: [v.strip() for v in l.strip().strip("|").split("|")]
+    body = []
+    for row in lines[i + 2:]:
+        if not row.startswith("|"):
+            break
+        body.append(cells(row))
+    return cells(lines[i]), body
+
+
+def point(cells):
+    """A table row's grid point, (other RTT, BDP): its first two cells."""
+    return float(cells[0]), float(cells[1])
+
+
+def number(cell):
+    """A cell's leading number: "0.939 (0.928)" -> 0.939, "97.4 %" -> 97.4."""
+    return float(cell.split()[0])
 
 
 def published(heading, cca):
@@ -44,18 +70,11 @@ def published(heading, cca):
 
     def table(title):
         i = next(j for j in range(at, len(lines)) if lines[j].startswith(title))
-        i = next(j for j in range(i, len(lines)) if lines[j].startswith("|"))
-        head = [c.strip() for c in lines[i].strip("|").split("|")]
+        head, body = table_after(lines, i)
         if cca not in head:
             sys.exit(f"grid-repeat: no column {cca} in {title!r} under {heading!r}")
-        col, out = head.index(cca), {}
-        for row in lines[i + 2:]:
-            if not row.startswith("|"):
-                break
-            c = [v.strip() for v in row.strip("|").split("|")]
-            value = float(c[col].split()[0])  # "0.939 (0.928)" or "97.4 %"
-            out[(float(c[0]), float(c[1]))] = value
-        return out
+        col = head.index(cca)
+        return {point(c): number(c[col]) for c in body}
 
     jain, util = table("Jain's index"), table("utilization")
     return {k: (jain[k], util[k] / 100) for k in jain}
@@ -74,17 +93,11 @@ def pasted(label_prefix):
         at = next(i for i, l in enumerate(lines) if l.startswith(prefix))
     except StopIteration:
         sys.exit(f"grid-repeat: no line starting {prefix!r} in {RESULTS}")
-    i = next((j for j in range(at, len(lines)) if lines[j].startswith("|")), None)
-    head = [c.strip() for c in lines[i].strip("|").split("|")] if i is not None else []
+    head, body = table_after(lines, at)
     if "Jain now" not in head or "util now" not in head:
         sys.exit(f"grid-repeat: the table after {prefix!r} has no \"Jain now\" and \"util now\" columns")
-    jc, uc, out = head.index("Jain now"), head.index("util now"), {}
-    for row in lines[i + 2:]:
-        if not row.startswith("|"):
-            break
-        c = [v.strip() for v in row.strip("|").split("|")]
-        out[(float(c[0]), float(c[1]))] = (float(c[jc]), float(c[uc].split()[0]) / 100)
-    return label, out
+    jc, uc = head.index("Jain now"), head.index("util now")
+    return label, {point(c): (number(c[jc]), number(c[uc]) / 100) for c in body}
 
 
 def rows(path, cca):
@@ -111,25 +124,18 @@ def met(jain, util, bdp, shallow):
     return jain >= shallow if bdp < 0.3 else (jain >= 0.95 and util >= 0.97)
 
 
-def take(argv, flag):
-    """Removes every `flag VALUE` pair from argv and returns the values."""
-    values = []
-    while flag in argv:
-        i = argv.index(flag)
-        if i + 1 == len(argv):
-            sys.exit(f"grid-repeat: {flag} needs a value")
-        values.append(argv[i + 1])
-        del argv[i:i + 2]
-    return values
-
-
 def main(argv):
-    shallow = float((take(argv, "--shallow-bound") or ["0.85"])[-1])
-    earlier = take(argv, "--earlier")
-    tables = take(argv, "--earlier-table")
-    if len(argv) != 3:
-        sys.exit(__doc__.strip().splitlines()[-1])
-    path, cca, heading = argv
+    # argparse (stdlib) for the repeated --earlier flags and one-line errors.
+    p = argparse.ArgumentParser(prog="grid-repeat.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("sweep_csv")
+    p.add_argument("cca")
+    p.add_argument("heading")
+    p.add_argument("--earlier-table", action="append", default=[], metavar="LABEL=PREFIX")
+    p.add_argument("--earlier", action="append", default=[], metavar="SWEEP_CSV")
+    p.add_argument("--shallow-bound", type=float, default=0.85)
+    a = p.parse_args(argv)
+    path, cca, heading, shallow = a.sweep_csv, a.cca, a.heading, a.shallow_bound
+    earlier, tables = a.earlier, a.earlier_table
     new = rows(path, cca)
     runs = [("published", published(heading, cca))]
     runs += [pasted(t) for t in tables]
