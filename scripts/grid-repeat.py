@@ -4,8 +4,9 @@
 stored only as docs/results.md's tables).
 
 Reads the new run from a merged sweep folder's sweep.csv (`rttfairctl lab
-merge`); the first run from the first "Jain's index" and "utilization"
-tables under HEADING in docs/results.md (a `lab merge` compare.md pasted
+merge`); the first run from the "Jain's index" and "utilization" tables
+in HEADING's section of docs/results.md (the first table after the line
+that starts with the table's name; a `lab merge` compare.md pasted
 there, one column per CCA); and any further earlier runs from sweep.csv
 files given with --earlier (in the order given; the repository keeps the
 baselines' repeated grids under docs/data/grids/, and a run there is
@@ -49,6 +50,23 @@ def table_after(lines, at):
     return cells(lines[i]), body
 
 
+def section_end(lines, at):
+    """The line after the section whose heading is line `at`: the next
+    heading of the same level or higher, outside code blocks (whose shell
+    comments start with "#" too). A table missing from a section must be an
+    error, not a same-named table of a later section (another run)."""
+    level = len(lines[at]) - len(lines[at].lstrip("#"))
+    fenced = False
+    for j in range(at + 1, len(lines)):
+        if lines[j].startswith("```"):
+            fenced = not fenced
+        elif not fenced and lines[j].startswith("#"):
+            hashes = len(lines[j]) - len(lines[j].lstrip("#"))
+            if hashes <= level and lines[j][hashes:hashes + 1] == " ":
+                return j
+    return len(lines)
+
+
 def point(cells):
     """A table row's grid point, (other RTT, BDP): its first two cells."""
     return float(cells[0]), float(cells[1])
@@ -68,8 +86,14 @@ def published(heading, cca):
     except StopIteration:
         sys.exit(f"grid-repeat: no heading {heading!r} in {RESULTS}")
 
+    end = section_end(lines, at)
+
     def table(title):
-        i = next(j for j in range(at, len(lines)) if lines[j].startswith(title))
+        # The line that introduces the table starts with its name
+        # ("Jain's index (mean; worst of the repetitions in brackets):").
+        i = next((j for j in range(at, end) if lines[j].startswith(title)), None)
+        if i is None:
+            sys.exit(f"grid-repeat: no {title!r} table under {heading!r}")
         head, body = table_after(lines, i)
         if cca not in head:
             sys.exit(f"grid-repeat: no column {cca} in {title!r} under {heading!r}")
