@@ -35,6 +35,13 @@ X, Y = "bottleneck.buffer.bdp", "flows[1].rtt_ms"
 RESULTS = "docs/results.md"
 
 
+def results_lines():
+    """docs/results.md, one string per line: where every earlier run kept
+    only as a table is read from."""
+    with open(RESULTS) as f:
+        return f.read().splitlines()
+
+
 def table_after(lines, at):
     """The first markdown table at or after line `at`: its header cells and
     its body rows' cells (the separator line skipped)."""
@@ -79,8 +86,7 @@ def number(cell):
 
 def published(heading, cca):
     """{(rtt, bdp): (jain, utilization)} of `cca` in the tables under heading."""
-    with open(RESULTS) as f:
-        lines = f.read().splitlines()
+    lines = results_lines()
     try:
         at = next(i for i, l in enumerate(lines) if l.strip().lstrip("#").strip() == heading)
     except StopIteration:
@@ -111,8 +117,7 @@ def pasted(label_prefix):
     label, _, prefix = label_prefix.partition("=")
     if not prefix:
         sys.exit("grid-repeat: --earlier-table wants LABEL=PREFIX")
-    with open(RESULTS) as f:
-        lines = f.read().splitlines()
+    lines = results_lines()
     try:
         at = next(i for i, l in enumerate(lines) if l.startswith(prefix))
     except StopIteration:
