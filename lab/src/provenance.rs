@@ -34,7 +34,9 @@ pub struct Environment {
     /// Where the commit came from (see lab/build.rs): the build
     /// environment, `git rev-parse` at build time, or none.
     pub rttfair_commit_source: String,
-    /// Whether tracked files differed from the commit at build time.
+    /// Whether the tracked files `rttfairctl` is built from (lab/build.rs,
+    /// `INPUTS`) differed from the commit at build time: "no", "yes", or
+    /// "unknown" (commit from `RTTFAIR_GIT_COMMIT`, or no git).
     pub rttfair_dirty: String,
 }
 
