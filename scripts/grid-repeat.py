@@ -16,8 +16,8 @@ the new run's utilization, queueing delay and goodputs), then a summary:
 points meeting issue 14's target (Jain >= 0.95 and utilization >= 97 % at
 >= 0.3 BDP; 0.1 BDP: Jain >= the rate's bound) in each run, on the mean of
 the runs and in every one of them, the median and largest spread of Jain
-per point (largest run minus smallest), and the points whose Jain spread
-by more than 0.09 (a flipped split).
+per point (largest run minus smallest), and the points met in every run
+and those whose Jain spread by more than 0.09 (a flipped split).
 
 A run kept only as a pasted table ("Jain now" and "util now" columns,
 sessions 17-19) is read with --earlier-table LABEL=PREFIX: the first such
@@ -179,7 +179,7 @@ def main(argv):
     print(f"| other RTT | BDP | {' | '.join('Jain ' + n for n in names)} | mean (worst) "
           f"| util {names[-1]} | qdelay {names[-1]} | {' / '.join(groups)} {names[-1]}, Mbit/s |")
     print("|---|---|" + "---|" * (len(runs) + 4))
-    spreads, flips = [], []
+    spreads, flips, every = [], [], []
     count = {n: [0, 0] for n in names + ["mean", "every"]}  # [>= 0.3 BDP, 0.1 BDP]
     for k in sorted(new):
         r = new[k]
@@ -197,13 +197,16 @@ def main(argv):
         slot = 1 if bdp < 0.3 else 0
         for name, j, u in [*zip(names, js, us), ("mean", jm, um)]:
             count[name][slot] += met(j, u, bdp, shallow)
-        count["every"][slot] += all(met(j, u, bdp, shallow) for j, u in zip(js, us))
+        if all(met(j, u, bdp, shallow) for j, u in zip(js, us)):
+            count["every"][slot] += 1
+            every.append(f"{rtt:g} ms at {bdp:g} BDP")
     deep = sum(1 for k in new if k[1] >= 0.3)
     thin = len(new) - deep
     for name in names + ["mean", "every"]:
         title = {"mean": f"mean of {len(runs)}", "every": f"in each of the {len(runs)}"}.get(name, name)
         print(f"{cca} {title}: met at {count[name][0]} of {deep} points at >= 0.3 BDP, "
               f"0.1 BDP >= {shallow} at {count[name][1]} of {thin}")
+    print(f"{cca}: met in each of the {len(runs)} at: {'; '.join(every) or 'none'}")
     print(f"{cca}: Jain spread over {len(runs)} runs median {statistics.median(spreads):.3f}, "
           f"largest {max(spreads):.3f}; more than 0.09 at {len(flips)}: {'; '.join(flips) or 'none'}")
 
