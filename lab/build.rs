@@ -60,9 +60,13 @@ fn main() {
         Ok(c) if !c.trim().is_empty() => {
             (c.trim().to_string(), "env RTTFAIR_GIT_COMMIT", "unknown")
         }
-        _ => match (git(&["rev-parse", "HEAD"]), git(&["rev-parse", "--show-toplevel"])) {
-            (Some(c), Some(root)) => {
-                let root = Path::new(&root);
+        _ => match git(&["rev-parse", "HEAD"]) {
+            Some(c) => {
+                // INPUTS are relative to the workspace root, this crate's
+                // parent: not git's top level, which is higher up when the
+                // workspace sits inside a larger repository.
+                let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR");
+                let root = Path::new(&manifest).parent().expect("lab/ has a parent");
                 // A new commit, checkout or staged change reruns this
                 // script, and so does an edit to any input (cargo scans a
                 // folder named here for any file newer than the last run).
@@ -76,7 +80,7 @@ fn main() {
                 }
                 (c, "git rev-parse HEAD at build time", dirty(root))
             }
-            _ => (
+            None => (
                 "unknown".to_string(),
                 "none (no git, no RTTFAIR_GIT_COMMIT)",
                 "unknown",
