@@ -45,7 +45,14 @@ fn git(args: &[&str]) -> Option<String> {
 /// them), "unknown" if git cannot tell.
 fn dirty(root: &Path) -> &'static str {
     let root = root.to_string_lossy();
-    let mut args = vec!["-C", &*root, "status", "--porcelain", "--untracked-files=no", "--"];
+    let mut args = vec![
+        "-C",
+        &*root,
+        "status",
+        "--porcelain",
+        "--untracked-files=no",
+        "--",
+    ];
     args.extend_from_slice(INPUTS);
     match git(&args) {
         Some(s) if s.is_empty() => "no",
