@@ -250,6 +250,64 @@ fn a_killed_lab_run_leaves_nothing_the_next_run_does_not_clean() {
     );
 }
 
+/// Ctrl-C during a lab run (SIGINT to its whole process group, as a
+/// terminal sends it, so iperf3 gets it too): the run ends with one error
+/// line that says it was interrupted, a shell's exit code for SIGINT, its
+/// namespaces gone and the CCA it loaded unloaded. Before, the watcher
+/// exited without a word, or, when something running in a namespace it had
+/// just deleted failed first, that failure was the line (`ss failed: Cannot
+/// open network namespace`) and the exit code 1.
+#[test]
+fn a_lab_run_ended_by_ctrl_c_says_so_in_one_line_and_leaves_nothing() {
+    use std::os::unix::process::CommandExt;
+    let t = KernelTest::new();
+    let tmp = rttfair_lab::testkit::temp_folder("ctrl-c");
+    let out = tmp.path().join("out");
+    let child = t
+        .ctl()
+        .args([
+            "lab",
+            "run",
+            "ci-smoke",
+            "--cca",
+            "bbr1",
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .process_group(0)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mine = || lab_namespaces(pid);
+    assert!(
+        wait_until(Duration::from_secs(15), || mine().len() >= 3),
+        "lab never built its namespaces"
+    );
+    assert!(registered("bbr1"), "the run did not load bbr1");
+    // Into the measurement: the samplers and iperf3 are running.
+    std::thread::sleep(Duration::from_secs(3));
+    nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let done = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    println!("stderr: {stderr}");
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.contains("error")).collect();
+    assert_eq!(errors.len(), 1, "{stderr}");
+    assert!(errors[0].contains("interrupted by SIGINT"), "{stderr}");
+    assert_eq!(done.status.code(), Some(130), "{stderr}");
+    assert!(mine().is_empty(), "namespaces left: {:?}", mine());
+    assert!(
+        !registered("bbr1"),
+        "the interrupted lab left bbr1 registered"
+    );
+}
+
 /// Two labs at once using one project CCA: the first to finish must not
 /// unload it under the second; the last one out unloads what a lab loaded;
 /// nothing the operator loaded is ever unloaded by a lab.

@@ -380,7 +380,13 @@ fn main() -> ExitCode {
     if prints_only(&cli.command) {
         die_quietly_on_closed_stdout();
     }
-    match commands::run(cli) {
+    let result = commands::run(cli);
+    // A signal the lab's watcher caught is ending the process: it removes
+    // the namespaces (so whatever ran in them just failed, which is not
+    // this command's error), ends the CCA leases and says so in one line.
+    // Returning now would exit while it still unloads.
+    rttfair_lab::netns::await_signal_exit(std::time::Duration::from_secs(30));
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("rttfairctl: error: {}", one_line(&e));

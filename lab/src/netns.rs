@@ -5,7 +5,10 @@
 //! namespace's creator is still alive. Cleanup happens
 //! - on drop (also while unwinding from a panic),
 //! - on SIGINT/SIGTERM/SIGHUP, by a watcher thread that deletes every
-//!   namespace this process still owns and exits with 128+signal,
+//!   namespace this process still owns, runs the exit hooks, says in one
+//!   line that the process was interrupted and exits with 128+signal (what
+//!   fails elsewhere meanwhile because its namespace went is not an error
+//!   to report: see [`signalled`]),
 //! - and for a creator that died by SIGKILL, at the next creation of any lab
 //!   namespace, which deletes `rf-*` namespaces whose creator is gone.
 
@@ -13,8 +16,9 @@ use std::collections::BTreeSet;
 use std::fs::File;
 use std::os::fd::AsFd;
 use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Mutex, Once};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, Once};
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
@@ -24,6 +28,11 @@ const PREFIX: &str = "rf-";
 static SEQ: AtomicU32 = AtomicU32::new(0);
 static LIVE: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
 static WATCHER: Once = Once::new();
+/// The signal that is ending the process (0: none), set in the signal
+/// handler itself, so before the watcher deletes anything and before this
+/// process can see a child the same Ctrl-C ended (iperf3 shares the
+/// terminal's process group).
+static SIGNALLED: LazyLock<Arc<AtomicUsize>> = LazyLock::new(|| Arc::new(AtomicUsize::new(0)));
 
 /// A network namespace owned by this process; deleted on drop.
 #[derive(Debug)]
@@ -183,13 +192,18 @@ pub fn cleanup_all() {
 fn install_signal_cleanup() {
     WATCHER.call_once(|| {
         use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        for sig in [SIGINT, SIGTERM, SIGHUP] {
+            let _ = signal_hook::flag::register_usize(sig, SIGNALLED.clone(), sig as usize);
+        }
         if let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) {
             std::thread::spawn(move || {
                 if let Some(sig) = signals.forever().next() {
+                    SIGNALLED.store(sig as usize, Ordering::SeqCst);
                     cleanup_all();
                     for hook in EXIT_HOOKS.lock().map(|h| h.clone()).unwrap_or_default() {
                         hook();
                     }
+                    eprintln!("{}", interrupted_line(&program_name(), sig));
                     std::process::exit(128 + sig);
                 }
             });
@@ -198,6 +212,56 @@ fn install_signal_cleanup() {
 }
 
 static EXIT_HOOKS: Mutex<Vec<fn()>> = Mutex::new(Vec::new());
+
+/// The signal that is ending this process through the watcher, if one is.
+///
+/// From the moment it is set, the watcher is deleting the lab's namespaces,
+/// so a sampler or command that runs in one fails (`ss failed: Cannot open
+/// network namespace`): that failure is the interruption, not a fault to
+/// report. A caller that sees it set should say nothing of its own error
+/// and [`await_signal_exit`]: returning from `main` would end the process
+/// while the exit hooks (which unload the CCAs the lab loaded) still run.
+pub fn signalled() -> Option<i32> {
+    match SIGNALLED.load(Ordering::SeqCst) {
+        0 => None,
+        sig => Some(sig as i32),
+    }
+}
+
+/// Block until the watcher ends the process (it exits once the namespaces
+/// are gone and the hooks ran), or for `timeout` if it does not: a hook
+/// that hangs must not hang the caller too.
+pub fn await_signal_exit(timeout: Duration) {
+    if signalled().is_some() {
+        std::thread::sleep(timeout);
+    }
+}
+
+/// The watcher's one line: the same shape as the CLI's errors
+/// (`<program>: error: ...`), with the signal's name and what was cleaned
+/// (the namespaces, and whatever the exit hooks end: the leases on the
+/// CCAs the lab loaded, which unloads those no other lab holds).
+fn interrupted_line(program: &str, sig: i32) -> String {
+    let name = match sig {
+        libc::SIGINT => "SIGINT",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGHUP => "SIGHUP",
+        _ => "a signal",
+    };
+    format!("{program}: error: interrupted by {name} (its lab namespaces and CCAs are cleaned up)")
+}
+
+/// This process's name as it was started (its path's last part).
+fn program_name() -> String {
+    std::env::args_os()
+        .next()
+        .and_then(|a| {
+            std::path::Path::new(&a)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+        })
+        .unwrap_or_else(|| "rttfair".to_string())
+}
 
 /// Run `hook` too when a signal ends the process (e.g. to unload CCAs a test
 /// loaded). Hooks run after the namespaces are gone.
@@ -221,4 +285,30 @@ pub fn run(program: &str, args: &[&str]) -> Result<Output> {
         );
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    /// The line a signal ends the process with names the program and the
+    /// signal, in the CLI's error shape, on one line.
+    #[test]
+    fn the_interrupted_line_names_the_program_and_the_signal() {
+        let line = super::interrupted_line("rttfairctl", libc::SIGINT);
+        assert!(
+            line.starts_with("rttfairctl: error: interrupted by SIGINT"),
+            "{line}"
+        );
+        assert!(!line.contains('\n'));
+        assert!(super::interrupted_line("x", libc::SIGTERM).contains("by SIGTERM"));
+        assert!(super::interrupted_line("x", libc::SIGHUP).contains("by SIGHUP"));
+    }
+
+    /// Without a signal nobody waits: callers check it on every error.
+    #[test]
+    fn no_signal_no_wait() {
+        assert_eq!(super::signalled(), None);
+        let t = std::time::Instant::now();
+        super::await_signal_exit(std::time::Duration::from_secs(5));
+        assert!(t.elapsed() < std::time::Duration::from_secs(1));
+    }
 }
