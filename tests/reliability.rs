@@ -204,33 +204,39 @@ fn daemon_sigkill_does_not_disturb_flows_and_restart_adopts() {
     assert_success(&t.run(&["unload", "bbr1"]));
 }
 
+/// `rttfairctl lab run ci-smoke` on bbr1 into `out`, for the tests that
+/// end a lab run from outside (stdio and process group left to them).
+fn ci_smoke_lab_run(t: &KernelTest, out: &std::path::Path) -> std::process::Command {
+    let mut c = t.ctl();
+    c.args([
+        "lab", "run", "ci-smoke", "--cca", "bbr1", "--quiet", "--out",
+    ])
+    .arg(out);
+    c
+}
+
+/// Wait until the lab process `pid` has built its three namespaces (so its
+/// signal watcher is installed and its CCA loaded).
+fn wait_for_lab_namespaces(pid: u32) {
+    assert!(
+        wait_until(Duration::from_secs(15), || lab_namespaces(pid).len() >= 3),
+        "lab never built its namespaces"
+    );
+}
+
 #[test]
 fn a_killed_lab_run_leaves_nothing_the_next_run_does_not_clean() {
     let t = KernelTest::new();
     let tmp = rttfair_lab::testkit::temp_folder("killed");
     let out = tmp.path().join("out");
-    let mut child = t
-        .ctl()
-        .args([
-            "lab",
-            "run",
-            "ci-smoke",
-            "--cca",
-            "bbr1",
-            "--quiet",
-            "--out",
-            out.to_str().unwrap(),
-        ])
+    let mut child = ci_smoke_lab_run(&t, &out)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let pid = child.id();
     let mine = || lab_namespaces(pid);
-    assert!(
-        wait_until(Duration::from_secs(15), || mine().len() >= 3),
-        "lab never built its namespaces"
-    );
+    wait_for_lab_namespaces(pid);
     child.kill().unwrap(); // SIGKILL: no cleanup handler can run
     child.wait().unwrap();
     assert!(!mine().is_empty(), "expected leftovers after SIGKILL");
@@ -263,18 +269,7 @@ fn a_lab_run_ended_by_ctrl_c_says_so_in_one_line_and_leaves_nothing() {
     let t = KernelTest::new();
     let tmp = rttfair_lab::testkit::temp_folder("ctrl-c");
     let out = tmp.path().join("out");
-    let child = t
-        .ctl()
-        .args([
-            "lab",
-            "run",
-            "ci-smoke",
-            "--cca",
-            "bbr1",
-            "--quiet",
-            "--out",
-            out.to_str().unwrap(),
-        ])
+    let child = ci_smoke_lab_run(&t, &out)
         .process_group(0)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -282,10 +277,7 @@ fn a_lab_run_ended_by_ctrl_c_says_so_in_one_line_and_leaves_nothing() {
         .unwrap();
     let pid = child.id();
     let mine = || lab_namespaces(pid);
-    assert!(
-        wait_until(Duration::from_secs(15), || mine().len() >= 3),
-        "lab never built its namespaces"
-    );
+    wait_for_lab_namespaces(pid);
     assert!(registered("bbr1"), "the run did not load bbr1");
     // Into the measurement: the samplers and iperf3 are running.
     std::thread::sleep(Duration::from_secs(3));
