@@ -61,11 +61,6 @@ static __always_inline void bbr3_tx_estimate(struct sock *sk, const struct rate_
 
 /* ---- Export ------------------------------------------------------------------- */
 
-static __always_inline __u64 bbr3_bw_bps(const struct sock *sk, __u32 bw)
-{
-	return ((__u64)bw * tcp_sk(sk)->mss_cache * USEC_PER_SEC) >> BBR3_BW_SCALE;
-}
-
 static __always_inline __u8 bbr3_phase(const struct bbr3 *b)
 {
 	switch (b->mode) {
@@ -97,7 +92,7 @@ static __always_inline void bbr3_export_fill(struct sock *sk, struct bbr3 *b,
 	rttfair_fill_tcp(f, sk);
 	f->mode = b->mode;
 	f->cycle_idx = b->cycle_idx;
-	f->btlbw_bps = bbr3_bw_bps(sk, bbr3_bw(b));
+	f->btlbw_bps = bbr_bw_bytes_per_sec(sk, bbr3_bw(b));
 	f->min_rtt_us = b->min_rtt_us;
 	if (rs && rs->rtt_us > 0)
 		f->last_rtt_us = (__u32)rs->rtt_us;
@@ -105,14 +100,14 @@ static __always_inline void bbr3_export_fill(struct sock *sk, struct bbr3 *b,
 	f->cwnd_gain_x256 = bbr3_cwnd_gain(b);
 	f->probe_rtt_entries = cold->probe_rtt_entries;
 	f->rounds = cold->rounds;
-	f->bbr3_bw_hi_bps = bbr3_bw_bps(sk, bbr3_max_bw(b));
-	f->bbr3_bw_lo_bps = b->bw_lo == BBR3_UNSET ? ~0ULL : bbr3_bw_bps(sk, b->bw_lo);
+	f->bbr3_bw_hi_bps = bbr_bw_bytes_per_sec(sk, bbr3_max_bw(b));
+	f->bbr3_bw_lo_bps = b->bw_lo == BBR3_UNSET ? ~0ULL : bbr_bw_bytes_per_sec(sk, b->bw_lo);
 	f->bbr3_inflight_hi = b->inflight_hi;
 	f->bbr3_inflight_lo = b->inflight_lo;
 	f->bbr3_round_loss_ppm = cold->round_loss_ppm;
 	f->bbr3_too_high_events = cold->too_high_events;
 	f->bbr3_lo_cuts = cold->lo_cuts;
-	f->bbr3_extra_acked = bbr3_extra_acked(b);
+	f->bbr3_extra_acked = bbr_extra_acked(b);
 	f->bbr3_ecn_alpha_x256 = cold->ecn_alpha;
 	f->bbr3_phase = bbr3_phase(b);
 	f->bbr3_ecn_eligible = b->ecn_eligible;
@@ -252,7 +247,7 @@ static __always_inline void bbr3_main(struct sock *sk, const struct rate_sample 
 
 	/* The model. */
 	bbr3_update_congestion_signals(sk, b, rs, &ctx, cold);
-	bbr3_update_ack_aggregation(sk, b, rs);
+	bbr_update_ack_aggregation(sk, b, rs, 1, false);
 	bbr3_check_loss_too_high_in_startup(sk, b, rs, &ctx);
 	bbr3_check_full_bw_reached(b, rs, &ctx);
 	bbr3_check_drain(sk, b);
@@ -371,7 +366,7 @@ __u32 BPF_PROG(rf_ssthresh, struct sock *sk)
 	struct bbr3 *b = bbr3_of(sk);
 	struct bbr3_cold *cold;
 
-	bbr3_save_cwnd(sk, b);
+	bbr_save_cwnd(sk, b);
 	cold = b->cold_ok ? bbr3_cold_of(sk, false) : NULL;
 	if (cold) {
 		cold->undo_bw_lo = b->bw_lo;

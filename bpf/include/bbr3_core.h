@@ -84,10 +84,11 @@
 #include "rttfair_abi.h"
 #include "bbr3_math.h"
 
-#define BBR3_BW_SCALE 24
-#define BBR3_BW_UNIT (1ULL << BBR3_BW_SCALE)
-#define BBR3_SCALE 8
-#define BBR3_UNIT (1U << BBR3_SCALE)
+/* bbr_common.h's fixed point, under v3's names. */
+#define BBR3_BW_SCALE BW_SCALE
+#define BBR3_BW_UNIT BW_UNIT
+#define BBR3_SCALE BBR_SCALE
+#define BBR3_UNIT BBR_UNIT
 
 /* Gains. */
 #define BBR3_STARTUP_PACING_GAIN (BBR3_UNIT * 277 / 100 + 1) /* 4 ln 2 */
@@ -122,9 +123,6 @@
 #define BBR3_BW_PROBE_RAND_US (1 * USEC_PER_SEC)
 /* cwnd. */
 #define BBR3_CWND_MIN_TARGET 4
-#define BBR3_EXTRA_ACKED_WIN_RTTS 5
-#define BBR3_EXTRA_ACKED_MAX_US 100000
-#define BBR3_ACK_EPOCH_RESET (1U << 20)
 #define BBR3_PACING_MARGIN_PCT 1
 #define BBR3_TSO_RTT_SHIFT 9
 #define BBR3_MIN_TSO_SEGS 2
@@ -221,6 +219,11 @@ struct bbr3 {
 
 _Static_assert(sizeof(struct bbr3) <= 104, "struct bbr3 must fit icsk_ca_priv");
 
+/* The parts v1 and v3 share (fixed point, rates, ACK aggregation). */
+#define BBR_STATE struct bbr3
+#define BBR_STATE_BW bbr3_bw
+#include "bbr_common.h"
+
 /* The ring of send-time snapshots (struct bbr3_snap) is in bbr3_math.h. */
 
 /* Per-flow state touched once per round, on loss or ECE (sk_storage). */
@@ -277,21 +280,11 @@ static __always_inline __u32 bbr3_bw(const struct bbr3 *b)
 	return rf_min(bbr3_max_bw(b), b->bw_lo);
 }
 
-static __always_inline __u32 bbr3_extra_acked(const struct bbr3 *b)
-{
-	return rf_max(b->extra_acked[0], b->extra_acked[1]);
-}
-
 /* Bytes per second for bw (packets/us << 24) x gain, less margin_pct. */
 static __always_inline __u64 bbr3_rate_bytes_per_sec(const struct sock *sk, __u64 bw,
 						     __u32 gain, __u32 margin_pct)
 {
-	__u64 rate = bw * tcp_sk(sk)->mss_cache;
-
-	rate = (rate * gain) >> BBR3_SCALE;
-	rate = rate * (USEC_PER_SEC / 100 * (100 - margin_pct));
-	rate >>= BBR3_BW_SCALE;
-	return rf_max(rate, 1ULL);
+	return rf_max(bbr_rate_bytes_per_sec(sk, bw, gain, margin_pct), 1ULL);
 }
 
 static __always_inline __u64 bbr3_bw_to_pacing_rate(const struct sock *sk, __u32 bw,
@@ -305,12 +298,9 @@ static __always_inline __u64 bbr3_bw_to_pacing_rate(const struct sock *sk, __u32
 /* BDP x gain, packets, rounded up; the initial cwnd before any RTT sample. */
 static __always_inline __u32 bbr3_bdp(const struct bbr3 *b, __u32 bw, __u32 gain)
 {
-	__u64 w;
-
 	if (b->min_rtt_us == BBR3_UNSET)
 		return b->init_cwnd;
-	w = (__u64)bw * b->min_rtt_us;
-	return (__u32)((((w * gain) >> BBR3_SCALE) + BBR3_BW_UNIT - 1) / BBR3_BW_UNIT);
+	return bbr_bdp_packets(bw, b->min_rtt_us, gain);
 }
 
 /*
@@ -357,11 +347,7 @@ static __always_inline __u32 bbr3_packets_in_net_at_edt(const struct sock *sk,
 							const struct bbr3 *b,
 							__u32 inflight_now)
 {
-	const struct tcp_sock *tp = tcp_sk(sk);
-	__u64 now_ns = tp->tcp_clock_cache;
-	__u64 edt_ns = rf_max(tp->tcp_wstamp_ns, now_ns);
-	__u64 interval_us = (edt_ns - now_ns) / NSEC_PER_USEC;
-	__u64 delivered = ((__u64)bbr3_bw(b) * interval_us) >> BBR3_BW_SCALE;
+	__u64 delivered = bbr_delivered_by_edt(sk, b);
 	__u32 at_edt = inflight_now;
 
 	if (b->cycle_idx == BBR3_UP && b->mode == RTTFAIR_MODE_PROBE_BW)
@@ -552,60 +538,10 @@ static __always_inline void bbr3_update_congestion_signals(struct sock *sk, stru
 
 /* ---- extra_acked (ACK aggregation) ------------------------------------------ */
 
-/* The current window's slot (no variable offsets into icsk_ca_priv: the
- * verifier refuses variable-offset writes to a tcp_sock). */
-static __always_inline __u32 bbr3_cur_extra_acked(const struct bbr3 *b)
-{
-	return b->extra_acked_win_idx ? b->extra_acked[1] : b->extra_acked[0];
-}
-
-static __always_inline void bbr3_set_extra_acked(struct bbr3 *b, __u32 v)
-{
-	if (b->extra_acked_win_idx)
-		b->extra_acked[1] = v;
-	else
-		b->extra_acked[0] = v;
-}
-
-static __always_inline void bbr3_update_ack_aggregation(struct sock *sk, struct bbr3 *b,
-							const struct rate_sample *rs)
-{
-	struct tcp_sock *tp = tcp_sk(sk);
-	__u32 win = BBR3_EXTRA_ACKED_WIN_RTTS, epoch_us, expected, extra, acked;
-
-	if (rs->acked_sacked <= 0 || rs->delivered < 0 || rs->interval_us <= 0)
-		return;
-	if (b->round_start) {
-		b->extra_acked_win_rtts = rf_min(0x1FU, b->extra_acked_win_rtts + 1U);
-		if (!b->full_bw_reached)
-			win = 1;
-		if (b->extra_acked_win_rtts >= win) {
-			b->extra_acked_win_rtts = 0;
-			b->extra_acked_win_idx = !b->extra_acked_win_idx;
-			bbr3_set_extra_acked(b, 0);
-		}
-	}
-	epoch_us = (__u32)tp->delivered_mstamp - b->ack_epoch_mstamp;
-	expected = (__u32)(((__u64)bbr3_bw(b) * epoch_us) >> BBR3_BW_SCALE);
-	acked = b->ack_epoch_acked;
-	if (acked <= expected || acked + (__u32)rs->acked_sacked >= BBR3_ACK_EPOCH_RESET) {
-		acked = 0;
-		b->ack_epoch_mstamp = (__u32)tp->delivered_mstamp;
-		expected = 0;
-	}
-	acked = rf_min(0xFFFFFU, acked + (__u32)rs->acked_sacked);
-	b->ack_epoch_acked = acked;
-	extra = rf_min(acked - expected, tp->snd_cwnd);
-	extra = rf_min(extra, 0xFFFFU);
-	if (extra > bbr3_cur_extra_acked(b))
-		bbr3_set_extra_acked(b, extra);
-}
-
+/* v3 adds extra_acked in Startup too (extra_acked_in_startup). */
 static __always_inline __u32 bbr3_ack_aggregation_cwnd(const struct bbr3 *b)
 {
-	__u32 cap = (__u32)(((__u64)bbr3_bw(b) * BBR3_EXTRA_ACKED_MAX_US) >> BBR3_BW_SCALE);
-
-	return rf_min(bbr3_extra_acked(b), cap);
+	return bbr_extra_acked_allowance(b);
 }
 
 /* ---- ProbeBW phases ---------------------------------------------------------- */
@@ -969,16 +905,6 @@ static __always_inline __u32 bbr3_probe_rtt_cwnd(const struct bbr3 *b)
 		      bbr3_bdp(b, bbr3_bw(b), BBR3_PROBE_RTT_CWND_GAIN));
 }
 
-static __always_inline void bbr3_save_cwnd(struct sock *sk, struct bbr3 *b)
-{
-	__u32 cwnd = tcp_sk(sk)->snd_cwnd;
-
-	if (b->prev_ca_state < TCP_CA_Recovery && b->mode != RTTFAIR_MODE_PROBE_RTT)
-		b->prior_cwnd = cwnd;
-	else
-		b->prior_cwnd = rf_max(b->prior_cwnd, cwnd);
-}
-
 /* Returns true when ProbeRTT was entered on this ACK. */
 static __always_inline bool bbr3_update_min_rtt(struct sock *sk, struct bbr3 *b,
 						const struct rate_sample *rs)
@@ -1002,7 +928,7 @@ static __always_inline bool bbr3_update_min_rtt(struct sock *sk, struct bbr3 *b,
 
 	if (probe_rtt_expired && !b->idle_restart && b->mode != RTTFAIR_MODE_PROBE_RTT) {
 		b->mode = RTTFAIR_MODE_PROBE_RTT;
-		bbr3_save_cwnd(sk, b);
+		bbr_save_cwnd(sk, b);
 		b->probe_rtt_done_ms = 0;
 		b->ack_phase = BBR3_ACKS_PROBE_STOPPING;
 		b->next_rtt_delivered = tp->delivered;
@@ -1130,17 +1056,8 @@ static __always_inline __u32 bbr3_cwnd_gain(const struct bbr3 *b)
 
 static __always_inline void bbr3_init_pacing_rate_from_rtt(struct sock *sk, struct bbr3 *b)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
-	__u64 bw;
-	__u32 rtt_us;
+	__u64 bw = bbr_init_bw(sk, b);
 
-	if (tp->srtt_us) {
-		rtt_us = rf_max(tp->srtt_us >> 3, 1U);
-		b->has_seen_rtt = 1;
-	} else {
-		rtt_us = USEC_PER_MSEC;
-	}
-	bw = (__u64)tp->snd_cwnd * BBR3_BW_UNIT / rtt_us;
 	sk->sk_pacing_rate = bbr3_bw_to_pacing_rate(sk, (__u32)rf_min(bw, 0xffffffffULL),
 						    BBR3_STARTUP_PACING_GAIN);
 }

@@ -101,11 +101,6 @@
 #error "define RTTFAIR_CCA (enum rttfair_cca_id) before including bbr_core.h"
 #endif
 
-#define BW_SCALE 24
-#define BW_UNIT (1ULL << BW_SCALE)
-#define BBR_SCALE 8
-#define BBR_UNIT (1U << BBR_SCALE)
-
 /* Gains of the state machine. */
 #define BBR_HIGH_GAIN (BBR_UNIT * 2885 / 1000 + 1) /* 2/ln(2) */
 #define BBR_DRAIN_GAIN (BBR_UNIT * 1000 / 2885)    /* ln(2)/2 */
@@ -123,11 +118,6 @@
 #define BBR_PACING_MARGIN_PCT 1
 #define BBR_MIN_TSO_RATE 1200000 /* bit/s below which one segment per TSO */
 #define TCP_INFINITE_SSTHRESH 0x7fffffff
-/* ACK aggregation (tcp_bbr.c: bbr_extra_acked_*). */
-#define BBR_EXTRA_ACKED_GAIN BBR_UNIT          /* allowance = 1.0 x extra_acked */
-#define BBR_EXTRA_ACKED_WIN_RTTS 5             /* each of the two max buckets */
-#define BBR_ACK_EPOCH_ACKED_RESET (1U << 20)   /* restart an epoch this old */
-#define BBR_EXTRA_ACKED_MAX_US (100 * 1000)    /* allowance <= BtlBw x 100 ms */
 /* Long-term (policer) bandwidth (tcp_bbr.c: bbr_lt_*). */
 #define BBR_LT_INTVL_MIN_RTTS 4                /* an interval: 4..16 rounds */
 #define BBR_LT_LOSS_THRESH 50                  /* lossy: lost/delivered >= 50/256 */
@@ -192,6 +182,11 @@ struct rf_bbr {
 
 _Static_assert(sizeof(struct rf_bbr) <= 104, "rf_bbr must fit icsk_ca_priv");
 _Static_assert(__builtin_offsetof(struct rf_bbr, cca_hot) == 88, "core state is 88 bytes");
+
+/* The parts v1 and v3 share (fixed point, rates, ACK aggregation). */
+#define BBR_STATE struct rf_bbr
+#define BBR_STATE_BW bbr_bw
+#include "bbr_common.h"
 
 /*
  * The start of a long-term sampling interval: read and written only when a
@@ -365,30 +360,16 @@ static __always_inline __u32 bbr_btlbw(const struct rf_bbr *bbr)
 	return bbr_bw(bbr);
 }
 
-/* Max extra_acked of the last 5-10 round trips (two 5-round buckets). */
-static __always_inline __u32 bbr_extra_acked(const struct rf_bbr *bbr)
-{
-	return rf_max(bbr->extra_acked[0], bbr->extra_acked[1]);
-}
-
 static __always_inline bool bbr_full_bw_reached(const struct rf_bbr *bbr)
 {
 	return bbr->full_bw_reached;
 }
 
-/* bytes/s for a rate in packets/us << BW_SCALE, scaled by gain, less margin. */
-static __always_inline __u64 bbr_rate_bytes_per_sec(const struct sock *sk, __u64 bw,
-						    __u32 gain)
-{
-	__u64 rate = bw * tcp_sk(sk)->mss_cache;
-
-	/* native's order of operations: exact, and no overflow below ~2.9 Tbit/s */
-	rate = (rate * gain) >> BBR_SCALE;
-	rate *= USEC_PER_SEC / 100 * (100 - BBR_PACING_MARGIN_PCT);
-	return rate >> BW_SCALE;
-}
-
-/* The export's BtlBw in bytes/s (no margin, no gain). */
+/*
+ * The export's BtlBw in bytes/s (no margin, no gain). This and the next are
+ * bbr_bw_bytes_per_sec (bbr_common.h) written out: called through it, clang
+ * computes mss x 10^6 once for both and the instructions change.
+ */
 static __always_inline __u64 bbr_btlbw_bytes_per_sec(const struct sock *sk,
 						     const struct rf_bbr *bbr)
 {
@@ -405,7 +386,7 @@ static __always_inline __u64 bbr_lt_bw_bytes_per_sec(const struct sock *sk,
 static __always_inline __u64 bbr_bw_to_pacing_rate(const struct sock *sk, __u64 bw,
 						   __u32 gain)
 {
-	__u64 rate = bbr_rate_bytes_per_sec(sk, bw, gain);
+	__u64 rate = bbr_rate_bytes_per_sec(sk, bw, gain, BBR_PACING_MARGIN_PCT);
 
 	return rf_min(rate, (__u64)sk->sk_max_pacing_rate);
 }
@@ -416,12 +397,9 @@ static __always_inline __u64 bbr_bw_to_pacing_rate(const struct sock *sk, __u64 
  */
 static __always_inline __u32 bbr_bdp(const struct rf_bbr *bbr, __u64 bw, __u32 gain)
 {
-	__u64 w;
-
 	if (bbr->min_rtt_us == ~0U)
 		return TCP_INIT_CWND;
-	w = bw * bbr->min_rtt_us;
-	return (__u32)((((w * gain) >> BBR_SCALE) + BW_UNIT - 1) / BW_UNIT);
+	return bbr_bdp_packets(bw, bbr->min_rtt_us, gain);
 }
 
 /* Segments per TSO/GSO burst the stack will build at this pacing rate. */
@@ -507,11 +485,7 @@ static __always_inline __u32 bbr_packets_in_net_at_edt(const struct sock *sk,
 						       const struct rf_bbr *bbr,
 						       __u32 inflight_now)
 {
-	const struct tcp_sock *tp = tcp_sk(sk);
-	__u64 now_ns = tp->tcp_clock_cache;
-	__u64 edt_ns = rf_max(tp->tcp_wstamp_ns, now_ns);
-	__u64 interval_us = (edt_ns - now_ns) / NSEC_PER_USEC;
-	__u32 delivered_by_edt = (__u32)(((__u64)bbr_bw(bbr) * interval_us) >> BW_SCALE);
+	__u32 delivered_by_edt = (__u32)bbr_delivered_by_edt(sk, bbr);
 	__u32 inflight_at_edt = inflight_now;
 
 	if (bbr->pacing_gain > BBR_UNIT)
@@ -527,13 +501,9 @@ static __always_inline __u32 bbr_packets_in_net_at_edt(const struct sock *sk,
  */
 static __always_inline __u32 bbr_ack_aggregation_cwnd(const struct rf_bbr *bbr)
 {
-	__u32 cap, allowance;
-
 	if (!bbr->full_bw_reached)
 		return 0;
-	cap = (__u32)(((__u64)bbr_bw(bbr) * BBR_EXTRA_ACKED_MAX_US) >> BW_SCALE);
-	allowance = (BBR_EXTRA_ACKED_GAIN * bbr_extra_acked(bbr)) >> BBR_SCALE;
-	return rf_min(allowance, cap);
+	return bbr_extra_acked_allowance(bbr);
 }
 
 #ifndef RTTFAIR_HOOK_ACK_AGGREGATION_CWND
@@ -548,17 +518,7 @@ static __always_inline __u32 cca_ack_aggregation_cwnd(struct sock *sk, struct rf
 static __always_inline void bbr_init_pacing_rate_from_rtt(struct sock *sk,
 							  struct rf_bbr *bbr)
 {
-	struct tcp_sock *tp = tcp_sk(sk);
-	__u64 bw, rtt_us;
-
-	if (tp->srtt_us) {
-		rtt_us = rf_max(tp->srtt_us >> 3, 1U);
-		bbr->has_seen_rtt = 1;
-	} else {
-		rtt_us = USEC_PER_MSEC;
-	}
-	bw = (__u64)tp->snd_cwnd * BW_UNIT / rtt_us;
-	sk->sk_pacing_rate = bbr_bw_to_pacing_rate(sk, bw, BBR_HIGH_GAIN);
+	sk->sk_pacing_rate = bbr_bw_to_pacing_rate(sk, bbr_init_bw(sk, bbr), BBR_HIGH_GAIN);
 }
 
 /* pacing_rate = pacing_gain x BtlBw, never lowered before the pipe is full. */
@@ -572,16 +532,6 @@ static __always_inline void bbr_set_pacing_rate(struct sock *sk, struct rf_bbr *
 	rate = cca_pacing_rate(sk, bbr, rate);
 	if (bbr->full_bw_reached || rate > sk->sk_pacing_rate)
 		sk->sk_pacing_rate = rate;
-}
-
-static __always_inline void bbr_save_cwnd(struct sock *sk, struct rf_bbr *bbr)
-{
-	__u32 cwnd = tcp_sk(sk)->snd_cwnd;
-
-	if (bbr->prev_ca_state < TCP_CA_Recovery && bbr->mode != RTTFAIR_MODE_PROBE_RTT)
-		bbr->prior_cwnd = cwnd;
-	else
-		bbr->prior_cwnd = rf_max(bbr->prior_cwnd, cwnd);
 }
 
 /*
@@ -748,7 +698,7 @@ static __always_inline void bbr_lt_interval_done(struct sock *sk, struct rf_bbr 
 	if (bbr->lt_bw) {
 		diff = bw > bbr->lt_bw ? bw - bbr->lt_bw : bbr->lt_bw - bw;
 		if ((__u64)diff * BBR_UNIT <= (__u64)BBR_LT_BW_RATIO * bbr->lt_bw ||
-		    bbr_rate_bytes_per_sec(sk, diff, BBR_UNIT) <= BBR_LT_BW_DIFF) {
+		    bbr_rate_bytes_per_sec(sk, diff, BBR_UNIT, BBR_PACING_MARGIN_PCT) <= BBR_LT_BW_DIFF) {
 			bbr->lt_bw = (__u32)(((__u64)bw + bbr->lt_bw) >> 1);
 			bbr->lt_use_bw = 1;
 			bbr->pacing_gain = BBR_UNIT; /* stop probing into the policer */
@@ -842,61 +792,6 @@ static __always_inline void bbr_update_btlbw(struct sock *sk, struct rf_bbr *bbr
 	/* App-limited samples underestimate BtlBw: use them only if they raise it. */
 	if (!rs->is_app_limited || bw >= bbr_max_bw(bbr))
 		bbr_max_filter_update(bbr, BBR_BW_RTTS, (__u16)bbr->rtt_cnt, (__u32)bw);
-}
-
-/*
- * The current extra_acked bucket. Branches, not an index: the verifier
- * refuses a variable offset into the socket (icsk_ca_priv is part of it).
- */
-static __always_inline __u32 bbr_extra_acked_bucket(const struct rf_bbr *bbr)
-{
-	return bbr->extra_acked_win_idx ? bbr->extra_acked[1] : bbr->extra_acked[0];
-}
-
-static __always_inline void bbr_set_extra_acked_bucket(struct rf_bbr *bbr, __u16 v)
-{
-	if (bbr->extra_acked_win_idx)
-		bbr->extra_acked[1] = v;
-	else
-		bbr->extra_acked[0] = v;
-}
-
-/*
- * ACK aggregation: extra_acked = acked in this epoch - BtlBw x epoch length,
- * its max kept per 5-round bucket (two buckets: a 5-10 round window). An
- * epoch restarts when the ACKs are no faster than BtlBw (or after 2^20
- * packets), so extra_acked measures a burst above the model's rate.
- */
-static __always_inline void bbr_update_ack_aggregation(struct sock *sk, struct rf_bbr *bbr,
-						       const struct rate_sample *rs)
-{
-	const struct tcp_sock *tp = tcp_sk(sk);
-	__u32 now_us = (__u32)tp->delivered_mstamp, epoch_us, expected, extra, acked;
-
-	if (rs->acked_sacked <= 0 || rs->delivered < 0 || rs->interval_us <= 0)
-		return;
-	if (bbr->round_start) {
-		bbr->extra_acked_win_rtts = rf_min(0x1FU, bbr->extra_acked_win_rtts + 1U);
-		if (bbr->extra_acked_win_rtts >= BBR_EXTRA_ACKED_WIN_RTTS) {
-			bbr->extra_acked_win_rtts = 0;
-			bbr->extra_acked_win_idx = !bbr->extra_acked_win_idx;
-			bbr_set_extra_acked_bucket(bbr, 0);
-		}
-	}
-	epoch_us = rf_stamp_us_delta(now_us, bbr->ack_epoch_mstamp);
-	expected = (__u32)(((__u64)bbr_bw(bbr) * epoch_us) >> BW_SCALE);
-	acked = bbr->ack_epoch_acked;
-	if (acked <= expected || acked + rs->acked_sacked >= BBR_ACK_EPOCH_ACKED_RESET) {
-		acked = 0;
-		bbr->ack_epoch_mstamp = now_us;
-		expected = 0;
-	}
-	acked = rf_min(acked + (__u32)rs->acked_sacked, 0xFFFFFU);
-	bbr->ack_epoch_acked = acked;
-	/* Saturated to the 16-bit bucket, where native wraps (header comment). */
-	extra = rf_min(rf_min(acked - expected, tp->snd_cwnd), 0xFFFFU);
-	if (extra > bbr_extra_acked_bucket(bbr))
-		bbr_set_extra_acked_bucket(bbr, (__u16)extra);
 }
 
 /* ProbeBW: is it time to leave the current gain-cycle phase? */
@@ -1052,7 +947,7 @@ static __always_inline void bbr_update_model(struct sock *sk, struct rf_bbr *bbr
 {
 	bbr_update_round(sk, bbr, rs);
 	bbr_update_btlbw(sk, bbr, rs);
-	bbr_update_ack_aggregation(sk, bbr, rs);
+	bbr_update_ack_aggregation(sk, bbr, rs, BBR_EXTRA_ACKED_WIN_RTTS, true);
 	bbr_update_cycle_phase(sk, bbr, rs);
 	bbr_check_full_bw_reached(bbr, rs);
 	bbr_check_drain(sk, bbr);
