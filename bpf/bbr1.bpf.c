@@ -1,12 +1,30 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * bbr1: BBR version 1 as a BPF struct_ops congestion control.
+ * bbr1: BBR version 1 as a BPF struct_ops congestion control, the shared
+ * core (include/bbr_core.h) with every variant hook the identity.
  *
- * The baseline the other rttfair CCAs are measured against. The whole
- * algorithm is the shared core (include/bbr_core.h, which explains the model);
- * this file only says "no changes" to every variant hook. It exists so that
- * FaiRTT and Ad-BBR can be compared with a BBR built from exactly the same
- * code, and bbr1 itself with the kernel's native bbr (docs/results.md).
+ * The model (bbr_core.h): a pipe of bottleneck bandwidth and propagation
+ * delay,
+ *
+ *   BtlBw  = max delivery rate over 10 rounds
+ *   RTprop = min RTT over 10 s
+ *   BDP    = BtlBw x RTprop
+ *
+ * The law, unchanged from Linux tcp_bbr.c:
+ *
+ *   pacing_rate = pacing_gain x BtlBw                  (cca_pacing_rate: as is)
+ *   cwnd target = cwnd_gain x BDP + extra_acked + budget (cca_inflight_bdp: as is)
+ *   ProbeRTT    when RTprop is 10 s old               (cca_probe_rtt_due: as is)
+ *
+ * with the gains of Startup (2.885), Drain (0.347), ProbeBW (1.25, 0.75,
+ * 1 x 6; cwnd 2) and ProbeRTT (cwnd 4, 200 ms).
+ *
+ *   constant / tunable   value   meaning
+ *   (none of its own)            the core's constants: bbr_core.h
+ *
+ * It is the baseline: FaiRTT and Ad-BBR differ from it by their hooks
+ * alone, and it differs from the kernel's own bbr only where
+ * docs/algorithms.md, "The BBR core (bbr1)", says.
  *
  * GPL-2.0: struct_ops programs must be GPL-compatible.
  */

@@ -1,93 +1,72 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The shared BBR (v1) core of the rttfair congestion controls.
+ * The shared BBR (v1) core of the rttfair congestion controls: BBR as Linux
+ * net/ipv4/tcp_bbr.c runs it (ACM Queue 2016; draft-cardwell-iccrg-bbr),
+ * as a struct_ops machine that bbr1 uses as is and FaiRTT, Ad-BBR and qfair
+ * change through hooks.
  *
- * The model
- * ---------
- * BBR models the path as a pipe with two properties: the bottleneck
- * bandwidth BtlBw (the fastest rate the path delivers data) and the round-trip
- * propagation time RTprop (the RTT with no queue). Their product, the
- * bandwidth-delay product BDP = BtlBw x RTprop, is the amount of data that
- * fills the pipe without building a queue: Kleinrock's optimal operating
- * point. BBR estimates both continuously and from them sets two controls:
+ * The model: the path is a pipe with a bottleneck bandwidth and a round-trip
+ * propagation time, estimated from every ACK's delivery-rate sample.
  *
- *   pacing_rate = pacing_gain x BtlBw              (how fast to send)
- *   cwnd        = cwnd_gain  x BDP + budget        (how much may be in flight)
+ *   BtlBw  = max(delivered / interval) over the last 10 packet-timed rounds
+ *            (an app-limited sample only when it raises the max)
+ *   RTprop = min(RTT) over the last 10 s
+ *   BDP    = BtlBw x RTprop
  *
- * Estimation. Every ACK carries a delivery-rate sample (the kernel's
- * rate_sample: data delivered over the interval it took). BtlBw is the
- * windowed maximum of those samples over the last 10 packet-timed round trips,
- * skipping samples that were limited by the application rather than the
- * network. RTprop is the windowed minimum RTT over the last 10 seconds.
- * A "packet-timed round trip" ends when a packet sent after the round began
- * is acknowledged (tracked through tp->delivered).
+ * The law, per ACK (bw = BtlBw, or lt_bw while policed):
  *
- * The state machine (BBR paper, ACM Queue 2016; IETF draft-cardwell-iccrg-bbr):
- *   Startup   pacing and cwnd gain 2/ln2 ~ 2.885, doubling the rate every
- *             round, until the bandwidth estimate grows by < 25% for three
- *             rounds in a row ("the pipe is full").
- *   Drain     pacing gain ln2/2, to drain the queue Startup built, until
- *             inflight <= BDP.
- *   ProbeBW   steady state: cycle the pacing gain through eight phases of
- *             about one RTprop each, 1.25 (probe for more bandwidth), 0.75
- *             (drain what the probe queued), then six at 1.0. Each flow starts
- *             at a random phase (never the draining one) so flows sharing a
- *             bottleneck do not probe in lock-step.
- *   ProbeRTT  when RTprop has not been refreshed for 10 s, cap cwnd at 4
- *             packets for at least 200 ms and one round trip so the queue
- *             drains and the true RTprop can be seen, then return.
+ *   pacing_rate = pacing_gain x bw x (1 - 1 %), never lowered before the
+ *                 pipe is full
+ *   target      = cwnd_gain x BDP + extra_acked + 3 TSO bursts (+2 in 1.25)
+ *   cwnd        = min(cwnd + acked, target)            once the pipe is full
+ *               = cwnd + acked                         before
  *
- * Around this, cwnd is held by packet conservation in fast recovery (send one
- * packet per packet delivered in the first round), and restored to its prior
- * value when recovery or loss recovery ends. The budget added to the cwnd
- * target covers TSO/GSO batching (3 TSO bursts) and, in the probing phase of
- * ProbeBW, two extra packets.
+ *   mode       pacing_gain           cwnd_gain  leaves when
+ *   Startup    2/ln2 = 2.885         2.885      BtlBw grew < 25 % in 3 rounds
+ *   Drain      ln2/2 = 0.347         2.885      in_net_at_edt <= inflight(1)
+ *   ProbeBW    1.25, 0.75, 1 x 6     2          (phases of one RTprop each on
+ *                                               the delivery clock, random
+ *                                               start, never 0.75)
+ *   ProbeRTT   1                     1          cwnd 4 for 200 ms and a round,
+ *                                               entered when RTprop is 10 s old
  *
- * Two refinements of Linux tcp_bbr.c (v1) that the papers do not describe,
- * both here because native bbr has them and a baseline must behave like it:
+ *   inflight(g)   = g x BDP + TSO budget
+ *   in_net_at_edt = inflight + [TSO burst if gain > 1] - bw x (EDT - now)
+ *   The 1.25 phase ends after an RTprop once in_net_at_edt >= inflight(1.25)
+ *   or on loss; the 0.75 phase after an RTprop or once in_net_at_edt <=
+ *   inflight(1).
+ *   Fast recovery: cwnd = inflight + acked in its first round (packet
+ *   conservation); leaving recovery or Loss restores the cwnd before it.
+ *   extra_acked: ACK aggregation, bbr_common.h.
+ *   lt_bw (policer): two intervals of 4-16 rounds, each from a loss to a
+ *   loss with lost/delivered >= 50/256, whose rates agree within 1/8 or
+ *   4 kbit/s make bw = their mean and ProbeBW's gain 1, for 48 rounds.
  *
- *   ACK aggregation. ACKs often arrive in bursts (delayed ACKs, GRO, a shaper
- *   releasing a tick's worth at once), and between bursts nothing is ACKed.
- *   With cwnd = 2 BDP a flow then stalls in the silences. The core measures
- *   the aggregation as the data ACKed in an "epoch" beyond what BtlBw would
- *   have delivered over it,
- *       extra_acked = acked_in_epoch - BtlBw x (now - epoch_start),
- *   (an epoch restarts whenever the ACKs fall back to the expected rate),
- *   keeps its windowed max over 5-10 round trips (two 5-round buckets), and
- *   adds it to the cwnd target once the pipe is full, capped at
- *   BtlBw x 100 ms and at cwnd. One deviation from native: a bucket is 16
- *   bits in both, and where native's wraps this one saturates at 65,535
- *   packets, which takes cwnd above 65,535 (at 100 Gbit/s, 8.63 packets/us
- *   of 1448 bytes, from about 3.8 ms RTT at gain 2) and an ACK burst 7.6 ms
- *   ahead of the model (8.63 x 7600 = 65,588 packets).
+ *   constant                value          meaning
+ *   BBR_HIGH_GAIN           2.885          Startup's gains
+ *   BBR_DRAIN_GAIN          0.347          Drain's pacing gain
+ *   BBR_CWND_GAIN           2              ProbeBW's cwnd gain
+ *   BBR_CYCLE_LEN, _RAND    8, 7           ProbeBW phases, random start range
+ *   BBR_BW_RTTS             10 rounds      BtlBw max filter window
+ *   BBR_MIN_RTT_WIN_MS      10 s           RTprop expiry
+ *   BBR_PROBE_RTT_MODE_MS   200 ms         ProbeRTT dwell
+ *   BBR_CWND_MIN_TARGET     4 packets      cwnd floor, ProbeRTT's cwnd
+ *   BBR_FULL_BW_THRESH, _CNT 1.25, 3       Startup's plateau test
+ *   BBR_PACING_MARGIN_PCT   1 %            pacing below bw
+ *   BBR_MIN_TSO_RATE        1.2 Mbit/s     below it, 1 segment per TSO burst
+ *   BBR_LT_INTVL_MIN_RTTS   4 rounds       long-term interval, 4..16 rounds
+ *   BBR_LT_LOSS_THRESH      50/256         lossy interval
+ *   BBR_LT_BW_RATIO, _DIFF  1/8, 4 kbit/s  two intervals agree
+ *   BBR_LT_BW_MAX_RTTS      48 rounds      policed mode's length
+ *   No tunables: the core is native bbr's; the variants have theirs.
  *
- *   Long-term bandwidth (policer detection). A token-bucket policer lets a
- *   burst through at line rate and then drops everything above its rate, so
- *   the max filter over-estimates BtlBw and the flow loses heavily. The core
- *   takes two intervals of 4-16 round trips, each starting and ending at a
- *   loss; if both lost >= 50/256 (about 20 %) of what they delivered and
- *   their delivery rates agree within 1/8 (or 4 kbit/s), the path is
- *   policed: BtlBw becomes the mean of the two (lt_bw), ProbeBW stops
- *   probing (gain 1.0) for 48 round trips, then the ordinary model returns.
+ * Fixed point: bw in packets/us << 24, gains << 8 (BBR_UNIT = 1.0).
  *
- * Phase decisions (leaving the 1.25 and 0.75 phases, leaving Drain) compare
- * the packets "in the network at the earliest departure time": inflight,
- * minus what BtlBw delivers before the next paced packet may leave, plus
- * that packet's TSO burst when probing. ProbeBW phases are timed on the
- * delivery clock (tp->delivered_mstamp), as native bbr does.
- *
- * Fixed point: bandwidth is packets per microsecond << BW_SCALE (24 bits of
- * fraction); gains are << BBR_SCALE (8 bits, BBR_UNIT = 1.0).
- *
- * Variants. FaiRTT and Ad-BBR are small changes to this machine. Each CCA's
- * .bpf.c defines RTTFAIR_CCA (its enum rttfair_cca_id) and the hooks declared
- * below, then includes this header. bbr1 implements them as identities.
- *
- * Per-flow state. struct rf_bbr lives in the 104-byte icsk_ca_priv; state a
- * variant needs beyond that lives in its own bpf_sk_storage map. The core's
- * one rarely used part, the start of a long-term sampling interval, lives in
- * the core's own sk_storage (rf_bbr_lt), touched only on losses.
- * Remaining differences from native bbr: docs/algorithms.md, "The BBR core".
+ * Variants: each CCA's .bpf.c defines RTTFAIR_CCA and the cca_* hooks
+ * declared below, then includes this header. Per-flow state: struct rf_bbr
+ * in icsk_ca_priv (88 bytes of core, 16 for the variant's per-ACK state);
+ * the start of a long-term interval in sk_storage (rf_bbr_lt). Differences
+ * from native bbr: docs/algorithms.md, "The BBR core (bbr1)".
  */
 #ifndef RTTFAIR_BBR_CORE_H
 #define RTTFAIR_BBR_CORE_H
