@@ -1,62 +1,53 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * fairtt: FaiRTT on the rttfair BBR core. The paper (equation, algorithm
- * and section numbers below are its):
- * A. Abrol, P. Murali Mohan, T. Truong-Huu, "FaiRTT: An Empirical Approach
- * for Enhanced RTT Fairness and Bottleneck Throughput in BBR", arXiv
- * preprint arXiv:2403.19973, 2024.
+ * fairtt: FaiRTT on the rttfair BBR core. A. Abrol, P. Murali Mohan,
+ * T. Truong-Huu, "FaiRTT: An Empirical Approach for Enhanced RTT Fairness
+ * and Bottleneck Throughput in BBR", arXiv:2403.19973, 2024; equation,
+ * algorithm and section numbers below are the paper's.
  *
- * The model
- * ---------
- * Flows that share a bottleneck under BBR each keep about 2 x BDP in flight,
- * and a flow's BDP is its BtlBw times its own RTprop. In a deep buffer the
- * standing queue this builds is shared, so a long-RTT ("elephant") flow, whose
- * BDP is larger, holds more of the queue and gets more of the link; the
- * short-RTT ("mice") flows starve. FaiRTT shrinks a flow's BDP while the RTT it
- * sees is well above what the flows on the host consider normal:
+ * The model: under BBR each flow keeps about 2 BDP in flight and its BDP is
+ * BtlBw x its own RTprop, so in a deep buffer a long-RTT flow holds more of
+ * the shared queue. FaiRTT judges a flow's RTT against what the flows on
+ * the host take as normal:
  *
- *   Wfcount_t  number of distinct minRTTs among active flows (Alg. 1 line 4)
- *   WminRTT_t  = beta * mean(past minRTTs) + (1 - beta) * minRTT_t     (Eq. 6)
- *   W_t        = min(|Rx|, |Tx|) in packets, capped at 16, used as the  (Eq. 7)
- *                number of rounds Eq. 5 averages (the cap binds on any
- *                path whose BDP is 5 packets or more: docs/algorithms.md)
- *   alpha_t    = Wfcount_t * mean of WminRTT over the last W_t rounds   (Eq. 5)
- *   in ProbeBW, when lastRTT_t > alpha_t:
- *     BDP_t    = BtlBw_t * RTprop_t * (minRTT_t * gamma / lastRTT_t)    (Alg. 1)
- *   Inflight_t = BDP_t * cwnd_gain                                      (Eq. 4)
+ *   Wfcount_t = distinct minRTTs among active flows        (Alg. 1 line 4)
+ *   WminRTT_t = beta x mean(past minRTTs) + (1 - beta) x minRTT_t   (Eq. 6)
+ *   W_t       = min(|Rx|, |Tx|) packets, at most 16 rounds          (Eq. 7)
+ *   alpha_t   = Wfcount_t x mean(WminRTT over the last W_t rounds)  (Eq. 5)
  *
- * The coefficient minRTT * gamma / lastRTT is below 1 and smaller the more
- * queueing a flow sees relative to its own minRTT.
+ * The law, per ACK, in ProbeBW only (Alg. 1 lines 6-11):
  *
- * Where things live
- * -----------------
- * - The BBR machine: bbr_core.h (this file changes only the BDP that sizes
- *   cwnd, through cca_inflight_bdp()).
- * - What every ACK reads or writes (alpha_t, gamma, the coefficient and
- *   whether it applies, and the exported Wfcount and WminRTT): the core's
- *   16-byte cca_hot area of icsk_ca_priv, so an ACK needs no map lookup.
- * - The per-round state (minRTT history, the WminRTT window, the registry
- *   slot): the fairtt_sk sk_storage map, looked up once per round trip.
- * - Wfcount: FAIRTT_REGISTRY_MAP, a pinned array shared by every socket on the
- *   host in every network namespace (and by the daemon): slots of minRTT
- *   classes refreshed by their flows once per round trip. FaiRTT needs no
- *   daemon to work. fairtt.scope chooses whose classes a flow counts: every
- *   flow on the host (1, the default), only those of its own network
- *   namespace (2, the lab's default: concurrent experiments do not see each
- *   other), or only those of its own local address (3: in the lab, where all
- *   of an experiment's senders share one namespace but each flow has its own
- *   address, every flow then acts as a separate host). The slot-state
- *   transitions (join, claim, take back a stale slot, leave) are in
- *   fairtt_registry.h, host-tested by loader/tests/fairtt_registry.rs.
- * - Tunables: FAIRTT_TUNABLES_MAP (rttfairctl set fairtt.<name>).
+ *   coef      = min(1, minRTT_t x gamma / lastRTT_t)  if lastRTT_t > alpha_t
+ *             = 1                                     otherwise
+ *   BDP_t     = BtlBw x RTprop x coef
+ *   Inflight  = BDP_t x cwnd_gain                                   (Eq. 4)
  *
- * The paper's choices left open, and what this file does (docs/algorithms.md
- * has the full table): "window t" is the last W_t packet-timed round trips,
- * W_t = min(peer receive window, cwnd) in packets capped at the 16-entry ring;
- * a minRTT sample is the core's RTprop once per round trip; lastRTT is the RTT
- * of the latest ACK's rate sample (not srtt); "distinct" minRTTs differ by
- * more than tolerance_pct (10 %) of the larger; a class is active while some
- * flow refreshed it within window_ms (1 s).
+ * coef scales only the BDP that sizes the cwnd target (cca_inflight_bdp);
+ * pacing and the phase decisions keep the core's model. Everything else is
+ * bbr_core.h. A minRTT sample is the core's RTprop, once per round trip;
+ * lastRTT is the RTT of the ACK's rate sample.
+ *
+ *   tunable (fairtt.*)  default  meaning
+ *   beta_ppm            0.8      Eq. 6's weight of the past minRTTs
+ *   gamma_ppm           0.99     Alg. 1's gamma
+ *   window_ms           1000     a minRTT class is active this long after
+ *                                a flow last refreshed it
+ *   tolerance_pct       10       minRTTs within this % of the larger are
+ *                                one class
+ *   scope               1        whose classes count: 1 every flow on the
+ *                                host, 2 its network namespace, 3 its local
+ *                                address
+ *   constant                 value  meaning
+ *   FAIRTT_RING              16     WminRTTs kept: W_t's cap
+ *   FAIRTT_REGISTRY_SLOTS    32     minRTT classes in the host registry
+ *
+ * State: what an ACK touches (alpha, gamma, coef, the exported Wfcount and
+ * WminRTT) in the core's 16-byte cca_hot; the per-round history and
+ * registry slot in the fairtt_sk sk_storage, looked up once per round trip;
+ * Wfcount in FAIRTT_REGISTRY_MAP, a pinned array shared by every socket on
+ * the host (fairtt_registry.h has its slot transitions). Tunables:
+ * FAIRTT_TUNABLES_MAP (rttfairctl set fairtt.<name>). The paper's open
+ * choices and the deviations: docs/algorithms.md, "FaiRTT".
  *
  * GPL-2.0: struct_ops programs must be GPL-compatible.
  */
@@ -116,12 +107,9 @@ RTTFAIR_SK_STORAGE(fairtt_sk, struct fairtt_flow, fairtt_flow_of);
  * The tunables in force, read field by field where each is used: `set` is
  * the map's entry (fairtt_tunables_set(); NULL: all defaults) and
  * fairtt_tun_<field>(set) the field where user space set it (non-zero),
- * else its default (rttfair_cca_maps.h's rule for one field). Not
- * a copy of the whole struct: copied up front, the five values stayed live
- * across the per-round update and cost its stack frame a slot each (the
- * verifier's 512-byte limit is for the whole call chain, and fairtt's was
- * at it; docs/results.md, "fairtt's stack"). The window is converted to ns
- * where it is read.
+ * else its default (rttfair_cca_maps.h's rule for one field). No copy of
+ * the whole struct, which would hold a stack slot per field across the
+ * per-round update (docs/algorithms.md, "FaiRTT", "State and cost").
  */
 #define FAIRTT_TUNABLE_DEFAULTS(X)                                               \
 	X(beta_ppm, FAIRTT_DEF_BETA_PPM)                                         \
@@ -151,20 +139,14 @@ static __always_inline struct fairtt_slot *fairtt_member_slot(const struct fairt
 }
 
 /*
- * The per-round update (fairtt_update_round, below) calls BPF subprograms
- * in turn, each holding only its own values: the verifier refuses a program
- * whose frames along a chain of calls sum to more than 512 bytes,
- * cong_control's own frame was 368 (the core's 280-byte export record, since
- * moved off the stack: 80 now, docs/results.md, "The export record off the
- * stack"), and as one subprogram the update took 128 bytes (the five
- * tunables copied as a struct, the registry scan's state, the ring sum and
- * the values live across them) plus the scan callback's 16: exactly 512
- * (docs/results.md, "fairtt's stack"). Now Eq. 6 (fairtt_round_wminrtt),
- * Wfcount (fairtt_wfcount: fairtt_scan_start, the bpf_loop over the
- * registry, fairtt_scan_join) and Eq. 5 (fairtt_round_alpha) in turn. What
- * a part needs from the one before is in ff (the ring) and bbr (min_rtt_us,
- * which no part writes) or passed (Wfcount); each tunable is still read
- * once per round, by the part that uses it.
+ * The per-round update (fairtt_update_round, below) is BPF subprograms
+ * called in turn, each holding only its own values, so that no chain of
+ * frames nears the verifier's 512-byte stack limit: Eq. 6
+ * (fairtt_round_wminrtt), Wfcount (fairtt_wfcount: fairtt_scan_start, the
+ * bpf_loop over the registry, fairtt_scan_join) and Eq. 5
+ * (fairtt_round_alpha). What a part needs from the one before is in ff (the
+ * ring) and bbr (min_rtt_us, which no part writes) or passed (Wfcount);
+ * each tunable is read once per round, by the part that uses it.
  */
 
 /* One slot of the registry pass (bpf_loop callback; the scan's state,
@@ -301,8 +283,7 @@ static __noinline __u32 fairtt_round_alpha(struct sock *sk, const struct fairtt_
 	struct fairtt_ring_sum rs = { .ff = ff };
 	__u32 w = rf_min(fairtt_window_len(sk), ff->ring_len);
 
-	/* The last W_t WminRTTs (bpf_loop: a plain loop here cost the verifier
-	 * over half a million instructions). */
+	/* The last W_t WminRTTs (bpf_loop: the verifier checks one iteration). */
 	bpf_loop(w, fairtt_add_recent, &rs, 0);
 	return fairtt_alpha_us(wfcount, rs.sum, w);
 }
@@ -311,8 +292,7 @@ static __noinline __u32 fairtt_round_alpha(struct sock *sk, const struct fairtt_
  * Once per round trip: minRTT sample -> WminRTT (Eq. 6) -> Wfcount -> alpha
  * (Eq. 5). A separate BPF subprogram (__noinline), as are its parts: the
  * tunables' constant-or-loaded values stay inside them instead of
- * multiplying the verifier's states in the per-ACK path (inlined,
- * cong_control cost the verifier ~600k instructions). The ring's sum for
+ * multiplying the verifier's states in the per-ACK path. The ring's sum for
  * alpha is taken after the registry pass, which writes only ff->reg and
  * the registry.
  */
