@@ -1,51 +1,54 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * adbbr: Ad-BBR on the rttfair BBR core. The paper (equation and algorithm
- * numbers below are its):
- * M. Wang, X. Zhang, F. Jing, M. Gao, "Ad-BBR: Enhancing Round-Trip Time
- * Fairness and Transmission Stability in TCP-BBR", Future Internet 17(5),
- * 189, 2025, doi:10.3390/fi17050189.
+ * adbbr: Ad-BBR on the rttfair BBR core. M. Wang, X. Zhang, F. Jing, M. Gao,
+ * "Ad-BBR: Enhancing Round-Trip Time Fairness and Transmission Stability in
+ * TCP-BBR", Future Internet 17(5), 189, 2025, doi:10.3390/fi17050189;
+ * equation and algorithm numbers below are the paper's.
  *
- * The model
- * ---------
- * BBRv1 over-injects: cwnd is 2 x BDP and every flow's probing adds to a
- * shared queue, and each flow's share of that queue grows with its RTT.
- * Ad-BBR watches the RTT each ACK reports (rRTT) against a reference minimum
- * RTT (nRTT) and, in ProbeBW, slows its pacing as the queue grows:
+ * The model: BBR v1's 2 BDP in flight builds a shared queue, and a flow's
+ * share of it grows with its RTT. Ad-BBR compares the RTT each ACK reports
+ * (rRTT) with a reference RTT (nRTT), eta = rRTT - nRTT being the queueing:
  *
- *   nRTT      the reference RTT (Alg. 1): RTprop, re-read at once while
- *             rRTT <= alpha * RTprop, or after rRTT stayed above it for
- *             0.3 s (a path change rather than a passing burst)
- *   regime    rRTT <  1.25 nRTT               pacing = BtlBw * gain      (Alg. 2)
- *             1.25 <= rRTT/nRTT < 1.5         pacing = BtlBw * gain / beta,
- *                                             beta = rRTT / nRTT         (Eq. 11)
- *             rRTT >= 1.5 nRTT                pacing = BtlBw * gain * gamma,
- *                                             gamma ~ 1 / (rRTT - nRTT)  (Eq. 12)
- *   ProbeRTT  not every 10 s, but when rRTT > RTprop + Y has held for 10 s,
- *             Y = max(X * std(RTT history), Z_min), X = 0.5, Z_min = 5 ms
- *             (Alg. 3, Eq. 13): a queue that does not go away, not a timer.
- *             RTprop is therefore the minimum RTT since the last ProbeRTT:
- *             the core's 10 s window does not expire it (it would re-read
- *             RTprop from a queued sample and hide the queue Alg. 3 looks
- *             for); when Alg. 3 fires, the next sample replaces RTprop and
- *             the dwell's minimum follows, as BBR's expiry does.
+ *   nRTT = RTprop, re-read while rRTT <= alpha x RTprop, or once rRTT has
+ *          stayed above it for hold_ms                          (Alg. 1)
+ *   Y    = max(X x std(RTT history), Z_min)                     (Eq. 13)
  *
- * Eq. 12 as printed is not dimensionless (with seconds it multiplies the rate
- * by 100 at 10 ms of queueing). The interpretation is a runtime tunable
- * (adbbr.gamma_mode, adbbr_math.h): 1 ratio nRTT/rRTT [default: it gave
- * the best RTT fairness of the three in the lab, docs/results.md],
- * 2 normalized nRTT/(3 eta), 3 reference 1 ms/eta; each clamped to [1/16, 2/3].
- * Alg. 1 leaves alpha unset: 1.25, the same threshold at which Alg. 2 starts
- * regulating, so nRTT is held steady exactly while the rate is regulated.
- * Not in the paper: an absolute floor (adbbr.eta_floor_us, 1 ms) under the
- * RTT-ratio thresholds of Alg. 1 and 2 (adbbr_math.h), so that microsecond
- * host noise is not read as queueing; it binds only where nRTT < 4 ms.
- * docs/algorithms.md has the reasoning and the deviations table.
+ * The law, per ACK, in ProbeBW (Alg. 2), on the core's pacing rate:
  *
- * State: the BBR core in icsk_ca_priv, and in its 16-byte cca_hot area all
- * that an ACK reads or writes (nRTT, the Alg. 1 and Alg. 3 timers, the RTT
- * std, the pacing factor); only the RTT history (16 samples, one per round
- * trip) lives in the adbbr_sk sk_storage map, looked up once per round.
+ *   rRTT < 1.25 nRTT             pacing = BtlBw x gain
+ *   1.25 <= rRTT/nRTT < 1.5      pacing = BtlBw x gain / beta,  beta = rRTT/nRTT  (Eq. 11)
+ *   rRTT >= 1.5 nRTT             pacing = BtlBw x gain x gamma                    (Eq. 12)
+ *     gamma, clamped to [1/16, 2/3], by gamma_mode: 1 nRTT/rRTT,
+ *     2 nRTT/(3 eta), 3 gamma_ref/eta (Eq. 12 as printed is not
+ *     dimensionless)
+ *   both regimes also need eta >= eta_floor (2 eta_floor for gamma), and
+ *   Alg. 1's threshold is at least RTprop + eta_floor
+ *
+ *   ProbeRTT when rRTT > RTprop + Y has held for probe_hold_ms (Alg. 3);
+ *   RTprop is the min RTT since the last ProbeRTT: the core's 10 s window
+ *   does not expire it (cca_min_rtt_expired), Alg. 3 does.
+ *
+ * cwnd is the core's. Everything else is bbr_core.h.
+ *
+ *   tunable (adbbr.*)  default  meaning
+ *   alpha_ppm          1.25     Alg. 1's threshold on rRTT / RTprop
+ *   hold_ms            300      Alg. 1: rRTT above it this long re-reads nRTT
+ *   x_ppm              0.5      Eq. 13's X
+ *   zmin_us            5000     Eq. 13's Z_min
+ *   probe_hold_ms      10000    Alg. 3's hold before ProbeRTT
+ *   gamma_mode         1        Eq. 12's reading (above)
+ *   gamma_ref_us       1000     mode 3's reference
+ *   eta_floor_us       1000     absolute floor under the ratio thresholds
+ *                               (not in the paper; binds where nRTT < 4 ms)
+ *   constant           value    meaning
+ *   ADBBR_HIST         16       RTT history: one sample per round trip
+ *
+ * State: the core in icsk_ca_priv, and in its 16-byte cca_hot all an ACK
+ * reads or writes (nRTT, the Alg. 1 and Alg. 3 timers, the RTT std, the
+ * pacing factor); the RTT history in the adbbr_sk sk_storage, looked up
+ * once per round. Tunables: ADBBR_TUNABLES_MAP (rttfairctl set
+ * adbbr.<name>). Readings, defaults and deviations: docs/algorithms.md,
+ * "Ad-BBR".
  *
  * GPL-2.0: struct_ops programs must be GPL-compatible.
  */
@@ -97,16 +100,10 @@ RTTFAIR_SK_STORAGE(adbbr_sk, struct adbbr_flow, adbbr_flow_of);
  * The tunables in force, read field by field where each is used, as in
  * fairtt and qfair: `set` is the map's entry (adbbr_tunables_set(); NULL:
  * all defaults) and adbbr_tun_<field>(set) the field where user space set it
- * (non-zero), else its default. Unlike fairtt's and qfair's, these are read
- * per ACK, not per round: Alg. 1-3 compare each ACK's rRTT against values
- * built from seven of the eight tunables (alpha_ppm, eta_floor_us, hold_ms,
- * x_ppm and zmin_us through Y, probe_hold_ms, gamma_mode, gamma_ref_us),
- * and there is no room to keep them per round: icsk_ca_priv is full
- * (ICSK_CA_PRIV_SIZE, 104 bytes: the core's 88 and the 16 of adbbr_hot, one
- * bit of which is free), and the sk_storage lookup that would hold them
- * costs more per ACK than the ARRAY lookup, which the verifier inlines. So
- * an ACK costs one inlined array lookup and a load per field used, no copy
- * of the struct.
+ * (non-zero), else its default. Read per ACK, not per round: Alg. 1-3
+ * compare each ACK's rRTT against values built from seven of the eight, and
+ * icsk_ca_priv has no room to keep them (docs/algorithms.md, "Ad-BBR",
+ * "State and cost"): one inlined array lookup and a load per field used.
  */
 #define ADBBR_TUNABLE_DEFAULTS(X)                                                \
 	X(alpha_ppm, ADBBR_DEF_ALPHA_PPM)                                        \
