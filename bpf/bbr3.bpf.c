@@ -1,21 +1,37 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * bbr3: BBR version 3 as a BPF struct_ops congestion control, on a stock
- * kernel. The model and the state machine are include/bbr3_core.h (which
- * explains them); this file is the glue: where the state lives, what is
- * read from the kernel on each ACK, the export, the struct_ops programs.
+ * kernel. The model and the law are include/bbr3_core.h's:
+ *
+ *   bw          = min(bw_hi, bw_lo)
+ *   pacing_rate = pacing_gain x bw
+ *   cwnd        = min(cwnd_gain x BDP + extra_acked + budget,
+ *                     inflight_hi [- 15 %], inflight_lo)
+ *
+ * This file is the glue: what each ACK reads from the kernel, where the
+ * state lives, the export, the struct_ops programs. Per ACK it reads
+ *
+ *   tx_in_flight, tx.lost   v3's rate_sample fields where the kernel has
+ *                           them (CO-RE), else the snapshot ring:
+ *                           inflight and tp->lost when the ACKed packet left
+ *   is_ece                  v3's rs->is_ece, else tcp_ack()'s FLAG_ECE
+ *   TLP recovery            CWR entered without ECE (no such event here)
+ *
+ *   constant           value             meaning
+ *   ring snapshots     8 per cwnd        of deliveries: the ring spans two
+ *                                        windows (BBR3_RING in bbr3_math.h)
+ *   BBR3_FLAG_ECE      0x40              tcp_ack()'s ECE flag
+ *   BBR3_MIN_TSO_SEGS  2                 min_tso_segs (v3's floor)
+ *   No tunables.
  *
  * State. struct bbr3 (icsk_ca_priv) is all the per-ACK path touches. struct
  * bbr3_cold (sk_storage) holds the flow id, the ECN alpha, the undo values,
- * the per-round loss rate and the ring of send-time snapshots; it is looked
- * up at most once per ACK, and only on ACKs that need it: a round start, a
- * loss round start, an ACK that marked or follows recent losses, an ECE, a
- * CWR entry, or a due ring snapshot (8 per cwnd of deliveries). A lossless
- * flow in steady state does one lookup per cwnd/8 packets delivered.
- *
- * What the stock kernel does not give (docs/algorithms.md, "bbr3"): where
- * the kernel has v3's rate_sample fields (tx_in_flight, lost, is_ece),
- * CO-RE field-existence checks select them and the ring is not consulted.
+ * the per-round loss rate and the ring; it is looked up at most once per
+ * ACK, and only on ACKs that need it: a round start, a loss round start, an
+ * ACK that marked or follows recent losses, an ECE, a CWR entry, or a due
+ * ring snapshot. A lossless flow in steady state does one lookup per cwnd/8
+ * packets delivered. The approximations and what they cost:
+ * docs/algorithms.md, "bbr3".
  *
  * GPL-2.0: struct_ops programs must be GPL-compatible.
  */

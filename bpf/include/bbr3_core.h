@@ -1,81 +1,64 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * BBR version 3: the model and the state machine (bbr3.bpf.c is the glue).
+ * Sources: google/bbr v3 net/ipv4/tcp_bbr.c; draft-ietf-ccwg-bbr.
  *
- * The model
- * ---------
- * Like BBR v1 (bbr_core.h), BBRv3 models the path by its bottleneck
- * bandwidth and its round-trip propagation time, and sets
+ * The model: as v1, bandwidth and propagation delay, plus an operating
+ * range bounded by what loss and ECN said:
  *
- *   pacing_rate = pacing_gain x bw                        (draft Sec. 4.6.2)
- *   cwnd        = cwnd_gain x BDP + extra_acked + budget  (draft Sec. 4.6.4)
- *
- * What v3 adds is an operating *range*, bounded by what loss and ECN said:
- *
- *   bw_hi, inflight_hi   long-term upper bounds. bw_hi is the max delivery
- *                        rate of the last 1-2 ProbeBW cycles (not 10 rounds).
- *                        inflight_hi is the volume of data in flight at which
- *                        the loss rate of a probe exceeded 2 % (or the CE
- *                        mark rate 50 %): the inflight-too-high test, Eq. 1
- *                        below. It is raised again, doubling per round, in
- *                        every probe that does not hit the bound.
- *   bw_lo, inflight_lo   short-term lower bounds, set only outside probes:
- *                        each round trip with loss cuts them by beta = 0.3
- *                        but never below what the last round delivered
- *                        (Eq. 2); a round with ECE cuts inflight_lo by
- *                        ecn_alpha / 3 (Eq. 3). They are forgotten when the
- *                        next probe starts (Refill).
- *
- *   bw       = min(bw_hi, bw_lo)
- *   inflight_too_high  <=>  lost / tx_in_flight > 2 %
- *                        or  delivered_ce / delivered > 50 %     (Eq. 1)
- *   bw_lo'       = max(bw_latest,       (1 - beta) bw_lo)      (Eq. 2)
+ *   bw_hi        max delivery rate of the last 1-2 ProbeBW cycles
+ *   bw_lo, inflight_lo   short-term lower bounds, cut only outside probes,
+ *                forgotten when the next probe starts (REFILL)
+ *   inflight_hi  long-term upper bound: where a probe's loss rate passed 2 %
+ *                (or its CE rate 50 %); raised again by probes that stay below
+ *   bw           = min(bw_hi, bw_lo)
+ *   too_high    <=> lost / tx_in_flight > 2 % or delivered_ce / delivered > 50 %  (Eq. 1)
+ *   bw_lo'       = max(bw_latest,       (1 - beta) bw_lo)      per loss round (Eq. 2)
  *   inflight_lo' = max(inflight_latest, (1 - beta) inflight_lo)
- *   inflight_lo' = (1 - ecn_alpha / 3) inflight_lo             (Eq. 3)
- *   ecn_alpha'   = (1 - 1/16) ecn_alpha + 1/16 ce_ratio         (Eq. 4)
- *   inflight_hi  = inflight_prev + lost_prefix, where lost_prefix solves
- *                  (lost_prev + x) / (inflight_prev + x) = 2 %  (Eq. 5)
+ *   inflight_lo' = (1 - ecn_alpha / 3) inflight_lo             per ECE round  (Eq. 3)
+ *   ecn_alpha'   = (1 - 1/16) ecn_alpha + 1/16 ce_ratio        per round      (Eq. 4)
+ *   inflight_hi  = inflight_prev + x, (lost_prev + x) / (inflight_prev + x) = 2 %  (Eq. 5)
  *
- * The state machine (google/bbr v3 tcp_bbr.c; IETF draft-ietf-ccwg-bbr):
- *   Startup   pacing gain 2.77 (4 ln 2), cwnd gain 2, until the bandwidth
- *             plateaus (3 rounds below +25 %), or a round in recovery has at
- *             least 6 loss events and Eq. 1 holds, or 2 rounds have a CE
- *             ratio above 50 %. The last two set inflight_hi to the BDP.
- *   Drain     pacing gain 0.35 until inflight <= BDP.
- *   ProbeBW   four phases instead of v1's eight-phase gain cycle:
- *     DOWN    gain 0.91: drain until inflight <= min(BDP, inflight_hi less
- *             15 % headroom), then CRUISE.
- *     CRUISE  gain 1.0 with 15 % headroom below inflight_hi; lower bounds
- *             adapt to loss/ECN.
- *     REFILL  gain 1.0, lower bounds reset: one round to refill the pipe.
- *     UP      gain 1.25, cwnd gain 2.25; inflight_hi grows 1, 2, 4, ...
- *             packets per round while cwnd-limited and the loss rate stays
- *             under 2 %. Ends when Eq. 1 holds (inflight_hi is set there),
- *             or bw plateaus, or (after a probe that went too high) when
- *             inflight reaches inflight_hi.
- *             When to leave DOWN/CRUISE for REFILL: after a random 2-3 s of
- *             wall clock, or after min(63, target inflight) rounds, the
- *             rounds a Reno flow of this BDP would take between losses
- *             ("Reno coexistence"), whichever comes first.
- *   ProbeRTT  every 5 s without a lower RTT sample: cwnd 0.5 BDP for 200 ms
- *             and one round; min_rtt itself keeps a 10 s window.
+ * The law, per ACK:
  *
- * cwnd also carries extra_acked: the windowed max (5-10 rounds) of data
- * ACKed beyond bw x the ACK epoch, up to 100 ms of bw, for aggregated ACKs.
- * Unlike v1, v3 does no packet conservation in recovery: the bounds are the
- * loss response.
+ *   pacing_rate = pacing_gain x bw x (1 - 1 %)
+ *   cwnd        = min(cwnd + acked, cwnd_gain x BDP + extra_acked + budget),
+ *                 then <= inflight_hi (less 15 % in CRUISE and ProbeRTT)
+ *                 and <= inflight_lo; no packet conservation in recovery
  *
- * What a BPF CCA on a stock kernel does not get, and how it is approximated
- * (each one in docs/algorithms.md, "bbr3"): rs->tx_in_flight and the
- * per-skb tx.lost (a ring of (delivered, lost, inflight) snapshots, see
- * bbr3_tx_estimate), the skb_marked_lost hook (Eq. 1/5 run on the ACK that
- * marked the loss), the TLP-recovery event (CWR entered without ECE), the
- * tso_segs hook (min_tso_segs only). Where the kernel has the v3 fields
- * (rate_sample.tx_in_flight, .lost, .is_ece), CO-RE uses them.
+ *   mode/phase  pacing  cwnd   leaves when
+ *   Startup     2.77    2      bw grew < 25 % in 3 rounds, or a recovery
+ *                              round with >= 6 losses and Eq. 1, or 2 rounds
+ *                              of CE > 50 % (these set inflight_hi = BDP)
+ *   Drain       0.35    2      inflight <= BDP
+ *   DOWN        0.91    2      inflight <= min(BDP, inflight_hi - 15 %)
+ *   CRUISE      1       2      2-3 s (random) or min(63, target inflight)
+ *                              rounds passed, or ECN marks cleared
+ *   REFILL      1       2      one round, bounds reset
+ *   UP          1.25    2.25   Eq. 1 holds, or bw plateaus; inflight_hi
+ *                              grows 1, 2, 4, ... packets per round
+ *   ProbeRTT    1       0.5 BDP   200 ms and a round; every 5 s without a
+ *                              lower RTT (min_rtt keeps a 10 s window)
  *
- * Fixed point: bandwidth in packets per microsecond << BBR3_BW_SCALE; gains
- * and ratios << BBR3_SCALE (256 = 1.0). Loops: the snapshot ring (16
- * entries) only.
+ *   constant                    value    meaning
+ *   BBR3_BETA                   0.3      loss cut of the lower bounds
+ *   BBR3_LOSS_THRESH            2 %      Eq. 1's loss rate
+ *   BBR3_ECN_THRESH, _FACTOR    50 %, 1/3  Eq. 1's CE rate; Eq. 3's factor
+ *   BBR3_ECN_ALPHA_GAIN         1/16     Eq. 4
+ *   BBR3_ECN_MAX_RTT_US         5 ms     ECN used only below this min_rtt
+ *   BBR3_INFLIGHT_HEADROOM      15 %     CRUISE's room for other flows
+ *   BBR3_FULL_LOSS_CNT, _ECN_CNT  6, 2   Startup's loss and ECN exits
+ *   BBR3_PROBE_RTT_WIN_MS       5 s      ProbeRTT interval
+ *   BBR3_BW_PROBE_BASE/RAND_US  2 s, 1 s wall clock between probes
+ *   BBR3_BW_PROBE_MAX_ROUNDS    63       Reno-coexistence bound
+ *   extra_acked, fixed point:   bbr_common.h (shared with v1)
+ *   No tunables (v3's module parameters are its constants).
+ *
+ * A stock kernel lacks rs->tx_in_flight, the per-skb tx.lost, the
+ * skb_marked_lost hook, the TLP-recovery event and the tso_segs hook:
+ * bbr3.bpf.c approximates each (docs/algorithms.md, "bbr3") and, where a
+ * kernel has v3's rate_sample fields, reads them through CO-RE.
+ * Fixed point: bw packets/us << 24, gains << 8 (BBR3_UNIT = 1.0).
  */
 #ifndef RTTFAIR_BBR3_CORE_H
 #define RTTFAIR_BBR3_CORE_H
