@@ -4,19 +4,33 @@
  * struct_ops congestion control that calls it through kfuncs, and exported
  * like the project's CCAs.
  *
- * Why: every table compares against native bbr, but a kernel CCA has no
- * per-flow export (and a BPF CCA cannot implement get_info, so `ss -ti` is
- * no help for ours). This wrapper runs exactly the kernel's algorithm --
- * every decision is bbr_main()'s -- and adds only the export: the same
- * per-flow record as bbr1, fairtt, adbbr and qfair, so the lab and the daemon
- * show native bbr's BtlBw, RTprop, mode and gains beside them. Its cost per
- * ACK is the kernel's BBR plus the struct_ops trampoline, which separates the
- * cost of the BPF core (bbr1 vs bbr_native) from the cost of being BPF
- * (bbr_native vs bbr) in `cargo xtask bench single-flow`.
+ * The model and the law are native bbr's, unchanged: every decision is
+ * bbr_main()'s (the same model as bbr_core.h's header writes out:
+ * BtlBw = 10-round max, RTprop = 10 s min, pacing_rate = pacing_gain x
+ * BtlBw, cwnd = cwnd_gain x BDP + extra_acked + budget). This file adds
+ * one law of its own, the export:
+ *
+ *   export when native's round_start is set
+ *          and now - last_export >= RTTFAIR_EXPORT_MIN_INTERVAL_US
+ *   record = the TCP fields (rttfair_fill_tcp) + native's struct bbr read
+ *            through CO-RE (native_bbr.h): BtlBw, RTprop, mode, gains,
+ *            cycle, lt_bw
+ *
+ *   constant                        value     meaning
+ *   RTTFAIR_EXPORT_MIN_INTERVAL_US  1 ms      export rate limit (rttfair_abi.h)
+ *   NATIVE_BBR_BW_SCALE             24        native's bw unit (packets/us << 24)
+ *   No tunables.
+ *
+ * Why: a kernel CCA has no per-flow export, and a BPF CCA cannot implement
+ * get_info, so `ss -ti` shows nothing for the project's CCAs; this one
+ * shows native bbr beside them in the lab and the daemon. Its cost per ACK
+ * is the kernel's BBR plus the struct_ops trampoline: bbr1 vs bbr_native is
+ * the cost of the BPF core, bbr_native vs bbr the cost of being BPF
+ * (`cargo xtask bench single-flow`).
  *
  * State: native bbr fills all 104 bytes of icsk_ca_priv, so the flow id and
  * export bookkeeping live in sk_storage, touched at init, release and once
- * per packet-timed round (when native bbr's own round_start bit is set).
+ * per packet-timed round.
  *
  * GPL-2.0: struct_ops programs must be GPL-compatible.
  */
