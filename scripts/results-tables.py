@@ -1,0 +1,325 @@
+#!/usr/bin/env python3
+"""Recompute the tables of docs/results.md and README.md from docs/data.
+
+A table that is computed from data is marked in the Markdown by a line
+`<!-- table: KIND ARG... -->` right before it (a Markdown table, or for
+`demo` a fenced block that holds the demo's printed table). Kinds:
+
+  grid-summary SCENARIO      every CCA's runs of a two-flow grid: points
+                             met at >= 0.3 BDP in each run and in every
+                             run, 0.1 BDP, lowest Jain, utilization, queue
+  grid-points SCENARIO CCA   one CCA's grid per point, each run's Jain
+  demo FILE                  the demo's table, docs/data/demo/FILE.txt
+  readme                     README's one results table
+
+The grids' runs are listed, oldest first, in docs/data/grids/runs.csv
+(one folder per run, holding `rttfairctl lab merge`'s sweep.csv and
+provenance.json). Issue 14's target at a point: Jain >= 0.95 and
+utilization >= 97 % at >= 0.3 BDP; at 0.1 BDP Jain >= 0.85 at 20 Mbit/s,
+>= 0.90 at 100 Mbit/s.
+
+usage: results-tables.py            print every marked table, recomputed
+       results-tables.py --write    put them into the Markdown files
+       results-tables.py --check    exit 1 with one line if a data file the
+                                    pages name is missing or a marked table
+                                    differs from its recomputation
+       results-tables.py --points SCENARIO CCA   print a grid per point
+"""
+import csv
+import os
+import re
+import statistics
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PAGES = ["docs/results.md", "README.md"]
+DATA = "docs/data"
+GRIDS = os.path.join(DATA, "grids")
+X, Y = "bottleneck.buffer.bdp", "flows[1].rtt_ms"
+SHALLOW = {"qfair-grid-20m": 0.85, "qfair-grid-100m": 0.90}
+ORDER = ["qfair", "bbr", "bbr3", "cubic", "bbr1", "fairtt", "adbbr"]
+MARK = re.compile(r"^<!-- table: (.+?) -->\s*$")
+
+
+class Fail(Exception):
+    """One line for the user; the run stops with exit 1."""
+
+
+def path(rel):
+    return os.path.join(ROOT, rel)
+
+
+def runs_index():
+    """[(scenario, cca, folder, binary commit)] from runs.csv, oldest first."""
+    index = os.path.join(GRIDS, "runs.csv")
+    if not os.path.exists(path(index)):
+        raise Fail(f"{index} is missing")
+    with open(path(index), newline="") as f:
+        rows = list(csv.DictReader(f))
+    for r in rows:
+        if not os.path.exists(path(os.path.join(GRIDS, r["scenario"], r["folder"], "sweep.csv"))):
+            raise Fail(f"{GRIDS}/{r['scenario']}/{r['folder']}/sweep.csv is missing (named in {index})")
+    return [(r["scenario"], r["cca"], r["folder"], r["binary_commit"]) for r in rows]
+
+
+def grid_runs(scenario, cca):
+    """[(folder, commit, {(rtt, bdp): row})] of one CCA's runs of a grid."""
+    out = []
+    for s, c, folder, commit in runs_index():
+        if s != scenario or c != cca:
+            continue
+        with open(path(os.path.join(GRIDS, s, folder, "sweep.csv")), newline="") as f:
+            points = {(float(r[Y]), float(r[X])): r for r in csv.DictReader(f) if r["cca"] == cca}
+        if not points:
+            raise Fail(f"{GRIDS}/{s}/{folder}/sweep.csv has no {cca} rows")
+        if out and set(points) != set(out[0][2]):
+            raise Fail(f"{GRIDS}/{s}/{folder}: its points differ from {out[0][0]}'s")
+        out.append((folder, commit, points))
+    return out
+
+
+def ccas(scenario):
+    present = {c for s, c, _, _ in runs_index() if s == scenario}
+    if not present:
+        raise Fail(f"no runs of {scenario} in {GRIDS}/runs.csv")
+    return [c for c in ORDER if c in present] + sorted(present - set(ORDER))
+
+
+def met(row, scenario):
+    jain, util, bdp = float(row["jain"]), float(row["utilization"]), float(row[X])
+    return jain >= SHALLOW[scenario] if bdp < 0.3 else (jain >= 0.95 and util >= 0.97)
+
+
+def each(values, fmt="{}"):
+    return " / ".join(fmt.format(v) for v in values)
+
+
+def span(values, fmt):
+    lo, hi = min(values), max(values)
+    return fmt.format(lo) if fmt.format(lo) == fmt.format(hi) else f"{fmt.format(lo)}-{fmt.format(hi)}"
+
+
+def grid_stats(scenario, cca):
+    """Per run: points met at >= 0.3 BDP, at 0.1 BDP, lowest Jain at
+    >= 0.3 BDP; and the points met in every run."""
+    runs = grid_runs(scenario, cca)
+    deep = [k for k in runs[0][2] if k[1] >= 0.3]
+    thin = [k for k in runs[0][2] if k[1] < 0.3]
+    count = lambda pts, keys: sum(met(pts[k], scenario) for k in keys)
+    return {
+        "runs": runs,
+        "deep": len(deep),
+        "thin": len(thin),
+        "met": [count(p, deep) for _, _, p in runs],
+        "met_thin": [count(p, thin) for _, _, p in runs],
+        "every": sum(all(met(p[k], scenario) for _, _, p in runs) for k in deep),
+        "lowest": [min(float(p[k]["jain"]) for k in deep) for _, _, p in runs],
+        "util": [float(p[k]["utilization"]) * 100 for _, _, p in runs for k in deep],
+        "qdelay": [float(p[k]["qdelay_mean_ms"]) for _, _, p in runs for k in deep],
+    }
+
+
+def grid_summary(scenario):
+    bound = SHALLOW[scenario]
+    lines = [
+        f"| CCA | runs (binary) | met at ≥ 0.3 BDP, each run | met in every run | 0.1 BDP ≥ {bound:.2f}, each run "
+        "| lowest Jain at ≥ 0.3 BDP, each run | utilization at ≥ 0.3 BDP | mean queue at ≥ 0.3 BDP |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for cca in ccas(scenario):
+        st = grid_stats(scenario, cca)
+        lines.append(
+            f"| {cca} | {each(c for _, c, _ in st['runs'])} | {each(m for m in st['met'])} of {st['deep']} "
+            f"| {st['every']} | {each(st['met_thin'])} of {st['thin']} | {each(st['lowest'], '{:.3f}')} "
+            f"| {span(st['util'], '{:.1f}')} % | {span(st['qdelay'], '{:.1f}')} ms |"
+        )
+    return lines
+
+
+def grid_points(scenario, cca):
+    runs = grid_runs(scenario, cca)
+    last = runs[-1][2]
+    groups = [c[len("goodput_mbit_"):] for c in next(iter(last.values())) if c.startswith("goodput_mbit_")]
+    names = [f for f, _, _ in runs]
+    lines = [
+        f"| other RTT (ms) | BDP | {' | '.join('Jain ' + n for n in names)} | util {names[-1]} "
+        f"| queue {names[-1]} | {' / '.join(groups)} {names[-1]}, Mbit/s | met in every run |",
+        "|---|---|" + "---|" * (len(runs) + 4),
+    ]
+    for k in sorted(last):
+        r = last[k]
+        js = " | ".join(f"{float(p[k]['jain']):.3f}" for _, _, p in runs)
+        goodputs = " / ".join(f"{float(v):.1f}" for c, v in r.items() if c.startswith("goodput_mbit_"))
+        ok = "yes" if all(met(p[k], scenario) for _, _, p in runs) else "no"
+        lines.append(
+            f"| {k[0]:g} | {k[1]:g} | {js} | {float(r['utilization']) * 100:.1f} % "
+            f"| {float(r['qdelay_mean_ms']):.1f} ms | {goodputs} | {ok} |"
+        )
+    return lines
+
+
+def demo_rows(name):
+    """The demo file's table lines and {cca: {column: cell}}."""
+    rel = os.path.join(DATA, "demo", name + ".txt")
+    if not os.path.exists(path(rel)):
+        raise Fail(f"{rel} is missing")
+    with open(path(rel)) as f:
+        lines = [l.rstrip() for l in f if l.strip() and not l.startswith("#")]
+    head = re.split(r"\s{2,}", lines[0].strip())
+    table = {}
+    for l in lines[1:]:
+        cells = l.split()
+        table[cells[0]] = dict(zip(head, cells))
+    return lines, table
+
+
+def readme():
+    """One row per CCA: the demo and the two grids, from docs/data."""
+    _, demo = demo_rows("demo-f79972d")
+    lines = [
+        "| CCA | demo: 10 vs 50 ms, 5 BDP, Jain | demo: queue | 100 Mbit/s grid: points met (of 20), each run "
+        "| 100 Mbit/s grid: lowest Jain | 20 Mbit/s grid: points met (of 20), each run | 20 Mbit/s grid: lowest Jain |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for cca in ORDER:
+        d = demo[cca]
+        cells = [cca, d["jain"], d["qdelay"].replace("ms", " ms")]
+        for scenario in ("qfair-grid-100m", "qfair-grid-20m"):
+            if cca in ccas(scenario):
+                st = grid_stats(scenario, cca)
+                cells += [each(st["met"]), f"{min(st['lowest']):.3f}"]
+            else:
+                cells += ["to be remeasured", "–"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def generate(spec):
+    kind, *args = spec.split()
+    try:
+        if kind == "grid-summary" and len(args) == 1:
+            return grid_summary(args[0])
+        if kind == "grid-points" and len(args) == 2:
+            return grid_points(*args)
+        if kind == "demo" and len(args) == 1:
+            return demo_rows(args[0])[0]
+        if kind == "readme" and not args:
+            return readme()
+    except KeyError as e:
+        raise Fail(f"table {spec!r}: no {e} in its data")
+    raise Fail(f"unknown table {spec!r}")
+
+
+def marked(page):
+    """[(line of the marker, spec, first line, end line)] of a page: the
+    table after a marker, or the fenced block's body for `demo`."""
+    with open(path(page)) as f:
+        lines = f.read().splitlines()
+    out = []
+    for i, l in enumerate(lines):
+        m = MARK.match(l)
+        if not m:
+            continue
+        spec = m.group(1).strip()
+        j = i + 1
+        if spec.startswith("demo"):
+            if j >= len(lines) or not lines[j].startswith("```"):
+                raise Fail(f"{page}:{i + 1}: no fenced block after the marker of {spec!r}")
+            end = next((k for k in range(j + 1, len(lines)) if lines[k].startswith("```")), None)
+            if end is None:
+                raise Fail(f"{page}:{i + 1}: the block after {spec!r} is not closed")
+            out.append((i, spec, j + 1, end))
+        else:
+            if j >= len(lines) or not lines[j].startswith("|"):
+                raise Fail(f"{page}:{i + 1}: no table right after the marker of {spec!r}")
+            end = j
+            while end < len(lines) and lines[end].startswith("|"):
+                end += 1
+            out.append((i, spec, j, end))
+    return lines, out
+
+
+def contains(block, rows):
+    """Whether the demo's rows appear in the block in one piece."""
+    block = [l.rstrip() for l in block]
+    n = len(rows)
+    return any(block[i:i + n] == rows for i in range(len(block) - n + 1))
+
+
+def data_paths(text):
+    """Every docs/data/... path a page names (in text or code)."""
+    found = set()
+    for m in re.finditer(r"docs/data/[A-Za-z0-9_.\-/]+", text):
+        p = m.group(0).rstrip(".,;:)/")
+        if "*" not in p and "$" not in p:
+            found.add(p)
+    return sorted(found)
+
+
+def check():
+    tables = 0
+    for page in PAGES:
+        with open(path(page)) as f:
+            text = f.read()
+        for p in data_paths(text):
+            if not os.path.exists(path(p)):
+                raise Fail(f"{page} names {p}, which is missing")
+        lines, found = marked(page)
+        for at, spec, start, end in found:
+            want = generate(spec)
+            have = [l.rstrip() for l in lines[start:end]]
+            ok = contains(have, want) if spec.startswith("demo") else have == want
+            if not ok:
+                raise Fail(f"{page}:{at + 1}: table {spec!r} differs from its data "
+                           "(python3 scripts/results-tables.py prints it recomputed)")
+            tables += 1
+    if tables == 0:
+        raise Fail("no marked tables found in " + ", ".join(PAGES))
+    print(f"results-tables: {tables} tables match docs/data")
+
+
+def write():
+    for page in PAGES:
+        lines, found = marked(page)
+        for at, spec, start, end in reversed(found):
+            if spec.startswith("demo"):
+                if not contains(lines[start:end], generate(spec)):
+                    raise Fail(f"{page}:{at + 1}: the demo block differs from its data; edit it by hand")
+                continue
+            lines[start:end] = generate(spec)
+        with open(path(page), "w") as f:
+            f.write("\n".join(lines) + "\n")
+
+
+def show():
+    for page in PAGES:
+        _, found = marked(page)
+        for at, spec, _, _ in found:
+            print(f"{page}:{at + 1}: <!-- table: {spec} -->")
+            print("\n".join(generate(spec)))
+            print()
+
+
+def main(argv):
+    try:
+        if argv == ["--check"]:
+            check()
+        elif argv == ["--write"]:
+            write()
+        elif len(argv) == 3 and argv[0] == "--points":
+            print("\n".join(grid_points(argv[1], argv[2])))
+        elif not argv:
+            show()
+        else:
+            raise Fail("usage: results-tables.py [--check | --write | --points SCENARIO CCA]")
+    except Fail as e:
+        print(f"results-tables: {e}", file=sys.stderr)
+        return 1
+    except (OSError, ValueError) as e:
+        print(f"results-tables: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
