@@ -523,7 +523,7 @@ RF_INLINE __u32 qf_noise_next_us(__u32 nu_us, __u64 sum_us, __u32 cnt, __u32 rtp
 	sample = mean > rtprop_us ? mean - rtprop_us : 0;
 	if (sample > 0xffffffffULL)
 		sample = 0xffffffffULL;
-	return (__u32)(((__u64)nu_us + sample) / 2);
+	return (__u32)sample;
 }
 
 /*
