@@ -204,6 +204,8 @@ _Static_assert(QF_GAIN_UNIT == BBR_UNIT, "qfair_math.h's gain unit must be the c
 #define QFAIR_DEF_COMPETITIVE QFAIR_COMPETITIVE_ON
 #define QFAIR_DEF_O_CAP_X256 128 /* |o| <= alpha/2 (Eq. 8b) */
 #define QFAIR_DEF_EXIT_DRAINS 1  /* the first emptied drain ends competitive mode */
+#define QFAIR_DEF_DRAIN_PHASE_MS 0
+#define QFAIR_DEF_TAI_OFFSET_S 0 /* CLOCK_TAI - UTC; the loader writes the host's */
 
 #define QFAIR_CLOCK_WALL 1
 #define QFAIR_CLOCK_LOCAL 2
@@ -213,7 +215,7 @@ _Static_assert(QF_GAIN_UNIT == BBR_UNIT, "qfair_math.h's gain unit must be the c
 /* Constants of the law (docs/algorithms.md, "qfair", has the why of each). */
 #define QFAIR_AI_X1024 (4 * 1024)              /* alpha increase, pkt/s x1024 */
 #define QFAIR_AI_COMPETITIVE_X1024 (20 * 1024)
-#define QFAIR_COMPETITIVE_CAP_US 100000        /* alpha_hi = max(alpha_d, x^ x 100 ms) */
+#define QFAIR_COMPETITIVE_ALPHA_MAX_X1024 (65535U * 1024) /* alpha_hi when competitive */
 #define QFAIR_MIN_ROUND_US 1000                /* per-round work at most 1/ms */
 #define QFAIR_FULL_LOSS_CNT 6                  /* Startup exit on loss */
 #define QFAIR_FULL_LOSS_PCT 2
@@ -278,6 +280,11 @@ struct qfair_flow {
 				    * since it (qf_path_step_track) */
 	struct qf_long_track eq10; /* Eq. 10's streak and the floor since the last
 				    * drain (qf_long_drain) */
+	__u64 drain_bkt_sum_us;    /* bucket minima of the drain's settled part */
+	__u32 drain_bkt_cnt;
+	__u32 noise_us;            /* nu: the estimator's reading above R^ at an empty queue */
+	__u32 excess_us;           /* nu_p: srtt above R^ at an empty queue */
+	__u32 w_before_drain;      /* w, restored when the drain ends */
 };
 
 RTTFAIR_SK_STORAGE(qfair_sk, struct qfair_flow, qfair_flow_of);
@@ -297,7 +304,9 @@ static __always_inline struct qfair_hot *qfair_hot_of(struct rf_bbr *bbr)
 	X(drain_clock, QFAIR_DEF_DRAIN_CLOCK)                                    \
 	X(competitive, QFAIR_DEF_COMPETITIVE)                                    \
 	X(o_cap_x256, QFAIR_DEF_O_CAP_X256)                                      \
-	X(exit_drains, QFAIR_DEF_EXIT_DRAINS)
+	X(exit_drains, QFAIR_DEF_EXIT_DRAINS)                                    \
+	X(drain_phase_ms, QFAIR_DEF_DRAIN_PHASE_MS)                              \
+	X(tai_offset_s, QFAIR_DEF_TAI_OFFSET_S)
 
 /*
  * The tunables in force, read field by field where each is used: `set` is
@@ -409,18 +418,22 @@ static __always_inline void qfair_set_burst_room_share(struct sock *sk, const st
 		(__u8)qf_burst_room_share_x64(pipe_x1024, qfair_burst_segs_at_xhat(sk, xhat));
 }
 
-/* The tcp ms clock of the next drain. Wall clock: the next TAI multiple of
- * the period, the same instant for every qfair sender whose clock agrees. */
-static __always_inline __u32 qfair_next_drain_ms(__u32 now_ms, __u32 drain_clock,
-						 __u32 drain_period_ms, __u32 local_delay_ms)
+/* The tcp ms clock of the next drain. Wall clock: the next UTC multiple of
+ * the period plus the phase, the same instant for every qfair sender whose
+ * clock agrees. UTC is CLOCK_TAI less the host's TAI offset (the loader
+ * writes it from adjtimex: chrony sets 37 s, timesyncd leaves 0), so hosts
+ * with different offsets still drain together. */
+static __always_inline __u32 qfair_next_drain_ms(__u32 now_ms, const struct qfair_tunables *set,
+						 __u32 local_delay_ms)
 {
-	__u64 period_ns, tai, to_next_ms;
+	__u64 period_ns, utc, to_next_ms;
 
-	if (drain_clock == QFAIR_CLOCK_LOCAL)
+	if (qfair_tun_drain_clock(set) == QFAIR_CLOCK_LOCAL)
 		return (now_ms + local_delay_ms) ?: 1;
-	period_ns = (__u64)drain_period_ms * NSEC_PER_MSEC;
-	tai = bpf_ktime_get_tai_ns();
-	to_next_ms = (period_ns - tai % period_ns) / NSEC_PER_MSEC;
+	period_ns = (__u64)qfair_tun_drain_period_ms(set) * NSEC_PER_MSEC;
+	utc = bpf_ktime_get_tai_ns() - (__u64)qfair_tun_tai_offset_s(set) * 1000000000ULL -
+	      (__u64)qfair_tun_drain_phase_ms(set) * NSEC_PER_MSEC;
+	to_next_ms = (period_ns - utc % period_ns) / NSEC_PER_MSEC;
 	return (now_ms + (__u32)to_next_ms) ?: 1;
 }
 
@@ -474,12 +487,13 @@ static __noinline void qfair_enter_cruise(struct sock *sk, struct rf_bbr *bbr,
 	qf->push_dir = QF_PUSH_NONE;
 	qf->push_rounds = 0;
 	qf->offset_x65536 = 0;
+	qf->noise_us = 0;
+	qf->excess_us = 0;
 	qf_path_step_forget(&qf->path); /* Startup's queue is not a path */
 	/* BBR's Drain was a drain: the rise from it to the cruise window's
 	 * refill is the flow's own */
 	hot->flags |= QF_CRUISE | QF_REFILL | QF_REFILL_MORE;
-	hot->next_drain_ms = qfair_next_drain_ms(tcp_now_ms(tp), qfair_tun_drain_clock(set),
-						 qfair_tun_drain_period_ms(set), QFAIR_FIRST_DRAIN_MS);
+	hot->next_drain_ms = qfair_next_drain_ms(tcp_now_ms(tp), set, QFAIR_FIRST_DRAIN_MS);
 	qfair_start_measurement_interval(tp, qf);
 }
 
@@ -600,6 +614,7 @@ static __noinline void qfair_round_estimates(struct sock *sk, struct rf_bbr *bbr
 	if (d_us == ~0U || !d_us)
 		d_us = rtprop;
 	qf->d_us = d_us;
+	rtprop += qf->noise_us; /* the flow's own noise is no queue */
 	qf->q_us = d_us > rtprop ? d_us - rtprop : 0;
 	qf->backlog_x1024 = (__u32)rf_min(qf_pkts_x1024(qf->xhat, qf->q_us), 0xffffffffULL);
 
@@ -612,7 +627,7 @@ static __noinline void qfair_round_estimates(struct sock *sk, struct rf_bbr *bbr
 	alpha_hi = qf->alpha_d_x1024;
 	ai = QFAIR_AI_X1024;
 	if (qf->competitive) {
-		alpha_hi = rf_max(alpha_hi, qf_pkts_x1024(qf->xhat, QFAIR_COMPETITIVE_CAP_US));
+		alpha_hi = QFAIR_COMPETITIVE_ALPHA_MAX_X1024;
 		ai = QFAIR_AI_COMPETITIVE_X1024;
 	}
 	/* Eq. 7's cut is limited by the time since the last cut, not by this
@@ -634,7 +649,7 @@ static __noinline __u32 qfair_round_window(struct sock *sk, struct rf_bbr *bbr,
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	const struct qfair_tunables *set = qfair_tunables_set();
-	__u32 rtprop = bbr->min_rtt_us, room_pkts, target, dir;
+	__u32 rtprop = bbr->min_rtt_us + qf->excess_us, room_pkts, target, dir;
 	__u64 pipe;
 
 	/* Eq. 8-9: correction, window, pacing. The backlog the window really
@@ -688,8 +703,7 @@ static __noinline void qfair_round_pacing(struct sock *sk, struct rf_bbr *bbr,
 	    hot->bkt_min_us <= rtprop + rf_max((__u32)QFAIR_NEAR_MIN_US, rtprop / 16)) {
 		__u32 period_ms = qfair_tun_drain_period_ms(set);
 
-		hot->next_drain_ms = qfair_next_drain_ms(tcp_now_ms(tp), QFAIR_CLOCK_LOCAL,
-							 period_ms, period_ms);
+		hot->next_drain_ms = qfair_next_drain_ms(tcp_now_ms(tp), set, period_ms);
 	}
 	qfair_start_measurement_interval(tp, qf);
 }
@@ -759,6 +773,12 @@ static __always_inline void qfair_begin_drain(struct sock *sk, struct rf_bbr *bb
 
 	hot->flags |= QF_IN_DRAIN;
 	qf->drain_min_us = ~0U;
+	qf->drain_bkt_sum_us = 0;
+	qf->drain_bkt_cnt = 0;
+	/* the drain holds half the pipe, whatever alpha (cca_probe_rtt_cwnd) */
+	qf->w_before_drain = hot->w;
+	hot->w = (__u32)rf_min(qf_pkts_x1024(qf->xhat, bbr->min_rtt_us + qf->excess_us) / QF_UNIT,
+			       0xffffffffULL);
 	hot->bkt_min_us = rtt_us ?: ~0U;
 	qf->drain_q_before_us =
 		qf_verdict_queue_us(qf->q_us, qf_default_backlog_delay_us(alpha_star_d, qf->xhat));
@@ -820,13 +840,16 @@ static __always_inline void qfair_end_drain(struct sock *sk, struct rf_bbr *bbr,
 	const struct qfair_tunables *set = qfair_tunables_set();
 	__u32 m = qf->drain_min_us, now = tcp_now_ms(tcp_sk(sk));
 	__u32 competitive = qfair_tun_competitive(set), period_ms = qfair_tun_drain_period_ms(set);
+	__u32 spread;
 	bool raised;
 
 	hot->flags &= ~QF_IN_DRAIN;
+	if (qf->w_before_drain)
+		hot->w = qf->w_before_drain;
 	hot->flags |= QF_SKIP_ROUND | QF_POST_DRAIN;
 	if (qf->pacing_before_drain)
 		sk->sk_pacing_rate = qf->pacing_before_drain;
-	hot->next_drain_ms = qfair_next_drain_ms(now, qfair_tun_drain_clock(set), period_ms, period_ms);
+	hot->next_drain_ms = qfair_next_drain_ms(now, set, period_ms);
 	if (m == ~0U) {
 		/* no RTT sample in the drain: no verdict */
 		qf_path_step_forget(&qf->path);
@@ -840,10 +863,15 @@ static __always_inline void qfair_end_drain(struct sock *sk, struct rf_bbr *bbr,
 	/* A new, longer R^ is this drain's minimum: the queue did empty. A
 	 * competitive flow's drain also needs the queue still empty at its end
 	 * (the last 8-16 ms: this bucket and the last closed one). */
+	spread = qf_drain_spread_us(qf->drain_bkt_sum_us, qf->drain_bkt_cnt, m);
 	if (raised ||
 	    qf_drain_emptied(m, rf_min(qf->last_bkt_min_us, hot->bkt_min_us), bbr->min_rtt_us,
-			     qf->drain_q_before_us, qf->competitive)) {
+			     qf->drain_q_before_us, spread, qf->competitive)) {
 		qf->drains_ok++;
+		qf->noise_us = qf_noise_next_us(qf->noise_us, qf->drain_bkt_sum_us,
+						qf->drain_bkt_cnt, bbr->min_rtt_us);
+		qf->excess_us = qf_noise_next_us(qf->excess_us, tcp_sk(sk)->srtt_us >> 3, 1,
+						 bbr->min_rtt_us);
 		qfair_update_competitive(qf, competitive,
 					 qfair_exit_verdict(qf, qfair_tun_exit_drains(set),
 							    QF_VERDICT_EMPTIED));
@@ -864,6 +892,7 @@ static __always_inline void qfair_end_drain(struct sock *sk, struct rf_bbr *bbr,
  * when the bucket was empty or there is none), so that the same ACK need
  * not look it up again. */
 static __always_inline struct qfair_flow *qfair_close_bucket(struct sock *sk,
+							     const struct rf_bbr *bbr,
 							     struct qfair_hot *hot)
 {
 	struct qfair_flow *qf;
@@ -882,8 +911,14 @@ static __always_inline struct qfair_flow *qfair_close_bucket(struct sock *sk,
 				   !(hot->flags & QF_REFILL));
 	qf->last_bkt_min_us = hot->bkt_min_us;
 	qf->last_bkt_idx = hot->bkt_idx;
-	if (hot->flags & QF_IN_DRAIN)
+	if (hot->flags & QF_IN_DRAIN) {
 		qf->drain_min_us = rf_min(qf->drain_min_us, hot->bkt_min_us);
+		/* settled: the flow's inflight is down to the drain's window */
+		if (bbr->probe_rtt_done_ms) {
+			qf->drain_bkt_sum_us += hot->bkt_min_us;
+			qf->drain_bkt_cnt++;
+		}
+	}
 	return qf;
 }
 
@@ -927,7 +962,7 @@ static __always_inline void cca_on_rate_sample(struct sock *sk, struct rf_bbr *b
 			 * silence and the pipe refills at BtlBw. */
 			if (bbr->idle_restart)
 				hot->flags |= QF_REFILL | QF_REFILL_MORE;
-			qf = qfair_close_bucket(sk, hot);
+			qf = qfair_close_bucket(sk, bbr, hot);
 			open_min_us = ~0U;
 			hot->bkt_idx = bkt;
 			hot->bkt_min_us = rtt_us;
@@ -1041,7 +1076,9 @@ static __always_inline void cca_cwnd_restored(struct sock *sk, struct rf_bbr *bb
 		qfair_hot_of(bbr)->flags |= QF_REFILL | QF_REFILL_MORE;
 }
 
-/* A drain holds half the window (BBRv3's ProbeRTT depth), at least 4. */
+/* A drain holds half the pipe x^ R^ (qfair_begin_drain puts it in w for the
+ * drain), at least 4: below the pipe whatever the flow's backlog, so its own
+ * queue empties also when competitive mode has grown alpha. */
 static __always_inline __u32 cca_probe_rtt_cwnd(struct sock *sk, struct rf_bbr *bbr)
 {
 	struct qfair_hot *hot = qfair_hot_of(bbr);
@@ -1078,6 +1115,8 @@ static __always_inline void cca_export(struct sock *sk, struct rf_bbr *bbr,
 	f->qfair_drains_ok = qf->drains_ok;
 	f->qfair_drains_failed = qf->drains_failed;
 	f->qfair_drain_min_us = qf->last_drain_min_us;
+	f->qfair_noise_us = qf->noise_us;
+	f->qfair_excess_us = qf->excess_us;
 	f->qfair_gain_x256 = qf->gain_x256;
 	f->qfair_competitive = qf->competitive;
 	/* the pacer's own test, on the window it paces (w and its room) */

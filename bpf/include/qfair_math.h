@@ -476,11 +476,54 @@ RF_INLINE __u32 qf_verdict_queue_us(__u32 q_us, __u32 q_default_us)
  * verdict is the minimum's alone, as before.
  */
 RF_INLINE bool qf_drain_emptied(__u32 drain_min_us, __u32 end_min_us, __u32 rtprop_us,
-				__u32 q_before_us, bool competitive)
+				__u32 q_before_us, __u32 spread_us, bool competitive)
 {
-	if (!qf_drain_emptied_queue(drain_min_us, rtprop_us, q_before_us))
+	__u32 floor_us = rtprop_us + spread_us;
+
+	if (!qf_drain_emptied_queue(drain_min_us, floor_us, q_before_us))
 		return false;
-	return !competitive || qf_drain_emptied_queue(end_min_us, rtprop_us, 0);
+	return !competitive || qf_drain_emptied_queue(end_min_us, floor_us, 0);
+}
+
+/*
+ * The drain's spread: how far the mean of the bucket minima of its settled
+ * part (sum over cnt buckets) lies above its lowest RTT m. On a clean path
+ * with the queue empty that is a few tens of microseconds; on a path with
+ * delay noise of its own (jitter, ACK batching, a busy host) it is that
+ * noise as the flow's bucket estimator reads it. The verdict above allows
+ * it on top of R^: the lowest RTT a drain can be expected to meet on this
+ * path. 0 without a settled bucket.
+ */
+RF_INLINE __u32 qf_drain_spread_us(__u64 sum_us, __u32 cnt, __u32 m_us)
+{
+	__u64 mean;
+
+	if (!cnt)
+		return 0;
+	mean = sum_us / cnt;
+	return mean > m_us ? (__u32)(mean - m_us < 0xffffffffULL ? mean - m_us : 0xffffffffULL) : 0;
+}
+
+/*
+ * The flow's noise nu after an emptied drain: how far its bucket estimator
+ * (Eq. 4's bucket minima, averaged) reads above R^ with the queue empty,
+ * halfway between the old value and this drain's (sum over cnt settled
+ * buckets). Eq. 5 takes it out of the queue estimate (q^ = D - R^ - nu):
+ * the bias the estimator takes from the path's own delay variation is the
+ * same whether the queue is empty or not, so it is no backlog. Unchanged
+ * without a settled bucket.
+ */
+RF_INLINE __u32 qf_noise_next_us(__u32 nu_us, __u64 sum_us, __u32 cnt, __u32 rtprop_us)
+{
+	__u64 mean, sample;
+
+	if (!cnt)
+		return nu_us;
+	mean = sum_us / cnt;
+	sample = mean > rtprop_us ? mean - rtprop_us : 0;
+	if (sample > 0xffffffffULL)
+		sample = 0xffffffffULL;
+	return (__u32)sample;
 }
 
 /*

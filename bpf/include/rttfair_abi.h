@@ -24,7 +24,7 @@
 #ifndef RTTFAIR_ABI_H
 #define RTTFAIR_ABI_H
 
-#define RTTFAIR_ABI_VERSION 7
+#define RTTFAIR_ABI_VERSION 8
 
 /*
  * A pinned map's name: its base name, "_v", the ABI version. BPF code names
@@ -174,6 +174,10 @@ struct rttfair_flow {
 	__u16 bbr3_ecn_alpha_x256;  /* EWMA of the CE ratio (1.0 until ECN is used) */
 	__u8 bbr3_phase;            /* enum rttfair_bbr3_phase */
 	__u8 bbr3_ecn_eligible;     /* 1 when ECN drives the model (negotiated, min RTT <= 5 ms) */
+	__u32 qfair_noise_us;       /* nu: the flow's own delay noise, its bucket estimator's
+				     * reading above R^ at an empty queue (taken out of q^) */
+	__u32 qfair_excess_us;      /* nu_p: its mean RTT (srtt) above R^ at an empty queue,
+				     * added to R^ where the window sizes the pipe */
 	__u32 _pad2;
 };
 
@@ -235,6 +239,8 @@ struct qfair_tunables {
 	__u32 competitive;       /* 1 competitive mode allowed, 2 never; default 1 */
 	__u32 o_cap_x256;        /* Eq. 8b: bound on |o| as a fraction of alpha, x256, default 128 (1/2) */
 	__u32 exit_drains;       /* drains in a row that must empty the queue to end competitive mode, default 1 */
+	__u32 drain_phase_ms;    /* drains at UTC multiples of drain_period_ms plus this, default 0 */
+	__u32 tai_offset_s;      /* the host's CLOCK_TAI - UTC (adjtimex), written by the loader, default 0 */
 };
 
 struct adbbr_tunables {

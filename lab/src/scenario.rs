@@ -529,7 +529,8 @@ impl Scenario {
 
     /// A copy with sweep parameter `param` set to `v`, validated. The
     /// parameters: `bottleneck.buffer.bdp`, `bottleneck.rate_mbit`,
-    /// `flows[N].rtt_ms`, `flows[N].loss_pct`, `flows[N].count`. An unknown
+    /// `flows[N].rtt_ms`, `flows[N].loss_pct`, `flows[N].jitter_ms`,
+    /// `flows[N].ack_batch_ms`, `flows[N].count`. An unknown
     /// parameter is an error of field `sweep.param`; an invalid result names
     /// the parameter and value.
     pub fn with_param(&self, param: &str, v: f64) -> Result<Scenario, ScenarioError> {
@@ -564,6 +565,8 @@ impl Scenario {
                         f.one_way_delay_ms = None;
                     }
                     "loss_pct" => f.loss_pct = v,
+                    "jitter_ms" => f.jitter_ms = v,
+                    "ack_batch_ms" => f.ack_batch_ms = v,
                     // A fraction would be cut to a whole count, and two
                     // points would run the same scenario.
                     "count" => {

@@ -320,7 +320,10 @@ pub fn load(cca: Cca, fs: &BpfFs, opts: &LoadOptions) -> Result<LoadOutcome> {
     let res = open(cca, fs, opts)
         .and_then(Opened::load)
         .and_then(Loaded::register);
-    match res.and_then(|r| r.pin(fs)) {
+    match res
+        .and_then(|r| r.pin(fs))
+        .and_then(|()| crate::tunables::write_host_facts(fs, cca))
+    {
         Ok(()) => Ok(outcome),
         Err(e) => {
             // Nothing else uses what this load created; but a foreign pin is

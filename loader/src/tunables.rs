@@ -67,10 +67,12 @@ pub const ALL: &[Tunable] = &[
     Tunable { cca: Cca::Qfair, name: "tau_g_ms", help: "time scale of the rate correction g", unit: "ms", min: 50.0, max: 60_000.0, default: 1000.0, scale: 1.0, field: field!(RawQfairTunables, tau_g_ms), integer: true },
     Tunable { cca: Cca::Qfair, name: "g_cap", help: "bound on |g - 1| per round", unit: "", min: 0.00390625, max: 0.5, default: 0.125, scale: 256.0, field: field!(RawQfairTunables, g_cap_x256), integer: false },
     Tunable { cca: Cca::Qfair, name: "drain_period_ms", help: "time between drains (queue emptied to see the true minimum RTT)", unit: "ms", min: 1000.0, max: 600_000.0, default: 10_000.0, scale: 1.0, field: field!(RawQfairTunables, drain_period_ms), integer: true },
-    Tunable { cca: Cca::Qfair, name: "drain_clock", help: "1 wall clock (drains at TAI multiples of the period, every sender at once), 2 local timer", unit: "", min: 1.0, max: 2.0, default: 1.0, scale: 1.0, field: field!(RawQfairTunables, drain_clock), integer: true },
+    Tunable { cca: Cca::Qfair, name: "drain_clock", help: "1 wall clock (drains at UTC multiples of the period plus drain_phase_ms, every sender at once), 2 local timer", unit: "", min: 1.0, max: 2.0, default: 1.0, scale: 1.0, field: field!(RawQfairTunables, drain_clock), integer: true },
     Tunable { cca: Cca::Qfair, name: "competitive", help: "1 competitive mode allowed when a drain finds a queue it does not own (cubic), 2 never (also ends an active one at the flow's next round)", unit: "", min: 1.0, max: 2.0, default: 1.0, scale: 1.0, field: field!(RawQfairTunables, competitive), integer: true },
     Tunable { cca: Cca::Qfair, name: "o_cap", help: "bound on |o|, Eq. 8b's integral term, as a fraction of alpha: o removes a steady offset of a packet or so between the backlog estimate and alpha; the bound keeps it from becoming a standing queue of its own and limits how far a transient winds it up (above 1, o below -alpha gives the window no backlog at all)", unit: "", min: 0.00390625, max: 2.0, default: 0.5, scale: 256.0, field: field!(RawQfairTunables, o_cap_x256), integer: false },
     Tunable { cca: Cca::Qfair, name: "exit_drains", help: "drains in a row that must find the queue emptied before competitive mode ends (1: the first, as always): a competitive flow shrinks a loss-based flow's window, and a drain can then pass on the queue that flow still holds", unit: "drains", min: 1.0, max: 8.0, default: 1.0, scale: 1.0, field: field!(RawQfairTunables, exit_drains), integer: true },
+    Tunable { cca: Cca::Qfair, name: "drain_phase_ms", help: "drains fall at UTC multiples of drain_period_ms plus this phase: two groups of flows with different phases drain apart", unit: "ms", min: 0.0, max: 600_000.0, default: 0.0, scale: 1.0, field: field!(RawQfairTunables, drain_phase_ms), integer: true },
+    Tunable { cca: Cca::Qfair, name: "tai_offset_s", help: "the host's CLOCK_TAI - UTC in seconds, which the wall-clock drains subtract to fall on UTC; `load` writes the kernel's (adjtimex), set it only to test", unit: "s", min: 0.0, max: 1000.0, default: 0.0, scale: 1.0, field: field!(RawQfairTunables, tai_offset_s), integer: true },
     Tunable { cca: Cca::Adbbr, name: "gamma_ref_us", help: "reference delay of gamma_mode 3", unit: "us", min: 1.0, max: 1_000_000.0, default: 1000.0, scale: 1.0, field: field!(RawAdbbrTunables, gamma_ref_us), integer: true },
     Tunable { cca: Cca::Adbbr, name: "eta_floor_us", help: "absolute floor on the queueing delay rRTT - nRTT that Alg. 1/2 react to (beta from 1x, gamma from 2x; 1 = the paper's ratios alone)", unit: "us", min: 1.0, max: 1_000_000.0, default: 1000.0, scale: 1.0, field: field!(RawAdbbrTunables, eta_floor_us), integer: true },
 ];
@@ -154,7 +156,8 @@ impl Tunable {
             )));
         }
         let stored = (v * self.scale).round();
-        if stored < 1.0 {
+        // 0 is "the default" in the map: fine where the default is 0.
+        if stored < 1.0 && self.default != 0.0 {
             return Err(bad(format!(
                 "{text} is too small to store (0 means default)"
             )));
@@ -211,6 +214,41 @@ pub(crate) fn map_of(cca: Cca) -> Option<&'static str> {
 }
 
 /// `t`'s CCA must be loaded: a map pin alone (a CCA being unloaded) is not.
+/// A read-modify-write of the whole struct with one field changed; the
+/// caller holds the installation lock.
+fn write_field(fs: &BpfFs, t: &Tunable, stored: u32) -> Result<()> {
+    let map = open_map(fs, t)?;
+    let mut fields = read_raw(fs, t)?;
+    fields[t.field] = stored;
+    let bytes: Vec<u8> = fields.iter().flat_map(|v| v.to_ne_bytes()).collect();
+    map.update(&0u32.to_ne_bytes(), &bytes, MapFlags::ANY)
+        .map_err(|e| Error::bpf("write tunables", e))
+}
+
+/// The kernel's TAI offset (CLOCK_TAI - UTC, whole seconds) as adjtimex
+/// reads it: 37 s where chrony runs with a leap-second table, 0 where
+/// timesyncd or ntpd without one keeps the clock.
+pub fn host_tai_offset_s() -> Result<u32> {
+    // SAFETY: adjtimex with modes = 0 only reads into the zeroed struct.
+    let mut tx: libc::timex = unsafe { std::mem::zeroed() };
+    if unsafe { libc::adjtimex(&mut tx) } < 0 {
+        return Err(Error::io("adjtimex", std::io::Error::last_os_error()));
+    }
+    Ok(tx.tai.max(0) as u32)
+}
+
+/// Write the host's facts a CCA needs into its tunables, right after it is
+/// registered: qfair's TAI offset, so that its drains fall on UTC multiples
+/// of the period on every host whatever its NTP daemon set (the caller
+/// holds the installation lock). A no-op for the other CCAs.
+pub(crate) fn write_host_facts(fs: &BpfFs, cca: Cca) -> Result<()> {
+    if cca != Cca::Qfair {
+        return Ok(());
+    }
+    let t = Tunable::find("qfair.tai_offset_s")?;
+    write_field(fs, t, host_tai_offset_s()?)
+}
+
 fn check_loaded(fs: &BpfFs, t: &Tunable) -> Result<()> {
     if !crate::lifecycle::is_loaded(t.cca, fs) {
         return Err(Error::NotLoaded {
@@ -265,15 +303,10 @@ pub fn set(fs: &BpfFs, full: &str, text: &str) -> Result<Value> {
     let t = Tunable::find(full)?;
     let stored = t.parse(text)?;
     check_loaded(fs, t)?;
-    let map = open_map(fs, t)?;
-    // A read-modify-write of the whole struct: under the installation lock,
-    // so a concurrent `set` of another field of the same CCA is not lost.
+    // Under the installation lock, so a concurrent `set` of another field of
+    // the same CCA is not lost.
     let _lock = fs.lock(crate::bpffs::LOCK_WAIT)?;
-    let mut fields = read_raw(fs, t)?;
-    fields[t.field] = stored;
-    let bytes: Vec<u8> = fields.iter().flat_map(|v| v.to_ne_bytes()).collect();
-    map.update(&0u32.to_ne_bytes(), &bytes, MapFlags::ANY)
-        .map_err(|e| Error::bpf("write tunables", e))?;
+    write_field(fs, t, stored)?;
     Ok(Value {
         name: t.full_name(),
         value: t.display(stored),
@@ -323,7 +356,8 @@ mod tests {
             unknown.starts_with("no such tunable of qfair; its tunables: qfair.alpha0, "),
             "{unknown}"
         );
-        assert!(unknown.ends_with("qfair.exit_drains"), "{unknown}");
+        assert!(unknown.contains("qfair.exit_drains, "), "{unknown}");
+        assert!(unknown.ends_with("qfair.tai_offset_s"), "{unknown}");
         assert!(!unknown.contains("fairtt."), "{unknown}");
         for cca in ["bbr1", "cubic"] {
             assert_eq!(
@@ -405,6 +439,8 @@ mod tests {
             ("qfair.competitive", define(qfair, "QFAIR_DEF_COMPETITIVE")),
             ("qfair.o_cap", define(qfair, "QFAIR_DEF_O_CAP_X256")),
             ("qfair.exit_drains", define(qfair, "QFAIR_DEF_EXIT_DRAINS")),
+            ("qfair.drain_phase_ms", define(qfair, "QFAIR_DEF_DRAIN_PHASE_MS")),
+            ("qfair.tai_offset_s", define(qfair, "QFAIR_DEF_TAI_OFFSET_S")),
         ];
         assert_eq!(expect.len(), ALL.len());
         for (name, stored) in expect {

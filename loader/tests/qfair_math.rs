@@ -1119,7 +1119,16 @@ proptest! {
 }
 
 extern "C" {
-    fn host_qf_drain_emptied(m: u32, end_min: u32, r: u32, q_before: u32, competitive: i32) -> i32;
+    fn host_qf_drain_emptied(
+        m: u32,
+        end_min: u32,
+        r: u32,
+        q_before: u32,
+        spread: u32,
+        competitive: i32,
+    ) -> i32;
+    fn host_qf_drain_spread_us(sum: u64, cnt: u32, m: u32) -> u32;
+    fn host_qf_noise_next_us(nu: u32, sum: u64, cnt: u32, r: u32) -> u32;
 }
 
 /// A drain's verdict (qf_drain_emptied): outside competitive mode the
@@ -1151,7 +1160,7 @@ fn competitive_drain_must_stay_empty_to_its_end() {
         (r + 7_100, r, 14_000, f, f),
     ];
     for (m, end, q, comp, want) in cases {
-        let got = unsafe { host_qf_drain_emptied(m, end, r, q, comp as i32) } != 0;
+        let got = unsafe { host_qf_drain_emptied(m, end, r, q, 0, comp as i32) } != 0;
         assert_eq!(got, want, "min {m} end {end} q {q} competitive {comp}");
     }
 }
@@ -1163,8 +1172,8 @@ proptest! {
     fn drain_verdict_outside_competitive_is_the_old_one(m in 0u32..200_000, end in 0u32..200_000,
                                                         r in 0u32..200_000, q in 0u32..200_000) {
         let old = unsafe { host_qf_drain_emptied_queue(m, r, q) };
-        prop_assert_eq!(unsafe { host_qf_drain_emptied(m, end, r, q, 0) }, old);
-        let comp = unsafe { host_qf_drain_emptied(m, end, r, q, 1) };
+        prop_assert_eq!(unsafe { host_qf_drain_emptied(m, end, r, q, 0, 0) }, old);
+        let comp = unsafe { host_qf_drain_emptied(m, end, r, q, 0, 1) };
         prop_assert!(comp <= old);
     }
 }
@@ -1215,4 +1224,42 @@ fn an_rto_costs_no_rtt_dependent_regrowth_after_loss() {
         assert_eq!(below_ms, 0, "{rtt_ms} ms flow below its window after Loss");
         assert_eq!(cwnd, prior, "restored to the cwnd before the RTO");
     }
+}
+
+/// A drain on a path with delay noise of its own: its lowest RTT sits a few
+/// ms above R^ (a minimum over one drain, against one over the whole
+/// connection), and its bucket minima spread well above that lowest RTT.
+/// The spread is allowed on top of R^; someone else's standing queue, which
+/// lifts the minimum far above the spread, still fails.
+#[test]
+fn drain_verdict_allows_the_paths_own_spread() {
+    let r = 20_250u32;
+    // 20 ms path with 0-20 ms jitter: m 24.0 ms, bucket minima around 29 ms
+    let spread = unsafe { host_qf_drain_spread_us(29_000 * 10, 10, 24_000) };
+    assert_eq!(spread, 5_000);
+    let noisy = unsafe { host_qf_drain_emptied(24_000, 27_000, r, 900, spread, 0) };
+    assert_eq!(noisy, 1, "the path's own noise is no queue");
+    let clean = unsafe { host_qf_drain_emptied(24_000, 27_000, r, 900, 0, 0) };
+    assert_eq!(clean, 0, "without the spread the same minimum reads as a queue");
+    // cubic's standing queue of 30 ms, spread 2 ms from its growth in the drain
+    let cubic = unsafe { host_qf_drain_emptied(r + 30_000, r + 33_000, r, 900, 2_000, 1) };
+    assert_eq!(cubic, 0);
+    // in competitive mode the drain's end must still come back within 1 ms
+    // of R^ plus the spread: cubic refilled by the end still fails
+    let refilled = unsafe { host_qf_drain_emptied(r, r + 3_500, r, 4_550, 1_000, 1) };
+    assert_eq!(refilled, 0);
+    assert_eq!(unsafe { host_qf_drain_spread_us(0, 0, 24_000) }, 0, "no settled bucket");
+    assert_eq!(unsafe { host_qf_drain_spread_us(23_000 * 3, 3, 24_000) }, 0, "never negative");
+}
+
+/// The noise nu: halfway from the old value to this drain's mean of bucket
+/// minima above R^; no settled bucket leaves it as it was.
+#[test]
+fn noise_moves_halfway_to_each_drains_reading() {
+    let r = 20_000u32;
+    assert_eq!(unsafe { host_qf_noise_next_us(0, 28_000 * 4, 4, r) }, 4_000);
+    assert_eq!(unsafe { host_qf_noise_next_us(4_000, 28_000 * 4, 4, r) }, 6_000);
+    assert_eq!(unsafe { host_qf_noise_next_us(6_000, 20_100 * 4, 4, r) }, 3_050);
+    assert_eq!(unsafe { host_qf_noise_next_us(6_000, 0, 0, r) }, 6_000);
+    assert_eq!(unsafe { host_qf_noise_next_us(6_000, 19_000 * 2, 2, r) }, 3_000);
 }
