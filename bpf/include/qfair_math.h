@@ -506,12 +506,12 @@ RF_INLINE __u32 qf_drain_spread_us(__u64 sum_us, __u32 cnt, __u32 m_us)
 
 /*
  * The flow's noise nu after an emptied drain: how far its bucket estimator
- * (Eq. 4's bucket minima, averaged) reads above R^ with the queue empty,
- * halfway between the old value and this drain's (sum over cnt settled
- * buckets). Eq. 5 takes it out of the queue estimate (q^ = D - R^ - nu):
- * the bias the estimator takes from the path's own delay variation is the
- * same whether the queue is empty or not, so it is no backlog. Unchanged
- * without a settled bucket.
+ * (Eq. 4's bucket minima, averaged over the drain's settled part: sum over
+ * cnt buckets) reads above R^ with the queue empty. Eq. 5 takes it out of
+ * the queue estimate (q^ = D - R^ - nu): the bias a path's own delay
+ * variation gives the estimator is there whether the queue is empty or
+ * not, so it is no backlog. The same reading of srtt (cnt = 1) is nu_p.
+ * Unchanged without a settled bucket.
  */
 RF_INLINE __u32 qf_noise_next_us(__u32 nu_us, __u64 sum_us, __u32 cnt, __u32 rtprop_us)
 {

@@ -1252,14 +1252,13 @@ fn drain_verdict_allows_the_paths_own_spread() {
     assert_eq!(unsafe { host_qf_drain_spread_us(23_000 * 3, 3, 24_000) }, 0, "never negative");
 }
 
-/// The noise nu: halfway from the old value to this drain's mean of bucket
-/// minima above R^; no settled bucket leaves it as it was.
+/// The noise nu: the drain's mean of bucket minima above R^ (never
+/// negative); no settled bucket leaves it as it was.
 #[test]
-fn noise_moves_halfway_to_each_drains_reading() {
+fn noise_is_the_last_drains_reading() {
     let r = 20_000u32;
-    assert_eq!(unsafe { host_qf_noise_next_us(0, 28_000 * 4, 4, r) }, 4_000);
-    assert_eq!(unsafe { host_qf_noise_next_us(4_000, 28_000 * 4, 4, r) }, 6_000);
-    assert_eq!(unsafe { host_qf_noise_next_us(6_000, 20_100 * 4, 4, r) }, 3_050);
+    assert_eq!(unsafe { host_qf_noise_next_us(0, 28_000 * 4, 4, r) }, 8_000);
+    assert_eq!(unsafe { host_qf_noise_next_us(8_000, 20_100 * 4, 4, r) }, 100);
     assert_eq!(unsafe { host_qf_noise_next_us(6_000, 0, 0, r) }, 6_000);
-    assert_eq!(unsafe { host_qf_noise_next_us(6_000, 19_000 * 2, 2, r) }, 3_000);
+    assert_eq!(unsafe { host_qf_noise_next_us(6_000, 19_000 * 2, 2, r) }, 0);
 }
