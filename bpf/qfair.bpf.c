@@ -1,179 +1,64 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * qfair: an RTT-fair congestion control of rttfair's own, on the BBR core.
+ * qfair: RTT-fair congestion control on the rttfair BBR core.
  *
- * The model
- * ---------
- * At a FIFO bottleneck, a window-limited flow's rate is its own backlog in
- * the queue divided by the queueing delay everyone shares (Little's law:
- * x_i = a_i / q). BBR v1 keeps cwnd = 2 BtlBw RTprop, so its backlog is about
- * one BDP -- proportional to its own RTT -- and the long-RTT flow takes the
- * link. qfair instead keeps a fixed number alpha of its own packets queued
- * (the equilibrium of TCP Vegas, FAST TCP and Copa, here on BBR's
- * machinery):
+ * The model. At a FIFO bottleneck a window-limited flow's rate is its own
+ * backlog over the queueing delay all flows share (Little's law:
+ * x_i = a_i / q). BBR keeps about a BDP queued, its own RTT's worth, so the
+ * long flow takes the link. qfair keeps alpha packets of its own queued
+ * (the equilibrium of Vegas, FAST and Copa): then x_i q = alpha(x_i) for
+ * every flow, and as alpha(x)/x falls with x the shared q fixes one rate,
+ * x_i = mu / N, whatever R_i; the queue is N alpha whatever the buffer.
+ * Every estimate is chosen to read the same for every RTT: what is a level
+ * is a mean per round, what accumulates does so per second of wall clock.
  *
- *     w = g x^ R^ + alpha + o                             (qfair Eq. 1)
+ * The law, per round trip (at most once per ms), after BBR's Startup and
+ * Drain ("cruise"); numbers are the equations of docs/algorithms.md:
  *
- * w the cwnd target, x^ the flow's smoothed sending rate, R^ its minimum RTT,
- * g a rate correction, o a slow integral term (Eq. 8b, a packet or two).
- * With g = 1 and o = 0 the excess of w over the flow's own pipe x R is
- * alpha, so every flow holds x_i q = alpha(x_i), and since alpha(x)/x
- * strictly decreases the shared q fixes one rate for all: x_i = mu / N,
- * whatever R_i (Eq. 2, derivation in docs/algorithms.md). The queue is
- * N alpha packets whatever the buffer size.
+ *   x^  <- x^ + (x_rnd - x^)/4   x_rnd = (delivered + lost) / dt       (3)
+ *   D    = mean of the round's 8.192 ms bucket minima of the RTT       (4)
+ *   q^   = max(0, D - R^ - nu),  a^ = x^ q^  (the flow's own backlog)  (5)
+ *   al_d = alpha_0 + k sqrt(x^ * 1 ms)                                 (6)
+ *   al  <- al + a dt, halved per lost packet (at most once per 100 ms
+ *          of wall clock), within [1, al_d]; competitive: [1, inf)     (7)
+ *   g    = 1 + clamp(e min(D / tau_g, 2^v al* / (2 x^ P)), +-g_cap),
+ *          e = (al* - a^) / al*, g = 1 inside al* <= a^ <= 2 al*       (8)
+ *   o   <- o + clamp(al* - a^, +-al*/4) dt / tau_i, |o| <= o_cap al   (8b)
+ *   w    = g x^ P + al + o,  P = R^ + nu_p;  cwnd = max(4, w) + b      (1)
+ *   pace = 1.1 (w + b) / D  ((w + b) / D below 6 packets)              (9)
  *
- * The equation numbers are qfair's own (docs/algorithms.md, "qfair", has
- * them as a table), not a paper's: the law is the project's design, first
- * proposed in a fluid-model note and since changed by the lab. What it
- * borrows: Little's law (Eq. 2); the fixed backlog per flow of Vegas, FAST
- * (gamma = 1) and Copa (Eq. 1); Copa's velocity (Eq. 8); a Startup exit
- * on loss after BBRv3's full-loss exit (its constants, counted differently,
- * below) and BBRv3's ProbeRTT at half the window (google/bbr v3,
- * tcp_bbr.c).
+ * al* = al + b, b the TSO burst room (three bursts where the pipe holds
+ * under one, none from two); v counts rounds pushed the same way.
  *
- * What makes the estimates RTT-neutral (each alternative favoured one RTT
- * over another in the design's fluid model; the lab re-checks):
+ * Drains. Every flow halves its rate and holds half its pipe x^ P at UTC
+ * multiples of the drain period (CLOCK_TAI less the host's TAI offset,
+ * plus a phase), for 200 ms and a round. The queue qfair flows hold empties,
+ * and what a flow reads in the drain's settled part sets its baselines:
+ *   R^    a running minimum of the RTT (BBR's 10 s expiry disarmed);
+ *   nu    its bucket minima's mean above R^: the path's own delay noise
+ *         (jitter, ACK batching) as Eq. 4 reads it, which is no queue;
+ *   nu_p  its srtt above R^: the same noise as the pipe carries it.
+ * The drain's lowest RTT m judges the queue. Within max(1 ms, q^'/2) plus
+ * the drain's own spread of R^, it emptied. Otherwise someone else holds a
+ * queue (a loss-based flow, or a longer path): the flow turns competitive
+ * (Eq. 7 without its ceiling, a = 20 pkt/s) until a drain empties again.
+ * A longer path moves R^ to m at the first drain after a held step of the
+ * floor of at least 16 ms (10b), or after three drains above
+ * R^ + max(2 ms, R^/8) with the floor held between them (10).
  *
- *   x^      EWMA (gain 1/4) of the per-round sending rate, (delivered +
- *           lost) / dt over rounds at least 1 ms long (a round ending on an
- *           app-limited sample, and the round after a drain, skip the whole
- *           per-round update: nothing below moves); not BBR's
- *           10-round max filter, whose upward bias times R would hand long
- *           flows extra backlog, and not the delivery rate alone, with
- *           which random loss takes from the long flow's share   (Eq. 3)
- *   D       the standing RTT: the mean of the RTT minima of the 8.192 ms
- *           buckets of clock (tcp_mstamp >> 13) closed in the round (none
- *           closed: the last closed one's); a minimum over the flow's own
- *           round would see deeper troughs the longer the round, a plain
- *           mean would absorb jitter                                (Eq. 4)
- *   q^, a^  q^ = max(0, D - R^), a^ = x^ q^ the flow's own backlog  (Eq. 5)
- *   alpha_d alpha_0 + k sqrt(x^ * 1 ms): by default 3 packets + sqrt(packets
- *           per ms), well above the 1-2 packets of delayed-ACK noise (Eq. 6)
- *   alpha   additive increase 4 pkt/s of wall clock up to alpha_d; each
- *           lost packet halves it, at most one halving per 100 ms of wall
- *           clock since the flow's last cut (alpha x 2^-min(lost, t/100ms)),
- *           never below 1 packet: AIMD in time and per packet, never per
- *           round, so RTT drops out of the shallow-buffer (loss) regime
- *           too                                                      (Eq. 7)
- *   g       1 + clamp(e min(D / tau_g, 2^v alpha* / (2 x^ R^)), +-1/8),
- *           e = (alpha* - a^)/alpha*, alpha* = alpha + b (b below), only
- *           outside alpha* <= a^ <= 2 alpha* (g = 1 inside): the rate
- *           moves by the same fraction per second whatever the RTT
- *           (tau_g = 1 s), but the window by at most 2^v half the error
- *           in packets, a loop gain <= 1/2 that stays stable where x^ R^
- *           is large (a 200 ms flow at 100 Mbit/s); the velocity 2^v
- *           doubles per round from the third round the error keeps its
- *           sign, up to 2^12                                         (Eq. 8)
- *   o       o + e_i dt / tau_i, e_i = alpha* - a^ within +-(alpha*)/4
- *           (anti-windup), dt the round's wall-clock length (at most 1 s),
- *           tau_i = 2 s, |o| <= o_cap alpha (o_cap = 1/2, "the windup
- *           cap"; a 200 ms flow beside a 20 ms one at 100 Mbit/s holds o
- *           on it while it converges, ~50 s); 0 in a round with a loss
- *           and for 1 s after alpha's last cut, 0 when competitive: the
- *           steady offset between a^ and what the window holds (TSO deferral,
- *           delayed ACKs), which g, proportional with a step in packets
- *           that differs by RTT, leaves larger on the short flow, is
- *           integrated away at the same packets per second for every
- *           RTT                                                       (Eq. 8b)
- *   pacing  1.1 w' / D, w' = w + b (the window binds); w' / D when w' is
- *           below 6 packets, where cwnd's floor of 4 would otherwise queue
- *           more than alpha; half of it during a drain                (Eq. 9)
+ * Constants (tunables: `rttfairctl set qfair.NAME`, read once per round):
+ *   alpha0 3 pkt, k_alpha 1, tau_g_ms 1000, g_cap 1/8, o_cap 1/2,
+ *   drain_period_ms 10000, drain_clock 1 (UTC) or 2 (a local timer),
+ *   drain_phase_ms 0, tai_offset_s (written by load from adjtimex),
+ *   competitive 1 (2: never), exit_drains 1.
+ *   Fixed: a 4 pkt/s (20 competitive), tau_i 2 s, EWMA gain 1/4, bucket
+ *   8.192 ms, pacing gain 1.1, Startup exit on >= 6 lost and > 2 %.
  *
- * alpha_0, k, tau_g, the 1/8 cap on g, o_cap, exit_drains (below), the
- * drain period and clock are tunables (struct qfair_tunables, `rttfairctl
- * set qfair.*`, read once per round); the values above are their defaults.
- *
- * cwnd = max(4, w) + b, with no ACK-aggregation allowance; b the TSO burst
- * room: three bursts where the path is short against a burst (x^ R^ <= one
- * burst: veth, a LAN), none where the pipe holds two bursts or more (paths
- * of >= 2 ms below 500 Mbit/s), linear between, and none at all while a
- * burst is the kernel's minimum of 2 segments (below ~36 Mbit/s at MSS
- * 1448). A room by rate alone was standing queue that went to the faster
- * flow (issue 14, 100 Mbit/s).
- *
- * R^ is a running minimum: the core's 10 s expiry (which adopts a queue-
- * inflated sample) is disarmed in cruise. Instead every qfair flow drains
- * together: it enters the core's ProbeRTT at wall-clock (TAI) multiples of
- * 10 s, at half its rate and window (at least 4 packets), for 200 ms and a
- * round once its inflight is down to that window, so the queue qfair flows
- * hold empties and each sees the true minimum -- the fix for the Vegas/FAST
- * late-joiner problem (a flow that never saw an empty queue over-estimates
- * R^ and takes more than its share). That is a shared convention (clocks
- * agree to well under 200 ms), not shared state; a local 10 s timer
- * refreshed by near-minimum samples is the alternative
- * (qfair.drain_clock = 2).
- *
- * A drain whose lowest RTT does not come back within max(1 ms, q^'/2) of R^
- * means a queue someone else holds: a loss-based flow (cubic) or a longer
- * path. q^' = min(q^, (alpha_d + b) / x^) (qf_verdict_queue_us): half the
- * queue the flow would read holding only its default backlog at its rate,
- * what qfair flows alone leave; not q^ itself, which someone else's queue
- * inflates (cubic's standing queue passed drains on a margin of q^/2 and
- * kept a qfair flow beside it from ever turning competitive), and which a
- * competitive flow's own backlog inflates too. Then qfair turns
- * competitive: alpha may grow at 20 pkt/s up to max(alpha_d, x^ 100 ms);
- * the next successful drain ends it and clamps alpha to alpha_d (with
- * qfair.exit_drains = n > 1, only the n-th such drain in a row; default 1,
- * the first). And a competitive flow's drain passes only if the queue is
- * still within 1 ms of R^ at its end (the last 8-16 ms): qfair flows,
- * window-limited at x^, leave the capacity a drain frees unused, cubic
- * grows into it, so a queue that touched zero just after cubic's back-off
- * but is refilled by the drain's end is cubic squeezed, not cubic gone
- * (qf_drain_emptied).
- * With qfair.competitive = 2 (never) no drain starts it, and a flow
- * already competitive when the operator sets 2 leaves it the same way at
- * its next per-round update (at the latest at the next drain's end), where
- * the tunables are read anyway.
- *
- * A longer path is judged from the drain minima alone, not from that
- * verdict: three drains in a row whose minimum lies more than
- * max(2 ms, R^/8) above R^, whose minima agree within 10%, and between
- * which the floor held (the lowest closed bucket's minimum within 10% of
- * them) move R^ up to the lowest of them                            (Eq. 10)
- * A drain has removed the flow's own backlog, so what it still sees is path
- * or someone else's queue; the verdict's margin (half of q^) is not used
- * because a stale R^ inflates q^ and let every second drain pass. The held
- * floor tells the two apart where they differ: a path is a floor nothing
- * gets under, while cubic's sawtooth and bbr's ProbeRTT dip below the
- * level qfair's drains happen to meet (qf_long_streak_next; without it
- * R^ was learned over cubic's queue, 20 -> 26-94 ms, and the drains after
- * it passed with cubic still there).
- * One earlier exit (P2): the first drain after a path change already
- * measures the new path (within 0.1 ms), so R^ moves to its minimum m at
- * once when, besides m > R^ + max(2 ms, R^/8), the RTT floor rose since the
- * previous drain in one step (a closed 8 ms bucket's minimum minus the
- * previous closed bucket's) of at least max(16 ms, 3/4 (m - R^)), outside
- * drains and the two round starts after one (the flow's own refill and its
- * echo), and held: no bucket minimum since the step more than 10% below m
- * (qf_path_step_held); never while competitive. A rise across a gap in the
- * ACKs longer than itself plus 4 buckets, or in the flow's own refill on
- * entering cruise, leaving Loss or restarting after idle, is no step and
- * leaves P2 out until the next drain (qf_path_step_track). A path change
- * during a drain or its refill is not seen as a step and waits for the
- * three drains. A path change is one jump and a floor that stays;
- * a loss-based flow's queue grows at most ~1 ms per ms with its sawtooth,
- * and the steps bursts make (22 ms and more were measured) do not hold, so
- * the hold carries the weight. Smaller steps fall back to the three drains.
- * The Vegas rerouting problem (La, Walrand, Anantharam, "Issues in TCP
- * Vegas"); BBR's answer, RTprop's 10 s expiry, qfair disarms.
- *
- * Startup and Drain are BBR's, with one more exit from Startup: a round with
- * at least 6 lost packets and more than 2% of the round's sent packets
- * (delivered + lost) lost, so a shallow buffer does not make Startup
- * overflow it for many rounds. After BBRv3's full-loss exit and with its
- * constants, but not its rule: v3 counts loss-marking ACKs in a round in
- * Recovery and tests lost / inflight at send (and sets inflight_hi). The law
- * ("cruise") takes over at the first round start in the core's ProbeBW.
- *
- * State: w, the current 8 ms bucket, the next drain time, flags and the
- * burst room's share live in the core's cca_hot (icsk_ca_priv), which is all
- * of qfair's state an ACK touches; the rest (x^, alpha, the start of the
- * per-round measurement interval, drain bookkeeping) in the qfair_sk
- * sk_storage, looked up when a bucket closes, at a round start (not again
- * if a bucket closed on the same ACK), at a drain's first ACK and the first
- * after it, and per export.
- * No map is shared between flows: a flow behaves the same as the only
- * rttfair socket on its host.
+ * State: what every ACK touches (w, the open bucket, the next drain, flags)
+ * in the core's cca_hot; the rest in the qfair_sk sk_storage, looked up at
+ * bucket ends, round starts and drain edges. No map is shared between
+ * flows. Why each estimator, what was measured and the law's history:
+ * docs/algorithms.md, "qfair", and docs/results.md.
  *
  * GPL-2.0: struct_ops programs must be GPL-compatible.
  */
