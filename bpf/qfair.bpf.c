@@ -21,13 +21,13 @@
  *   al_d = alpha_0 + k sqrt(x^ * 1 ms)                                 (6)
  *   al  <- al + a dt, halved per lost packet (at most once per 100 ms
  *          of wall clock), within [1, al_d]; competitive: [1, inf)     (7)
- *   g    = 1 + clamp(e min(D / tau_g, 2^v al* / (2 x^ P)), +-g_cap),
- *          e = (al* - a^) / al*, g = 1 inside al* <= a^ <= 2 al*       (8)
- *   o   <- o + clamp(al* - a^, +-al*/4) dt / tau_i, |o| <= o_cap al   (8b)
+ *   g    = 1 + clamp(e min(D / tau_g, 2^v al_b / (2 x^ P)), +-g_cap),
+ *          e = (al_b - a^) / al_b, g = 1 inside al_b <= a^ <= 2 al_b       (8)
+ *   o   <- o + clamp(al_b - a^, +-al_b/4) dt / tau_i, |o| <= o_cap al   (8b)
  *   w    = g x^ P + al + o,  P = R^ + nu_p;  cwnd = max(4, w) + b      (1)
  *   pace = 1.1 (w + b) / D  ((w + b) / D below 6 packets)              (9)
  *
- * al* = al + b, b the TSO burst room (three bursts where the pipe holds
+ * al_b = al + b, b the TSO burst room (three bursts where the pipe holds
  * under one, none from two); v counts rounds pushed the same way.
  *
  * Drains. Every flow halves its rate and holds half its pipe x^ P at UTC

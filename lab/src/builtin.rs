@@ -168,6 +168,22 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "qfair-ten-flows",
         include_str!("../../scenarios/qfair-ten-flows.toml"),
     ),
+    (
+        "real-jitter-short",
+        include_str!("../../scenarios/real-jitter-short.toml"),
+    ),
+    (
+        "real-jitter-long",
+        include_str!("../../scenarios/real-jitter-long.toml"),
+    ),
+    (
+        "real-ackagg-short",
+        include_str!("../../scenarios/real-ackagg-short.toml"),
+    ),
+    (
+        "real-ackagg-long",
+        include_str!("../../scenarios/real-ackagg-long.toml"),
+    ),
 ];
 
 /// Resolve a scenario argument: a file path if it exists (read by
