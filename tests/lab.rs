@@ -1001,3 +1001,31 @@ fn an_unavailable_cca_is_refused_before_any_run() {
     assert_one_line_error(&out, "congestion control 'bbbr' is neither");
     assert!(!std::path::Path::new("/nonexistent/rttfair-lab-test").exists());
 }
+
+/// `--json lab run` prints one JSON value on stdout and nothing else: the
+/// per-repetition progress line goes to stderr (it used to precede the
+/// JSON on stdout).
+#[test]
+fn json_lab_run_prints_only_json_on_stdout() {
+    let t = KernelTest::new();
+    let out_dir = rttfair_lab::testkit::temp_folder("json-run");
+    let o = t.run(&[
+        "--json",
+        "lab",
+        "run",
+        "ci-smoke",
+        "--duration",
+        "6",
+        "--out",
+        out_dir.path().to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let doc: serde_json::Value =
+        serde_json::from_slice(&o.stdout).expect("stdout is one JSON value");
+    assert_eq!(doc.as_array().map(Vec::len), Some(1), "{doc}");
+    assert!(
+        stderr.contains("rep 0: "),
+        "progress line not on stderr: {stderr}"
+    );
+}

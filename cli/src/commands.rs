@@ -95,6 +95,7 @@ pub fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Man { dir } => crate::man::write_all(&dir),
+        Command::Doctor { for_use } => crate::doctor::run(&fs, out.json, for_use),
     }
 }
 
@@ -316,6 +317,8 @@ fn load(
     object: Option<&Path>,
 ) -> Result<()> {
     let ccas = parse_ccas(names)?;
+    // What the host lacks, said before anything is touched.
+    crate::doctor::check_before_load(fs, &ccas)?;
     let object = match object {
         None => None,
         Some(_) if ccas.len() != 1 => bail!("--object takes exactly one CCA"),

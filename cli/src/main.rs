@@ -5,6 +5,7 @@
 
 mod commands;
 mod demo;
+mod doctor;
 mod interrupt;
 mod lab;
 mod logging;
@@ -191,6 +192,15 @@ pub enum Command {
         /// Where the results and plots go.
         #[arg(long, default_value = "lab-out/demo")]
         out: std::path::PathBuf,
+    },
+    /// Check that this host can run rttfair: kernel features (read in its
+    /// BTF), BTF, bpffs, capabilities, the lab's tools. One line per check,
+    /// `ok` or `missing: what and how to fix it`; exits 1 if a check the
+    /// asked-for use needs fails.
+    Doctor {
+        /// Only what this use needs (default: everything).
+        #[arg(long = "for", value_enum, value_name = "USE")]
+        for_use: Option<doctor::Use>,
     },
     /// Print a shell completion script, e.g.
     /// `rttfairctl completions bash > /etc/bash_completion.d/rttfairctl`.

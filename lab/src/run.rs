@@ -160,7 +160,7 @@ fn run_reps(
             crate::plot::queue(&rep_dir.join("queue.png"), plan, &r)?;
         }
         if opts.verbose {
-            println!("  rep {rep}: {}", one_line(&r.summary));
+            eprintln!("  rep {rep}: {}", one_line(&r.summary));
         }
         reps.push(r);
         std::thread::sleep(Duration::from_millis(500)); // let the queue drain

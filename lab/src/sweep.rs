@@ -124,7 +124,8 @@ pub fn run_selected(
             None => {
                 let r = run::run_plan(&p.plan, &inner)?;
                 if opts.verbose {
-                    println!(
+                    // stderr: stdout may be --json.
+                    eprintln!(
                         "{} x={} y={:?}: {}",
                         p.key.cca,
                         p.key.x,

@@ -10,7 +10,7 @@ pub enum Error {
     NotPrivileged { what: String, missing: String },
     #[error("kernel has no BTF ({path} missing): rttfair needs CONFIG_DEBUG_INFO_BTF=y")]
     NoBtf { path: PathBuf },
-    #[error("kernel cannot register BPF congestion controls ({0}); needs Linux >= 5.13 with CONFIG_BPF_JIT and struct_ops")]
+    #[error("kernel cannot register BPF congestion controls ({0}); needs Linux >= 6.10 with CONFIG_BPF_JIT and struct_ops; `rttfairctl doctor` says what is missing")]
     NoStructOps(String),
     #[error("bpffs unavailable at {path}: {reason}")]
     Bpffs { path: PathBuf, reason: String },

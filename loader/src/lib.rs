@@ -17,7 +17,8 @@
 //! live, [`abi`] mirrors `bpf/include/rttfair_abi.h` (generated from BTF;
 //! raw records private) and names the shared maps, [`export`] gives the
 //! exported records their meaning, once ([`Flow`]), [`flows`] reads them
-//! from the pinned maps, and [`preflight`] checks what the host must offer;
+//! from the pinned maps, and [`preflight`] checks what the host must offer
+//! ([`doctor`]: all of it, kernel features included, one line per check);
 //! [`installed`] whether the loaded CCAs are of this build's ABI. Beside
 //! it: [`tunables`], [`migrate`], [`cgroup`], [`sockets`] (connections on
 //! kernel CCAs) and [`fairness`] (Jain's index and friends, shared by the
@@ -46,6 +47,7 @@ pub mod abi;
 pub mod bpffs;
 pub mod cca;
 pub mod cgroup;
+pub mod doctor;
 pub mod error;
 pub mod export;
 pub mod fairness;

@@ -1,6 +1,9 @@
 //! `cargo xtask <task>`: everything a developer or CI runs, in one place.
 //!
-//! - `deps`: install the Debian packages the build and tests need
+//! - `deps [--print] [--distro debian|ubuntu|fedora] [--no-install]`:
+//!   install the packages the build and tests need (apt), or print them
+//!   for this (or the named) distribution; `--no-install` (also for
+//!   `test` and `demo`) installs nothing when the tools are there
 //! - `build`: build everything (BPF objects are compiled by the loader's
 //!   build script), release profile
 //! - `test [--repeat N]`: deps + the whole test suite (unit and kernel
@@ -23,39 +26,10 @@ use std::process::{Command, ExitCode};
 
 use anyhow::{bail, Context, Result};
 
+mod deps;
 mod image;
 
-/// Debian packages the project needs, with what needs them.
-const PACKAGES: &[(&str, &str)] = &[
-    ("clang", "compiles the BPF programs"),
-    ("llvm", "llvm-strip for BPF objects"),
-    ("libelf-dev", "libbpf (vendored) links libelf"),
-    ("zlib1g-dev", "libbpf (vendored) links zlib"),
-    ("pkg-config", "locating libelf/zlib"),
-    ("bpftool", "generates vmlinux.h from kernel BTF"),
-    ("iproute2", "namespaces, veth, tc"),
-    ("ethtool", "turns off TSO/GSO/GRO on emulated links"),
-    ("iperf3", "lab traffic"),
-    (
-        "prometheus",
-        "daemon integration test (promtool, a real scraper)",
-    ),
-    ("fonts-dejavu-core", "text in the lab's plots"),
-    (
-        "python3-venv",
-        "a venv for kubernetes-validate (manifest tests)",
-    ),
-    ("podman", "builds and runs the container image (daemonless)"),
-    (
-        "runc",
-        "OCI runtime that also works on hybrid-cgroup hosts (crun does not)",
-    ),
-    ("binutils", "objcopy strips the image's binary"),
-    (
-        "systemd",
-        "systemd-analyze security --offline scores the unit (deploy test)",
-    ),
-];
+use deps::Set;
 
 /// The benches rttfair-bench runs (lab/src/bin/bench.rs): what `help` lists
 /// and what `bench` accepts before it installs anything.
@@ -87,9 +61,9 @@ fn run(args: &[String]) -> Result<()> {
     let task = args.first().map(String::as_str).unwrap_or("help");
     let rest = &args[args.len().min(1)..];
     match task {
-        "deps" => deps(),
+        "deps" => deps_command(rest),
         "build" => {
-            deps()?;
+            deps(Set::Build, false)?;
             cargo(&["build", "--release", "--workspace"])
         }
         "test" => test(rest),
@@ -97,7 +71,7 @@ fn run(args: &[String]) -> Result<()> {
         "bench" => bench(rest),
         "image" => {
             let args = image::ImageArgs::parse(rest)?;
-            deps()?;
+            deps(Set::All, false)?;
             let binary = match args.binary {
                 Some(b) => b,
                 None => {
@@ -119,7 +93,7 @@ fn run(args: &[String]) -> Result<()> {
             Ok(())
         }
         "soak" => {
-            deps()?;
+            deps(Set::Demo, false)?;
             cargo(&["build", "--release", "-p", "rttfairctl"])?;
             cargo_run_bin("rttfair-bench", &[&["soak"], &strs(rest)[..]].concat())
         }
@@ -132,6 +106,7 @@ fn run(args: &[String]) -> Result<()> {
             println!(
                 "usage: cargo xtask <deps|build|test|demo|bench NAME|image|soak [SECONDS]|man [DIR]|deb>"
             );
+            println!("  deps [--print] [--distro debian|ubuntu|fedora] [--no-install]; test/demo [--no-install]");
             println!("benches: {}", BENCHES.join(", "));
             println!("  fairness-grid --cca LIST [--rate MBIT] [--quick] [--reps N] [--out DIR]");
             Ok(())
@@ -152,32 +127,74 @@ fn require_root(what: &str) -> Result<()> {
     Ok(())
 }
 
-/// Install missing packages with apt-get; a no-op when all are present.
-fn deps() -> Result<()> {
-    require_root("installing system packages")?;
-    let missing: Vec<&str> = PACKAGES
-        .iter()
-        .map(|(p, _)| *p)
-        .filter(|p| {
-            !Command::new("dpkg-query")
-                .args(["-W", "-f=${Status}", p])
-                .output()
-                .map(|o| String::from_utf8_lossy(&o.stdout).contains("install ok installed"))
-                .unwrap_or(false)
-        })
-        .collect();
-    if !missing.is_empty() {
-        eprintln!("xtask: installing {}", missing.join(" "));
-        sh(
-            "apt-get",
-            &["update", "-q"],
-            &[("DEBIAN_FRONTEND", "noninteractive")],
-        )?;
-        let mut args = vec!["install", "-y", "-q", "--no-install-recommends"];
-        args.extend(&missing);
-        sh("apt-get", &args, &[("DEBIAN_FRONTEND", "noninteractive")])?;
+/// `deps [--print] [--distro D] [--no-install]`.
+fn deps_command(rest: &[String]) -> Result<()> {
+    let mut print = false;
+    let mut no_install = false;
+    let mut distro = None;
+    let mut it = rest.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--print" => print = true,
+            "--no-install" => no_install = true,
+            "--distro" => {
+                let d = it
+                    .next()
+                    .context("--distro needs debian, ubuntu or fedora")?;
+                distro = Some(deps::Distro::parse(d)?);
+            }
+            other => bail!("deps: unknown argument '{other}' (--print, --distro D, --no-install)"),
+        }
     }
-    k8s_validate_venv()?;
+    if print {
+        let distro = match distro {
+            Some(d) => d,
+            None => deps::detect()?,
+        };
+        println!(
+            "{}",
+            deps::print_line(&distro, Set::All, &deps::kernel_release())
+        );
+        return Ok(());
+    }
+    if distro.is_some() {
+        bail!(
+            "--distro only names the packages to print (with --print); installing uses this host's"
+        );
+    }
+    deps(Set::All, no_install)
+}
+
+/// `--no-install` out of a task's arguments.
+fn split_no_install(rest: &[String]) -> (bool, Vec<String>) {
+    let no_install = rest.iter().any(|a| a == "--no-install");
+    (
+        no_install,
+        rest.iter()
+            .filter(|a| *a != "--no-install")
+            .cloned()
+            .collect(),
+    )
+}
+
+/// Install what `set` needs with apt-get (a no-op when all are present).
+/// With `no_install`, install nothing if the tools are there, and say
+/// which are not. Where there is no apt, one line says what to install.
+fn deps(set: Set, no_install: bool) -> Result<()> {
+    if no_install {
+        let missing = deps::missing_tools(set);
+        if !missing.is_empty() {
+            bail!(
+                "--no-install, but missing: {} (`cargo xtask deps --print` lists the packages)",
+                missing.join(", ")
+            );
+        }
+    } else {
+        install(set)?;
+    }
+    if set == Set::All {
+        k8s_validate_venv()?;
+    }
     // libbpf-cargo formats the generated skeletons with rustfmt.
     let have_rustfmt = Command::new("rustfmt")
         .arg("--version")
@@ -187,6 +204,36 @@ fn deps() -> Result<()> {
         sh("rustup", &["component", "add", "rustfmt"], &[])?;
     }
     Ok(())
+}
+
+fn install(set: Set) -> Result<()> {
+    let distro = deps::detect()?;
+    let kernel = deps::kernel_release();
+    let have_apt = Command::new("apt-get").arg("--version").output().is_ok();
+    if matches!(distro, deps::Distro::Fedora) || !have_apt {
+        // Nothing installed here: the tools may already be there.
+        if deps::missing_tools(set).is_empty() {
+            return Ok(());
+        }
+        bail!(
+            "no apt-get here; install the packages yourself, then run with --no-install: {}",
+            deps::print_line(&distro, set, &kernel)
+        );
+    }
+    let missing = deps::not_installed(&deps::packages(&distro, set, &kernel));
+    if missing.is_empty() {
+        return Ok(());
+    }
+    require_root("installing system packages")?;
+    eprintln!("xtask: installing {}", missing.join(" "));
+    sh(
+        "apt-get",
+        &["update", "-q"],
+        &[("DEBIAN_FRONTEND", "noninteractive")],
+    )?;
+    let mut args = vec!["install", "-y", "-q", "--no-install-recommends"];
+    args.extend(missing.iter().map(String::as_str));
+    sh("apt-get", &args, &[("DEBIAN_FRONTEND", "noninteractive")])
 }
 
 /// kubernetes-validate in a venv under target/ (Debian's pip refuses
@@ -244,8 +291,10 @@ fn k8s_validate_venv() -> Result<()> {
 /// the summary line (summed over all runs), each test's pass count: the
 /// flakiness report issue 20 asks for. Any failed run fails the task.
 fn test(rest: &[String]) -> Result<()> {
-    let (repeat, rest) = split_repeat(rest)?;
-    deps()?;
+    let (no_install, rest) = split_no_install(rest);
+    let (repeat, rest) = split_repeat(&rest)?;
+    require_root("the test suite")?;
+    deps(Set::All, no_install)?;
     ensure_cargo_deb()?; // the package test builds the .deb
     let mut total = Tally::default();
     let mut per_test: std::collections::BTreeMap<String, (u32, u32)> = Default::default();
@@ -396,17 +445,20 @@ fn run_suite(rest: &[String]) -> Result<(Tally, Outcomes, bool)> {
 }
 
 fn demo(rest: &[String]) -> Result<()> {
-    deps()?;
+    // Only what the demo runs: the build and the lab's tools.
+    let (no_install, rest) = split_no_install(rest);
+    require_root("the demo")?;
+    deps(Set::Demo, no_install)?;
     cargo(&["build", "--release", "-p", "rttfairctl"])?;
     let bin = target_dir().join("release/rttfairctl");
     let mut args = vec!["demo"];
-    args.extend(strs(rest));
+    args.extend(strs(&rest));
     sh(bin.to_str().unwrap(), &args, &[])
 }
 
 fn bench(rest: &[String]) -> Result<()> {
     let name = bench_name(rest)?;
-    deps()?;
+    deps(Set::Demo, false)?;
     if name == "daemon" {
         cargo(&["build", "--release", "-p", "rttfairctl"])?;
     }
