@@ -184,6 +184,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "real-ackagg-long",
         include_str!("../../scenarios/real-ackagg-long.toml"),
     ),
+    (
+        "real-vs-cubic",
+        include_str!("../../scenarios/real-vs-cubic.toml"),
+    ),
 ];
 
 /// Resolve a scenario argument: a file path if it exists (read by
