@@ -591,7 +591,7 @@ fn scenario_tunables_are_set_recorded_and_refused_on_a_registered_cca() {
         &s,
         "the scenario sets qfair.exit_drains = 3, but qfair is already registered (it was registered before this lab)",
     );
-    let lease = std::fs::File::open(rttfair_lab::ccas::lease_path(
+    let lease = std::fs::File::open(rttfair_loader::lease::lease_path(
         &t.fs,
         rttfair_loader::Cca::Qfair,
     ))
@@ -709,7 +709,7 @@ fn a_lab_joins_another_labs_cca_only_with_the_same_tunables() {
 fn a_refusal_loads_nothing_and_comes_before_any_note() {
     let t = KernelTest::new();
     let _qfair = OperatorQfair::load(&t);
-    let lease = rttfair_lab::ccas::lease_path(&t.fs, rttfair_loader::Cca::Fairtt);
+    let lease = rttfair_loader::lease::lease_path(&t.fs, rttfair_loader::Cca::Fairtt);
     std::fs::create_dir_all(lease.parent().unwrap()).unwrap();
     let _other_lab = nix::fcntl::Flock::lock(
         std::fs::File::create(&lease).unwrap(),

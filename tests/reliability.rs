@@ -343,7 +343,7 @@ fn concurrent_labs_share_a_cca_and_the_last_one_out_unloads_it() {
     // Another holder of the lease (another lab; here a flock of the test's
     // own on a separate open file, which is what another process holds):
     // the session sees it, and leaves the CCA to that holder when it ends.
-    let lease = rttfair_lab::ccas::lease_path(&t.fs, Cca::Bbr1);
+    let lease = rttfair_loader::lease::lease_path(&t.fs, Cca::Bbr1);
     let holder = nix::fcntl::Flock::lock(
         std::fs::File::open(&lease).unwrap(),
         nix::fcntl::FlockArg::LockSharedNonblock,

@@ -12,22 +12,22 @@
 //! lab to finish cleans up what it left registered. Beside the marker, a
 //! lab records the object it loaded and the scenario tunables it set, so a
 //! lab that finds the CCA registered knows what it runs, and runs it only
-//! with the same tunables.
+//! with the same tunables. Those files, and the operator's taking a CCA
+//! over, are the loader's ([`rttfair_loader::lease`]), shared with the
+//! daemon and `rttfairctl load`.
 
 use std::fs::{File, OpenOptions};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 
 use anyhow::{Context, Result};
 use nix::fcntl::{Flock, FlockArg};
+use rttfair_loader::lease::{lease_dir, lease_path, marker, object_record, tunables_record};
 use rttfair_loader::lifecycle::{self, LoadOptions};
 use rttfair_loader::{kernel, BpfFs, Cca};
 
 use crate::provenance::CcaObject;
 use crate::scenario::tunables::{self, Tunables};
-
-/// Where lab leases live; one folder per installation (bpffs root).
-const LEASE_ROOT: &str = "/run/rttfair/lab-leases";
 
 /// One session's shared hold on one project CCA.
 struct Lease {
@@ -58,39 +58,6 @@ pub struct CcaSession {
     /// The CCAs whose every tunable is known: a lab loaded them with the
     /// scenario's (see [`CcaSession::expected_tunables`]).
     known: Vec<Cca>,
-}
-
-/// The folder holding the leases of the installation at `fs`.
-pub fn lease_dir(fs: &BpfFs) -> PathBuf {
-    let key = fs
-        .root()
-        .to_string_lossy()
-        .trim_matches('/')
-        .replace('/', "_");
-    Path::new(LEASE_ROOT).join(key)
-}
-
-/// The file whose flock is a lab's lease on `cca` (shared while a lab uses
-/// it; whoever unloads it takes it exclusively first).
-pub fn lease_path(fs: &BpfFs, cca: Cca) -> PathBuf {
-    lease_dir(fs).join(format!("{cca}.lease"))
-}
-
-fn marker(fs: &BpfFs, cca: Cca) -> PathBuf {
-    lease_dir(fs).join(format!("{cca}.loaded-by-lab"))
-}
-
-/// Beside the marker: the SHA-256 of the object the lab that loaded `cca`
-/// registered, so a lab that finds it loaded records what it runs.
-fn object_record(fs: &BpfFs, cca: Cca) -> PathBuf {
-    lease_dir(fs).join(format!("{cca}.loaded-object-sha256"))
-}
-
-/// Beside the marker: the scenario tunables the lab that loaded `cca` set
-/// on it (TOML, empty: none), written before the load, so a lab that finds
-/// it registered runs it only with the same ones.
-fn tunables_record(fs: &BpfFs, cca: Cca) -> PathBuf {
-    lease_dir(fs).join(format!("{cca}.loaded-tunables"))
 }
 
 /// fairtt.scope as the lab sets it on a fairtt it loads: its sender
@@ -184,33 +151,6 @@ fn end_lease(lease: Lease) {
         let _ = std::fs::remove_file(tunables_record(&lease.fs, lease.cca));
     }
     // Dropping the Flock unlocks.
-}
-
-/// The operator asked for `cca` while a lab had loaded it: from now on it is
-/// the operator's, and no lab unloads it. Returns whether a lab had loaded it
-/// (no marker: no lab did). Any other failure to remove the marker (a
-/// read-only /run, say) is an error, because the lab that loaded `cca`
-/// will then unload it under its new owner when it ends.
-pub fn adopt(fs: &BpfFs, cca: Cca) -> Result<bool> {
-    let adopted = remove_marker(cca, &marker(fs, cca))?;
-    // The operator may swap or retune it from now on: no lab can vouch
-    // for which object it runs or its tunables (without the marker the
-    // records are not read anyway).
-    let _ = std::fs::remove_file(object_record(fs, cca));
-    let _ = std::fs::remove_file(tunables_record(fs, cca));
-    Ok(adopted)
-}
-
-/// [`adopt`]'s step: remove the marker `m` that says a lab loaded `cca`.
-fn remove_marker(cca: Cca, m: &Path) -> Result<bool> {
-    match std::fs::remove_file(m) {
-        Ok(()) => Ok(true),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(anyhow::anyhow!(
-            "cannot take {cca} over from the lab that loaded it (remove {}: {e}); that lab will unload it when it ends",
-            m.display()
-        )),
-    }
 }
 
 /// Whether every one of `names` can run in an experiment, as
@@ -535,7 +475,7 @@ mod tests {
             super::registered_object(&fs, cca),
             super::registered_tunables(&fs, cca),
         );
-        super::adopt(&fs, cca).unwrap();
+        rttfair_loader::lease::adopt(&fs, cca).unwrap();
         let adopted = (
             super::registered_object(&fs, cca),
             super::registered_tunables(&fs, cca),
@@ -596,26 +536,5 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("congestion control 'bbbr' is neither"), "{e}");
-    }
-
-    /// Taking a CCA over from a lab: a marker removed is "a lab loaded it",
-    /// no marker is "no lab did", and a marker that cannot be removed (here
-    /// a directory in its place; under the shipped unit it was a read-only
-    /// /run) is an error naming it, not "no lab did".
-    #[test]
-    fn a_marker_that_cannot_be_removed_is_an_error_not_no_lab() {
-        use rttfair_loader::Cca;
-        let dir = tempfile::tempdir().unwrap();
-        let m = dir.path().join("qfair.loaded-by-lab");
-        assert!(!super::remove_marker(Cca::Qfair, &m).unwrap());
-        std::fs::write(&m, "").unwrap();
-        assert!(super::remove_marker(Cca::Qfair, &m).unwrap());
-        assert!(!m.exists());
-        std::fs::create_dir(&m).unwrap();
-        let e = super::remove_marker(Cca::Qfair, &m)
-            .unwrap_err()
-            .to_string();
-        assert!(e.starts_with("cannot take qfair over from the lab"), "{e}");
-        assert!(e.contains(&m.display().to_string()), "{e}");
     }
 }

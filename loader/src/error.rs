@@ -50,6 +50,12 @@ pub enum Error {
     InvalidValue { name: String, reason: String },
     #[error("{source} ({done} already unloaded)")]
     Partial { done: String, source: Box<Error> },
+    #[error("cannot take {cca} over from the lab that loaded it (remove {path}: {reason}); that lab will unload it when it ends")]
+    Adopt {
+        cca: String,
+        path: PathBuf,
+        reason: String,
+    },
     #[error("{context}: {source}")]
     Io {
         context: String,

@@ -18,7 +18,8 @@
 //! raw records private) and names the shared maps, [`export`] gives the
 //! exported records their meaning, once ([`Flow`]), [`flows`] reads them
 //! from the pinned maps, and [`preflight`] checks what the host must offer;
-//! [`installed`] whether the loaded CCAs are of this build's ABI. Beside
+//! [`installed`] whether the loaded CCAs are of this build's ABI; [`lease`]
+//! the files by which labs, the daemon and the operator share a CCA. Beside
 //! it: [`tunables`], [`migrate`], [`cgroup`], [`sockets`] (connections on
 //! kernel CCAs) and [`fairness`] (Jain's index and friends, shared by the
 //! daemon and the lab). Three of them ([`flows`], [`installed`],
@@ -53,6 +54,7 @@ pub mod flows;
 pub mod installed;
 pub mod kernel;
 pub mod lab_arrival;
+pub mod lease;
 pub mod lifecycle;
 #[cfg(test)]
 mod math;

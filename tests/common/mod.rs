@@ -149,9 +149,9 @@ pub fn remove_root(root: &Path) {
         let _ = std::fs::remove_dir(root.join(sub));
     }
     let _ = std::fs::remove_dir(root);
-    let _ = std::fs::remove_dir_all(rttfair_lab::ccas::lease_dir(&rttfair_loader::BpfFs::new(
-        root,
-    )));
+    let _ = std::fs::remove_dir_all(rttfair_loader::lease::lease_dir(
+        &rttfair_loader::BpfFs::new(root),
+    ));
 }
 
 /// The lab namespaces the process `pid` made that are still there
