@@ -8,7 +8,7 @@ use common::*;
 use rttfair_lab::provenance::{self, RunProvenance, SweepProvenance};
 use rttfair_lab::run::{self, RunOptions};
 use rttfair_lab::scenario::Scenario;
-use rttfair_lab::{builtin, netns};
+use rttfair_lab::{netns, scenario::builtin};
 
 #[test]
 fn ci_smoke_scenario_self_checks_and_fills_the_link() {
@@ -513,7 +513,7 @@ rtt_ms = 20
 "#,
     )
     .unwrap();
-    let plan = rttfair_lab::plan::Plan::resolve(&s).unwrap();
+    let plan = rttfair_lab::scenario::plan::Plan::resolve(&s).unwrap();
     {
         let (net, rtts) = run::build_checked_network(&plan).expect("build the plan's dumbbell");
         assert!(rtts.iter().all(|c| c.ok), "{rtts:?}");
@@ -778,8 +778,8 @@ fn scenario_tunables_a_run_would_not_use_are_refused_in_one_line() {
 /// CCA's folders from two builds refused in one line.
 #[test]
 fn lab_merge_puts_sweeps_of_other_ccas_side_by_side() {
-    use rttfair_lab::grid::PointPlan;
     use rttfair_lab::results::Summary;
+    use rttfair_lab::scenario::grid::PointPlan;
     use rttfair_lab::testkit::{self, MadeUp};
     use std::path::{Path, PathBuf};
 

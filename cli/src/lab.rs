@@ -3,9 +3,9 @@
 use std::path::Path;
 
 use anyhow::{bail, Result};
-use rttfair_lab::builtin;
-use rttfair_lab::plan::Plan;
 use rttfair_lab::run::{self, RunOptions, RunResult, Summary};
+use rttfair_lab::scenario::builtin;
+use rttfair_lab::scenario::plan::Plan;
 use rttfair_lab::scenario::Scenario;
 use rttfair_loader::BpfFs;
 
@@ -41,7 +41,7 @@ pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
                     .map_err(|e| anyhow::anyhow!("invalid scenario: {e}"))?
                     .remove(0);
             }
-            if let Some(note) = rttfair_lab::grid::base_note(&s) {
+            if let Some(note) = rttfair_lab::scenario::grid::base_note(&s) {
                 eprintln!("{note}");
             }
             let r = run::run(&s, &options(fs, &common))?;
@@ -56,7 +56,7 @@ pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
             common,
         } => {
             let shard = shard
-                .map(|spec| spec.parse::<rttfair_lab::grid::Shard>())
+                .map(|spec| spec.parse::<rttfair_lab::scenario::grid::Shard>())
                 .transpose()
                 .map_err(anyhow::Error::msg)?;
             let s = prepare(&scenario, &common)?;
@@ -143,7 +143,7 @@ pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
                 .and_then(|each| each.iter().map(Plan::resolve).collect())
                 .map_err(|e| anyhow::anyhow!("invalid scenario: {e}"))?;
             rttfair_lab::ccas::check_available(&cca)?;
-            if let Some(note) = rttfair_lab::grid::base_note(&s) {
+            if let Some(note) = rttfair_lab::scenario::grid::base_note(&s) {
                 eprintln!("{note}");
             }
             let mut results = Vec::new();
@@ -209,10 +209,10 @@ fn dry_run_plan(
     s: &Scenario,
     sweep: &rttfair_lab::scenario::Sweep,
     ccas: &[String],
-    shard: Option<rttfair_lab::grid::Shard>,
+    shard: Option<rttfair_lab::scenario::grid::Shard>,
     json: bool,
 ) -> Result<()> {
-    use rttfair_lab::grid::{self, Shard};
+    use rttfair_lab::scenario::grid::{self, Shard};
     let expand = || grid::expand(s, sweep, ccas).map_err(|e| anyhow::anyhow!("{}: {e}", s.name));
     let all = expand()?;
     rttfair_lab::ccas::check_available(ccas)?;

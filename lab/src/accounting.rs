@@ -39,8 +39,8 @@
 
 use serde::Serialize;
 
-use crate::plan::Window;
 use crate::qstats::{QdiscStats, QueueSample};
+use crate::scenario::plan::Window;
 
 /// A counter per flow at one end of the window.
 #[derive(Debug, Clone, Default)]

@@ -10,8 +10,8 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::Deserialize;
 
-use crate::plan::Plan;
 use crate::results::{RepResult, RunResult, Summary, SweepPoint};
+use crate::scenario::plan::Plan;
 use crate::scenario::Sweep;
 
 /// Write `path` whole or not at all: `fill` writes into a temp file in

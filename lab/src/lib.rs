@@ -86,7 +86,6 @@
 
 pub mod accounting;
 pub mod arrivals;
-pub mod builtin;
 pub mod ccas;
 pub mod churn;
 pub mod daemon_child;
@@ -95,7 +94,6 @@ pub mod delay_writer;
 pub mod drains;
 pub mod fairness_grid;
 pub mod files;
-pub mod grid;
 pub mod gridtable;
 pub mod iperf;
 pub mod link;
@@ -103,7 +101,6 @@ pub mod merge;
 pub mod netns;
 pub mod pathprobe;
 pub mod pathsched;
-pub mod plan;
 pub mod plot;
 pub mod procfs;
 pub mod provenance;

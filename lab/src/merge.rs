@@ -36,9 +36,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use crate::grid::{self, PointKey};
 use crate::provenance::{self, CcaObject, CcaSource, SweepProvenance};
 use crate::results::SweepPoint;
+use crate::scenario::grid::{self, PointKey};
 use crate::scenario::Scenario;
 
 /// One sweep folder as written: its provenance and its points.
@@ -554,9 +554,9 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::grid::Shard;
     use crate::provenance::{CcaObject, Environment};
     use crate::results::Summary;
+    use crate::scenario::grid::Shard;
     use crate::testkit::{self, MadeUp};
 
     /// The grid of these tests: 2 x 3 points of 3 repetitions, the flows

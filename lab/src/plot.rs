@@ -12,8 +12,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::plan::Plan;
 use crate::results::{RepResult, SweepPoint};
+use crate::scenario::plan::Plan;
 use crate::scenario::WIRE_PACKET;
 
 static FONT: Once = Once::new();
@@ -517,7 +517,8 @@ mod tests {
     fn every_plot_writes_a_png_of_its_size() {
         let tmp = crate::testkit::temp_folder("plot-test");
         let dir = tmp.path();
-        let plan = Plan::resolve(&crate::builtin::resolve("two-flow-deep").unwrap()).unwrap();
+        let plan =
+            Plan::resolve(&crate::scenario::builtin::resolve("two-flow-deep").unwrap()).unwrap();
         let r = rep(&plan);
         throughput(&dir.join("throughput.png"), &plan, &r).unwrap();
         queue(&dir.join("queue.png"), &plan, &r).unwrap();

@@ -15,7 +15,7 @@ use rttfair_loader::{BpfFs, Cca};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::grid::Shard;
+use crate::scenario::grid::Shard;
 use crate::scenario::Scenario;
 use crate::selfcheck::{RateCheck, RttCheck};
 

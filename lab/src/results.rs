@@ -10,9 +10,9 @@ use std::time::Duration;
 use rttfair_loader::Flow;
 use serde::{Deserialize, Serialize};
 
-use crate::plan::Window;
 use crate::provenance::RunProvenance;
 use crate::qstats::QueueSample;
+use crate::scenario::plan::Window;
 use crate::scenario::{FlowSpec, Scenario};
 use crate::selfcheck::RttCheck;
 

@@ -8,9 +8,9 @@ use std::path::Path;
 use anyhow::{bail, Result};
 
 use crate::files::StoredRun;
-use crate::plan::Plan;
 use crate::provenance::{self, CcaObject, RunProvenance};
 use crate::results::{Summary, Worst};
+use crate::scenario::plan::Plan;
 
 /// What a kept result must have been made with: this build, and the
 /// tunables the project CCAs have now.

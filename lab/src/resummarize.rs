@@ -37,9 +37,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::accounting::WindowAccounting;
-use crate::plan::Plan;
 use crate::qstats::{QdiscStats, QueueSample};
 use crate::results::{FlowResult, Summary, SweepPoint};
+use crate::scenario::plan::Plan;
 use crate::scenario::Scenario;
 
 /// What was done to one folder given.
@@ -426,8 +426,8 @@ fn read_csv<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::Window;
     use crate::results::{RepResult, RunResult};
+    use crate::scenario::plan::Window;
     use crate::testkit::{self, MadeUp};
 
     const SCENARIO: &str = "name = \"rs\"\nduration_s = 60\nwarmup_s = 20\n\
@@ -707,7 +707,7 @@ mod tests {
         let tmp = testkit::temp_folder("resummarize-sweep");
         let base = Scenario::from_toml(&testkit::grid_toml("g", 1, None, &[])).unwrap();
         let ccas = ["cubic".to_string()];
-        let made_up = |_: usize, _: &crate::grid::PointPlan| {
+        let made_up = |_: usize, _: &crate::scenario::grid::PointPlan| {
             MadeUp::Repetitions(vec![Summary {
                 qdelay_mean_ms: 7.0,
                 ..Summary::default()
@@ -717,7 +717,8 @@ mod tests {
         let folder = crate::merge::Folder::load(&dir).unwrap();
         // Each point's run as a run of this build stores it.
         for record in &folder.provenance.points {
-            let plans = crate::grid::expand(&base, base.sweep.as_ref().unwrap(), &ccas).unwrap();
+            let plans =
+                crate::scenario::grid::expand(&base, base.sweep.as_ref().unwrap(), &ccas).unwrap();
             let p = plans.iter().find(|p| p.key.x == record.x).unwrap();
             let mut plan = p.plan.clone();
             plan.window = W;

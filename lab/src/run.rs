@@ -15,17 +15,17 @@ use crate::arrivals::ArrivalCounter;
 use crate::ccas::CcaSession;
 use crate::iperf::{self, ClientSpec};
 use crate::link::Bottleneck;
-use crate::plan::Plan;
 use crate::provenance::{Environment, RunProvenance, SelfCheck};
 use crate::qstats::QueueSampler;
 use crate::rcvbytes;
 use crate::results::{BpfSample, FlowResult};
+use crate::scenario::plan::Plan;
 use crate::scenario::{FlowSpec, Scenario, MSS, WIRE_PACKET};
 use crate::selfcheck::{self, RttCheck};
 use crate::topology::{Dumbbell, FlowPath, Options, RECEIVER, RECEIVER_IF};
 
-pub use crate::plan::label_of;
 pub use crate::results::{RepResult, RunResult, Summary};
+pub use crate::scenario::plan::label_of;
 pub use crate::summary::{mean_summary, one_line, summarize, worst_of};
 
 /// How to run.

@@ -26,8 +26,8 @@ use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
 use crate::gridtable::{jain_cell, markdown};
-use crate::plan::label_of;
 use crate::results::{Summary, Worst};
+use crate::scenario::plan::label_of;
 use crate::scenario::Scenario;
 use crate::summary::{mean_summary, worst_of};
 use crate::time_to_fair;

@@ -1,4 +1,9 @@
-//! Scenario files: what an experiment is, in TOML.
+//! Scenario files: what an experiment is, in TOML. The first stage of the
+//! lab's pipeline, description and resolution, is this module and its
+//! children: [`tunables`] (its `[tunables]` table), [`builtin`] (the
+//! embedded scenarios, a name or a path resolved), [`plan`] (a scenario
+//! resolved once for a run) and [`grid`] (a `[sweep]` table expanded to
+//! one plan per point).
 //!
 //! ```toml
 //! name = "fairtt-paper"
@@ -60,6 +65,9 @@
 //! [`Scenario::validate`] after deserialization, where only the document's
 //! spans can turn a field path back into a line.
 
+pub mod builtin;
+pub mod grid;
+pub mod plan;
 pub mod tunables;
 
 use std::path::Path;

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use rttfair_loader::fairness as metrics;
 
 use crate::accounting::WindowAccounting;
-use crate::plan::{Plan, Window};
 use crate::qstats::QueueSample;
 use crate::results::{FlowResult, Summary, TimeToFair, Worst};
+use crate::scenario::plan::{Plan, Window};
 use crate::scenario::MSS;
 
 /// The window every figure of a repetition is computed over: the edges

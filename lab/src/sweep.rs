@@ -1,16 +1,16 @@
 //! Sweeps: one scenario run over a grid of one or two parameters, for each
 //! CCA, giving the papers' "metric vs buffer size" lines and heatmaps.
 //! The grid comes from the scenario's `[sweep]` table (see
-//! [`crate::scenario::Sweep`]), expanded to plans by [`crate::grid`].
+//! [`crate::scenario::Sweep`]), expanded to plans by [`crate::scenario::grid`].
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::grid;
 use crate::provenance::{CcaObject, Environment, PointProvenance, SweepProvenance};
 use crate::results::SweepPoint;
 use crate::run::{self, RunOptions};
+use crate::scenario::grid;
 use crate::scenario::Scenario;
 
 pub use crate::results::SweepPoint as Point;
@@ -60,10 +60,13 @@ pub struct Selection {
 
 /// The folder a sweep (or a merge) of `base` writes under `out_dir`:
 /// the scenario's name made path-safe as run folders' are
-/// ([`crate::plan::sanitize`]), so a name with `/` or `..` cannot put it
+/// ([`crate::scenario::plan::sanitize`]), so a name with `/` or `..` cannot put it
 /// (and the claims [`clear_outputs`] removes) outside `out_dir`.
 pub fn dir_of(out_dir: &Path, base: &Scenario) -> PathBuf {
-    out_dir.join(format!("{}-sweep", crate::plan::sanitize(&base.name)))
+    out_dir.join(format!(
+        "{}-sweep",
+        crate::scenario::plan::sanitize(&base.name)
+    ))
 }
 
 /// As [`run`], the points `sel` selects; writes the sweep's files and its

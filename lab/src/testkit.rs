@@ -17,12 +17,12 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::grid::{self, PointPlan, Shard};
-use crate::plan::Plan;
 use crate::provenance::{
     self, CcaObject, Environment, PointProvenance, RunProvenance, SelfCheck, SweepProvenance,
 };
 use crate::results::{RepResult, RunResult, Summary, SweepPoint};
+use crate::scenario::grid::{self, PointPlan, Shard};
+use crate::scenario::plan::Plan;
 use crate::scenario::Scenario;
 use crate::selfcheck::RateCheck;
 

@@ -181,7 +181,7 @@ mod tests {
     /// flows through 20 Mbit/s, flow 0 joining flow 1 at 20 s; 80 s runs.
     /// Each flow's share after the join is half the capacity.
     fn late_joiner() -> Scenario {
-        crate::builtin::resolve("qfair-late-joiner").unwrap()
+        crate::scenario::builtin::resolve("qfair-late-joiner").unwrap()
     }
 
     const HALF: f64 = 20e6 * 1448.0 / 1514.0 / 2.0;

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use crate::plan::Plan;
+use crate::scenario::plan::Plan;
 use crate::scenario::{Scenario, ScenarioError, Sweep};
 
 /// Where a point sits in the grid.

@@ -8,165 +8,168 @@ use crate::scenario::{Scenario, Sweep};
 pub const SCENARIOS: &[(&str, &str)] = &[
     (
         "two-flow-deep",
-        include_str!("../../scenarios/two-flow-deep.toml"),
+        include_str!("../../../scenarios/two-flow-deep.toml"),
     ),
     (
         "fairtt-paper",
-        include_str!("../../scenarios/fairtt-paper.toml"),
+        include_str!("../../../scenarios/fairtt-paper.toml"),
     ),
     (
         "adbbr-fairness",
-        include_str!("../../scenarios/adbbr-fairness.toml"),
+        include_str!("../../../scenarios/adbbr-fairness.toml"),
     ),
     (
         "adbbr-fairness-shallow",
-        include_str!("../../scenarios/adbbr-fairness-shallow.toml"),
+        include_str!("../../../scenarios/adbbr-fairness-shallow.toml"),
     ),
     (
         "shallow-10flows",
-        include_str!("../../scenarios/shallow-10flows.toml"),
+        include_str!("../../../scenarios/shallow-10flows.toml"),
     ),
-    ("ci-smoke", include_str!("../../scenarios/ci-smoke.toml")),
+    ("ci-smoke", include_str!("../../../scenarios/ci-smoke.toml")),
     (
         "fairtt-buffer-sweep",
-        include_str!("../../scenarios/fairtt-buffer-sweep.toml"),
+        include_str!("../../../scenarios/fairtt-buffer-sweep.toml"),
     ),
     (
         "fairtt-rtt-sweep",
-        include_str!("../../scenarios/fairtt-rtt-sweep.toml"),
+        include_str!("../../../scenarios/fairtt-rtt-sweep.toml"),
     ),
     (
         "shallow-grid",
-        include_str!("../../scenarios/shallow-grid.toml"),
+        include_str!("../../../scenarios/shallow-grid.toml"),
     ),
     (
         "seed000-grid",
-        include_str!("../../scenarios/seed000-grid.toml"),
+        include_str!("../../../scenarios/seed000-grid.toml"),
     ),
     (
         "seed000-column",
-        include_str!("../../scenarios/seed000-column.toml"),
+        include_str!("../../../scenarios/seed000-column.toml"),
     ),
     (
         "qfair-grid-20m",
-        include_str!("../../scenarios/qfair-grid-20m.toml"),
+        include_str!("../../../scenarios/qfair-grid-20m.toml"),
     ),
     (
         "qfair-grid-100m",
-        include_str!("../../scenarios/qfair-grid-100m.toml"),
+        include_str!("../../../scenarios/qfair-grid-100m.toml"),
     ),
     (
         "adbbr-loss",
-        include_str!("../../scenarios/adbbr-loss.toml"),
+        include_str!("../../../scenarios/adbbr-loss.toml"),
     ),
     (
         "adbbr-flows",
-        include_str!("../../scenarios/adbbr-flows.toml"),
+        include_str!("../../../scenarios/adbbr-flows.toml"),
     ),
     (
         "qfair-three-flows",
-        include_str!("../../scenarios/qfair-three-flows.toml"),
+        include_str!("../../../scenarios/qfair-three-flows.toml"),
     ),
     (
         "qfair-late-joiner",
-        include_str!("../../scenarios/qfair-late-joiner.toml"),
+        include_str!("../../../scenarios/qfair-late-joiner.toml"),
     ),
     (
         "qfair-loss",
-        include_str!("../../scenarios/qfair-loss.toml"),
+        include_str!("../../../scenarios/qfair-loss.toml"),
     ),
     (
         "qfair-vs-cubic",
-        include_str!("../../scenarios/qfair-vs-cubic.toml"),
+        include_str!("../../../scenarios/qfair-vs-cubic.toml"),
     ),
     (
         "accounting-long-rtt",
-        include_str!("../../scenarios/accounting-long-rtt.toml"),
+        include_str!("../../../scenarios/accounting-long-rtt.toml"),
     ),
     (
         "adbbr-one-long",
-        include_str!("../../scenarios/adbbr-one-long.toml"),
+        include_str!("../../../scenarios/adbbr-one-long.toml"),
     ),
     (
         "adbbr-three-rtts",
-        include_str!("../../scenarios/adbbr-three-rtts.toml"),
+        include_str!("../../../scenarios/adbbr-three-rtts.toml"),
     ),
-    ("bbr3-loss", include_str!("../../scenarios/bbr3-loss.toml")),
+    (
+        "bbr3-loss",
+        include_str!("../../../scenarios/bbr3-loss.toml"),
+    ),
     (
         "bbr3-shallow",
-        include_str!("../../scenarios/bbr3-shallow.toml"),
+        include_str!("../../../scenarios/bbr3-shallow.toml"),
     ),
     (
         "bbr3-vs-cubic",
-        include_str!("../../scenarios/bbr3-vs-cubic.toml"),
+        include_str!("../../../scenarios/bbr3-vs-cubic.toml"),
     ),
     (
         "fairtt-paper-topology",
-        include_str!("../../scenarios/fairtt-paper-topology.toml"),
+        include_str!("../../../scenarios/fairtt-paper-topology.toml"),
     ),
     (
         "fairtt-paper-topology-buffer-sweep",
-        include_str!("../../scenarios/fairtt-paper-topology-buffer-sweep.toml"),
+        include_str!("../../../scenarios/fairtt-paper-topology-buffer-sweep.toml"),
     ),
     (
         "fairtt-paper-topology-rtt-sweep",
-        include_str!("../../scenarios/fairtt-paper-topology-rtt-sweep.toml"),
+        include_str!("../../../scenarios/fairtt-paper-topology-rtt-sweep.toml"),
     ),
     (
         "qfair-0.3bdp-10v20",
-        include_str!("../../scenarios/qfair-0.3bdp-10v20.toml"),
+        include_str!("../../../scenarios/qfair-0.3bdp-10v20.toml"),
     ),
     (
         "qfair-0.3bdp-20v20",
-        include_str!("../../scenarios/qfair-0.3bdp-20v20.toml"),
+        include_str!("../../../scenarios/qfair-0.3bdp-20v20.toml"),
     ),
     (
         "qfair-100m",
-        include_str!("../../scenarios/qfair-100m.toml"),
+        include_str!("../../../scenarios/qfair-100m.toml"),
     ),
     (
         "qfair-100m-1bdp",
-        include_str!("../../scenarios/qfair-100m-1bdp.toml"),
+        include_str!("../../../scenarios/qfair-100m-1bdp.toml"),
     ),
     (
         "qfair-100m-shallow",
-        include_str!("../../scenarios/qfair-100m-shallow.toml"),
+        include_str!("../../../scenarios/qfair-100m-shallow.toml"),
     ),
     (
         "qfair-20m-10ms-0.3bdp",
-        include_str!("../../scenarios/qfair-20m-10ms-0.3bdp.toml"),
+        include_str!("../../../scenarios/qfair-20m-10ms-0.3bdp.toml"),
     ),
     (
         "qfair-grid-20m-0.3bdp",
-        include_str!("../../scenarios/qfair-grid-20m-0.3bdp.toml"),
+        include_str!("../../../scenarios/qfair-grid-20m-0.3bdp.toml"),
     ),
     (
         "qfair-jitter",
-        include_str!("../../scenarios/qfair-jitter.toml"),
+        include_str!("../../../scenarios/qfair-jitter.toml"),
     ),
     (
         "qfair-late-joiner-long",
-        include_str!("../../scenarios/qfair-late-joiner-long.toml"),
+        include_str!("../../../scenarios/qfair-late-joiner-long.toml"),
     ),
     (
         "qfair-pair-cubic-leaves",
-        include_str!("../../scenarios/qfair-pair-cubic-leaves.toml"),
+        include_str!("../../../scenarios/qfair-pair-cubic-leaves.toml"),
     ),
     (
         "qfair-rtt-change",
-        include_str!("../../scenarios/qfair-rtt-change.toml"),
+        include_str!("../../../scenarios/qfair-rtt-change.toml"),
     ),
     (
         "qfair-rtt-change-long",
-        include_str!("../../scenarios/qfair-rtt-change-long.toml"),
+        include_str!("../../../scenarios/qfair-rtt-change-long.toml"),
     ),
     (
         "qfair-rtt-change-small",
-        include_str!("../../scenarios/qfair-rtt-change-small.toml"),
+        include_str!("../../../scenarios/qfair-rtt-change-small.toml"),
     ),
     (
         "qfair-ten-flows",
-        include_str!("../../scenarios/qfair-ten-flows.toml"),
+        include_str!("../../../scenarios/qfair-ten-flows.toml"),
     ),
 ];
 
