@@ -8,7 +8,7 @@ use common::*;
 use rttfair_lab::provenance::{self, RunProvenance, SweepProvenance};
 use rttfair_lab::run::{self, RunOptions};
 use rttfair_lab::scenario::Scenario;
-use rttfair_lab::{netns, scenario::builtin};
+use rttfair_lab::{net::netns, scenario::builtin};
 
 #[test]
 fn ci_smoke_scenario_self_checks_and_fills_the_link() {
@@ -574,7 +574,7 @@ fn scenario_tunables_are_set_recorded_and_refused_on_a_registered_cca() {
     assert_eq!(prov.ccas, [provenance::CcaObject::of("qfair")]);
     assert_ne!(
         prov.ccas[0].object_sha256.as_deref(),
-        Some(rttfair_lab::ccas::UNKNOWN_OBJECT)
+        Some(rttfair_lab::net::ccas::UNKNOWN_OBJECT)
     );
     assert_eq!(
         Scenario::from_toml(&written).unwrap().tunables,
@@ -674,7 +674,7 @@ fn lab_run_refused(t: &KernelTest, scenario: &str, needle: &str) {
 /// tunables, before anything is built. (No experiment runs.)
 #[test]
 fn a_lab_joins_another_labs_cca_only_with_the_same_tunables() {
-    use rttfair_lab::ccas::CcaSession;
+    use rttfair_lab::net::ccas::CcaSession;
     use rttfair_lab::scenario::tunables::Tunables;
     let t = KernelTest::new();
     let text = "name = \"untuned\"\nduration_s = 3\n[bottleneck]\nrate_mbit = 10\nbuffer = { bdp = 1.0, rtt_ms = 20 }\n[[flows]]\ncca = \"qfair\"\nrtt_ms = 20\n";

@@ -142,7 +142,7 @@ pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
                 .with_ccas(&cca)
                 .and_then(|each| each.iter().map(Plan::resolve).collect())
                 .map_err(|e| anyhow::anyhow!("invalid scenario: {e}"))?;
-            rttfair_lab::ccas::check_available(&cca)?;
+            rttfair_lab::net::ccas::check_available(&cca)?;
             if let Some(note) = rttfair_lab::scenario::grid::base_note(&s) {
                 eprintln!("{note}");
             }
@@ -215,7 +215,7 @@ fn dry_run_plan(
     use rttfair_lab::scenario::grid::{self, Shard};
     let expand = || grid::expand(s, sweep, ccas).map_err(|e| anyhow::anyhow!("{}: {e}", s.name));
     let all = expand()?;
-    rttfair_lab::ccas::check_available(ccas)?;
+    rttfair_lab::net::ccas::check_available(ccas)?;
     let count = shard.map_or(1, |sh| sh.count);
     let mut shards = Vec::new();
     for index in 0..count {

@@ -4,7 +4,7 @@
 //!
 //! - per flow, the bytes of its data that reached the receivers for the
 //!   first time inside the window, stamped as they arrived right after the
-//!   bottleneck ([`crate::arrivals`]): retransmissions of bytes already
+//!   bottleneck ([`crate::net::arrivals`]): retransmissions of bytes already
 //!   there are not counted, and a byte lost before the window opens counts
 //!   when its retransmission arrives, i.e. when it crossed the link;
 //! - for the link, the bottleneck qdisc's sent-bytes counter, interpolated
@@ -31,7 +31,7 @@
 //! arrival ring overflowed (`arrivals_lost` > 0), goodput is a lower bound.
 //!
 //! Cross-check: `in_order_utilization`, the same figure from the receivers'
-//! in-order counters (`tcpi_bytes_received` via `ss`, [`crate::rcvbytes`]),
+//! in-order counters (`tcpi_bytes_received` via `ss`, [`crate::net::rcvbytes`]),
 //! what goodput was computed from before. It is not bounded by the link:
 //! bytes held out of order behind a hole when the window opens count when
 //! the hole fills (at 200 ms RTT with ~6 % retransmissions it read 2.5-2.9 %
@@ -39,7 +39,7 @@
 
 use serde::Serialize;
 
-use crate::qstats::{QdiscStats, QueueSample};
+use crate::net::qstats::{QdiscStats, QueueSample};
 use crate::scenario::plan::Window;
 
 /// A counter per flow at one end of the window.
@@ -68,7 +68,7 @@ pub struct FlowSpan {
 pub struct Link<'q> {
     pub queue: &'q [QueueSample],
     pub rate_bit: u64,
-    /// HTB's burst ([`crate::link::htb_burst_bytes`]).
+    /// HTB's burst ([`crate::net::link::htb_burst_bytes`]).
     pub burst_bytes: u64,
     /// MSS over wire packet: the largest share of a wire byte that is
     /// payload.
@@ -221,7 +221,7 @@ mod tests {
     use rttfair_loader::lab_arrival::Arrival;
 
     use super::*;
-    use crate::arrivals::Tally;
+    use crate::net::arrivals::Tally;
 
     const RATE: u64 = 20_000_000;
     const BURST: u64 = 10_000;

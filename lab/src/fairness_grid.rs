@@ -218,7 +218,7 @@ pub struct GridResult {
 pub fn run(args: &GridArgs, opts: &RunOptions, progress: impl Fn(&str)) -> Result<GridResult> {
     // Register (or check) every CCA before the first run: an unknown name
     // fails here, not an hour into the grid.
-    let _session = crate::ccas::CcaSession::ensure(&opts.bpffs, &args.ccas)?;
+    let _session = crate::net::ccas::CcaSession::ensure(&opts.bpffs, &args.ccas)?;
     let pts = points(args.quick);
     let mut cells = Vec::new();
     for p in &pts {

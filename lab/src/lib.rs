@@ -85,28 +85,14 @@
 //!   folders written by the lab's own writers from made-up results.
 
 pub mod accounting;
-pub mod arrivals;
-pub mod ccas;
-pub mod churn;
-pub mod daemon_child;
-pub mod delay;
-pub mod delay_writer;
 pub mod drains;
 pub mod fairness_grid;
 pub mod files;
 pub mod gridtable;
-pub mod iperf;
-pub mod link;
 pub mod merge;
-pub mod netns;
-pub mod pathprobe;
-pub mod pathsched;
+pub mod net;
 pub mod plot;
-pub mod procfs;
 pub mod provenance;
-pub mod qstats;
-pub mod rateload;
-pub mod rcvbytes;
 pub mod results;
 pub mod resume;
 pub mod resummarize;
@@ -114,12 +100,9 @@ pub mod run;
 pub mod runtable;
 pub mod scenario;
 pub mod scoreboard;
-pub mod selfcheck;
-pub mod sock;
 pub mod summary;
 pub mod sweep;
 pub mod sweep_plots;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
 pub mod time_to_fair;
-pub mod topology;

@@ -234,7 +234,7 @@ pub fn combine(folders: &[Folder]) -> Result<Merged> {
                     warnings.push(note);
                 }
             }
-            if src.object_sha256.as_deref() == Some(crate::ccas::UNKNOWN_OBJECT) {
+            if src.object_sha256.as_deref() == Some(crate::net::ccas::UNKNOWN_OBJECT) {
                 bail!(
                     "unknown binaries: {cca} in {} ran an object registered before the lab, not by a lab, so which one is unknown",
                     name(f)
@@ -982,7 +982,7 @@ mod tests {
         let root_dir = tmp("unknown-object");
         let root = root_dir.path().to_path_buf();
         let a = write_sweep_folder(&root.join("a"), &grid_2d(), None, |p| {
-            p.ccas[0].object_sha256 = Some(crate::ccas::UNKNOWN_OBJECT.into())
+            p.ccas[0].object_sha256 = Some(crate::net::ccas::UNKNOWN_OBJECT.into())
         });
         refused(&root, &[a], "unknown binaries: fairtt in");
     }

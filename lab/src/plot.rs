@@ -461,7 +461,7 @@ pub fn sweep_lines(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::qstats::{QdiscStats, QueueSample};
+    use crate::net::qstats::{QdiscStats, QueueSample};
     use crate::results::{FlowResult, Summary};
 
     /// Width and height from a PNG's IHDR chunk.

@@ -15,9 +15,9 @@ use rttfair_loader::{BpfFs, Cca};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::net::selfcheck::{RateCheck, RttCheck};
 use crate::scenario::grid::Shard;
 use crate::scenario::Scenario;
-use crate::selfcheck::{RateCheck, RttCheck};
 
 /// The file name inside a results folder.
 pub const FILE: &str = "provenance.json";

@@ -10,11 +10,11 @@ use std::time::Duration;
 use rttfair_loader::Flow;
 use serde::{Deserialize, Serialize};
 
+use crate::net::qstats::QueueSample;
+use crate::net::selfcheck::RttCheck;
 use crate::provenance::RunProvenance;
-use crate::qstats::QueueSample;
 use crate::scenario::plan::Window;
 use crate::scenario::{FlowSpec, Scenario};
-use crate::selfcheck::RttCheck;
 
 /// One BPF export sample of a flow: a row of `bpf.csv`, whose columns are
 /// these fields, in this order. A projection of the loader's typed

@@ -37,7 +37,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::accounting::WindowAccounting;
-use crate::qstats::{QdiscStats, QueueSample};
+use crate::net::qstats::{QdiscStats, QueueSample};
 use crate::results::{FlowResult, Summary, SweepPoint};
 use crate::scenario::plan::Plan;
 use crate::scenario::Scenario;

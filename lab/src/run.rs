@@ -11,18 +11,18 @@ use rttfair_loader::flows::FlowReader;
 use rttfair_loader::BpfFs;
 
 use crate::accounting::{self, EdgeCounts, FlowSpan};
-use crate::arrivals::ArrivalCounter;
-use crate::ccas::CcaSession;
-use crate::iperf::{self, ClientSpec};
-use crate::link::Bottleneck;
+use crate::net::arrivals::ArrivalCounter;
+use crate::net::ccas::CcaSession;
+use crate::net::iperf::{self, ClientSpec};
+use crate::net::link::Bottleneck;
+use crate::net::qstats::QueueSampler;
+use crate::net::rcvbytes;
+use crate::net::selfcheck::{self, RttCheck};
+use crate::net::topology::{Dumbbell, FlowPath, Options, RECEIVER, RECEIVER_IF};
 use crate::provenance::{Environment, RunProvenance, SelfCheck};
-use crate::qstats::QueueSampler;
-use crate::rcvbytes;
 use crate::results::{BpfSample, FlowResult};
 use crate::scenario::plan::Plan;
 use crate::scenario::{FlowSpec, Scenario, MSS, WIRE_PACKET};
-use crate::selfcheck::{self, RttCheck};
-use crate::topology::{Dumbbell, FlowPath, Options, RECEIVER, RECEIVER_IF};
 
 pub use crate::results::{RepResult, RunResult, Summary};
 pub use crate::scenario::plan::label_of;
@@ -225,9 +225,9 @@ fn run_rep(
     let reader = net.queue_reader()?;
     let t0 = Instant::now();
     // Jitter, ACK batching and RTT changes run on this repetition's clock.
-    let start_ns = crate::delay::clock_ns();
+    let start_ns = crate::net::delay::clock_ns();
     for f in &plan.flows {
-        let d = crate::pathsched::PathDelay::for_flow(f, start_ns);
+        let d = crate::net::pathsched::PathDelay::for_flow(f, start_ns);
         if d.varies() {
             net.delay.set_path(net.sender(f.index), d)?;
         }
@@ -278,7 +278,7 @@ fn run_rep(
         &accounting::Link {
             queue: &queue,
             rate_bit: plan.rate_bit,
-            burst_bytes: crate::link::htb_burst_bytes(plan.rate_bit),
+            burst_bytes: crate::net::link::htb_burst_bytes(plan.rate_bit),
             payload_share: MSS as f64 / WIRE_PACKET as f64,
         },
     );
@@ -403,7 +403,7 @@ fn read_window_edges(
     let mut random_loss = Vec::new();
     let mut mark = |t_s: &mut Vec<f64>| -> Result<()> {
         // Marked before anything stamped later is drained (Tally::mark_edge).
-        let ns = crate::delay::clock_ns();
+        let ns = crate::net::delay::clock_ns();
         counter.mark_edge(ns);
         t_s.push(ns.saturating_sub(clock.start_ns) as f64 / 1e9);
         in_order.push(edge_counts(plan, net, clock.t0)?);

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use rttfair_loader::fairness as metrics;
 
 use crate::accounting::WindowAccounting;
-use crate::qstats::QueueSample;
+use crate::net::qstats::QueueSample;
 use crate::results::{FlowResult, Summary, TimeToFair, Worst};
 use crate::scenario::plan::{Plan, Window};
 use crate::scenario::MSS;
@@ -500,7 +500,7 @@ mod tests {
                 let drops = (t.min(20.0) * 20.0) as u32 + if t >= 40.0 { 10 } else { 0 };
                 QueueSample {
                     t,
-                    stats: crate::qstats::QdiscStats {
+                    stats: crate::net::qstats::QdiscStats {
                         backlog_bytes: if w.holds(t) { 1000 } else { 9000 },
                         drops,
                         ..Default::default()

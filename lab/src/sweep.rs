@@ -80,7 +80,7 @@ pub fn run_selected(
 ) -> Result<(Vec<SweepPoint>, PathBuf)> {
     let mut plans =
         grid::expand(base, sweep, ccas).map_err(|e| anyhow::anyhow!("{}: {e}", base.name))?;
-    crate::ccas::check_available(ccas)?;
+    crate::net::ccas::check_available(ccas)?;
     if let Some(sh) = sel.shard {
         plans = sh.select(plans);
     }
@@ -93,7 +93,8 @@ pub fn run_selected(
     // lab loaded).
     let _held = if sel.resume {
         build.check_resumable(&dir.join("runs"))?;
-        let session = crate::ccas::CcaSession::ensure_tuned(&opts.bpffs, ccas, &base.tunables)?;
+        let session =
+            crate::net::ccas::CcaSession::ensure_tuned(&opts.bpffs, ccas, &base.tunables)?;
         build.tunables = crate::provenance::tunables(&opts.bpffs, ccas)?;
         Some(session)
     } else {
@@ -172,7 +173,7 @@ pub fn run_selected(
 }
 
 /// The object `cca` ran in a sweep's points (`ran`: every point's run
-/// record): the one they all recorded, [`crate::ccas::UNKNOWN_OBJECT`] if
+/// record): the one they all recorded, [`crate::net::ccas::UNKNOWN_OBJECT`] if
 /// they differ, this build's if no point recorded one.
 fn object_run(cca: &str, ran: &[CcaObject]) -> CcaObject {
     let mut seen = ran.iter().filter(|o| o.name == cca);
@@ -184,7 +185,7 @@ fn object_run(cca: &str, ran: &[CcaObject]) -> CcaObject {
     } else {
         CcaObject {
             name: cca.to_string(),
-            object_sha256: Some(crate::ccas::UNKNOWN_OBJECT.to_string()),
+            object_sha256: Some(crate::net::ccas::UNKNOWN_OBJECT.to_string()),
         }
     }
 }
@@ -252,7 +253,7 @@ mod tests {
             object_sha256: Some(sha.into()),
         };
         assert_eq!(object_run("qfair", &[]), CcaObject::of("qfair"));
-        let unknown = other(crate::ccas::UNKNOWN_OBJECT);
+        let unknown = other(crate::net::ccas::UNKNOWN_OBJECT);
         let ran = [other("ab"), CcaObject::of("cubic"), other("ab")];
         assert_eq!(object_run("qfair", &ran), other("ab"));
         assert_eq!(object_run("cubic", &ran), CcaObject::of("cubic"));

@@ -17,6 +17,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::net::selfcheck::RateCheck;
 use crate::provenance::{
     self, CcaObject, Environment, PointProvenance, RunProvenance, SelfCheck, SweepProvenance,
 };
@@ -24,7 +25,6 @@ use crate::results::{RepResult, RunResult, Summary, SweepPoint};
 use crate::scenario::grid::{self, PointPlan, Shard};
 use crate::scenario::plan::Plan;
 use crate::scenario::Scenario;
-use crate::selfcheck::RateCheck;
 
 /// An empty folder `rttfair-<tag>-...` under the temp dir, removed when
 /// the returned handle drops (also when the test panics).

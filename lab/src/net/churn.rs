@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use crate::netns::Netns;
+use crate::net::netns::Netns;
 
 /// Bytes each short connection sends and the server verifies.
 const SHORT_BYTES: usize = 4096;
@@ -225,7 +225,7 @@ fn start_churn_clients(
 
 fn connect(addr: SocketAddr, cca: &str) -> Result<TcpStream> {
     let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
-    crate::sock::set_congestion(&sock, cca)?;
+    crate::net::sock::set_congestion(&sock, cca)?;
     sock.connect_timeout(&addr.into(), Duration::from_secs(5))?;
     Ok(sock.into())
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
-use crate::netns::Netns;
+use crate::net::netns::Netns;
 
 /// An `iperf3 -s` inside a namespace; killed on drop.
 pub struct Server {

@@ -15,7 +15,7 @@
 //! TCP cannot tell on which direction of a path the propagation delay sits;
 //! what it measures, and what BBR's model uses, is the round trip.
 //!
-//! Threads (see [`crate::delay_writer`] for why): one reader waits in
+//! Threads (see [`crate::net::delay_writer`] for why): one reader waits in
 //! poll(2) on the TUN fd, timestamps each packet as it arrives
 //! (CLOCK_MONOTONIC, ns), computes its release time and hands it to the
 //! writer of its path; each writer sleeps until its earliest held packet is
@@ -27,7 +27,7 @@
 //! wake-ups; if that is refused they run anyway and the lateness statistics
 //! show the cost.
 //!
-//! Each path's release time comes from [`crate::pathsched`]: base delay,
+//! Each path's release time comes from [`crate::net::pathsched`]: base delay,
 //! optional uniform jitter, ACK batching and a change of the base delay at a
 //! given time, never reordering within a path. Paths can be replaced while
 //! the element runs ([`DelayElement::set_path`]), e.g. at the start of each
@@ -48,9 +48,9 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
-use crate::delay_writer::{self, Held, WriterPlace, WriterShared};
-use crate::netns::Netns;
-use crate::pathsched::{PathDelay, PathSchedule};
+use crate::net::delay_writer::{self, Held, WriterPlace, WriterShared};
+use crate::net::netns::Netns;
+use crate::net::pathsched::{PathDelay, PathSchedule};
 
 const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
 const MAX_HELD: usize = 200_000;

@@ -25,7 +25,7 @@ use nix::sys::socket::{
 };
 use nix::sys::time::TimeVal;
 
-use crate::netns::Netns;
+use crate::net::netns::Netns;
 
 /// The router's address on the senders' side: replies come back to it
 /// directly over the senders' link.
@@ -44,7 +44,7 @@ pub fn ping_from_router(
     gap: Duration,
 ) -> Result<ProbeThread> {
     router.spawn(move || -> Result<(Vec<f64>, usize)> {
-        crate::delay::realtime_priority(10);
+        crate::net::delay::realtime_priority(10);
         let sock = open()?;
         let id = (std::process::id() & 0xffff) as u16;
         let end = Instant::now() + duration;

@@ -250,7 +250,7 @@ impl CcaSession {
     /// end as it drops).
     pub fn ensure_tuned(fs: &BpfFs, names: &[String], tunables: &Tunables) -> Result<CcaSession> {
         check_available(names)?;
-        crate::netns::on_signal_exit(end_all_leases);
+        crate::net::netns::on_signal_exit(end_all_leases);
         let mut s = CcaSession {
             fs: fs.clone(),
             id: NEXT_SESSION.fetch_add(1, std::sync::atomic::Ordering::Relaxed),

@@ -11,7 +11,7 @@
 //! a whole run it is every connection's unique payload.
 //!
 //! Why not a cheaper counter:
-//! - the receivers' in-order counter (`tcpi_bytes_received`, [`crate::rcvbytes`],
+//! - the receivers' in-order counter (`tcpi_bytes_received`, [`crate::net::rcvbytes`],
 //!   kept as a cross-check) credits bytes held out of order behind a hole
 //!   when the hole fills: with a 200 ms flow in loss recovery as the window
 //!   opens that put goodput 2.5-2.9 % above the link (docs/results.md);
@@ -44,7 +44,7 @@ use libbpf_rs::{MapCore, MapFlags, Object, ObjectBuilder, RingBuffer, RingBuffer
 use rttfair_loader::lab_arrival::Arrival;
 use rustc_hash::FxHashMap;
 
-use crate::netns::Netns;
+use crate::net::netns::Netns;
 use crate::scoreboard::Scoreboard;
 
 /// First-time bytes per sender, split at the window's edges by arrival

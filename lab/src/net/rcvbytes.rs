@@ -6,7 +6,7 @@
 //! but not necessarily inside the window: bytes held out of order behind a
 //! hole when it opens count when the hole fills. Hence only the accounting's
 //! cross-check (`in_order_utilization`); goodput comes from
-//! [`crate::arrivals`].
+//! [`crate::net::arrivals`].
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 
-use crate::netns::Netns;
+use crate::net::netns::Netns;
 
 /// One reading: bytes received per peer address (all of a peer's
 /// connections together), and when it was taken.

@@ -14,7 +14,7 @@
 //!   feeding it does; averaging a cubic flow's goodput over a fixed window
 //!   measured cubic's loss recovery after slow start as much as the link
 //!   (40.8-46.3 Mbit/s read for a correct 47.8). The load keeping it
-//!   backlogged is paced UDP above the rate ([`crate::rateload`]), not a
+//!   backlogged is paced UDP above the rate ([`crate::net::rateload`]), not a
 //!   congestion control: cubic streams kept a 1 Gbit/s queue backlogged
 //!   for the check's 1 s only in some runs on a 2-core host.
 
@@ -23,11 +23,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use crate::link::{self, Bottleneck};
-use crate::netns::Netns;
-use crate::qstats::QdiscStats;
-use crate::rateload;
-use crate::topology::{Dumbbell, BOTTLENECK_IF, RECEIVER};
+use crate::net::link::{self, Bottleneck};
+use crate::net::netns::Netns;
+use crate::net::qstats::QdiscStats;
+use crate::net::rateload;
+use crate::net::topology::{Dumbbell, BOTTLENECK_IF, RECEIVER};
 
 /// Port of the RTT probe listener on the receiver.
 const PROBE_PORT: u16 = 9;
@@ -102,7 +102,7 @@ fn probe(ns: &Netns, src: Ipv4Addr, probes: usize) -> Result<f64> {
 
 /// `probes` TCP handshakes from `src` (in `ns`) to the receiver's probe
 /// port, one after the other: for each, the kernel's RTT sample (ms) and the
-/// element-clock time ([`crate::delay::clock_ns`]) at which connect returned.
+/// element-clock time ([`crate::net::delay::clock_ns`]) at which connect returned.
 /// Needs the listener of [`measure_rtts`]; see [`handshake_rtts`].
 pub fn handshake_samples(ns: &Netns, src: Ipv4Addr, probes: usize) -> Result<Vec<(f64, u64)>> {
     ns.run(move || -> Result<Vec<(f64, u64)>> {
@@ -115,8 +115,8 @@ pub fn handshake_samples(ns: &Netns, src: Ipv4Addr, probes: usize) -> Result<Vec
                 Duration::from_secs(5),
             )
             .with_context(|| format!("RTT probe from {src}"))?;
-            let done = crate::delay::clock_ns();
-            let info = crate::sock::tcp_info(&s).context("TCP_INFO of the RTT probe")?;
+            let done = crate::net::delay::clock_ns();
+            let info = crate::net::sock::tcp_info(&s).context("TCP_INFO of the RTT probe")?;
             // tcpi_rtt is srtt; after the handshake it is the SYN's one sample.
             out.push((info.tcpi_rtt as f64 / 1e3, done));
         }

@@ -25,10 +25,10 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use libbpf_rs::{MapCore, MapFlags, ObjectBuilder};
 
-use crate::delay::{self, DelayElement};
-use crate::link::{self, Bottleneck};
-use crate::netns::Netns;
-use crate::qstats::QdiscReader;
+use crate::net::delay::{self, DelayElement};
+use crate::net::link::{self, Bottleneck};
+use crate::net::netns::Netns;
+use crate::net::qstats::QdiscReader;
 
 /// Handle of the bfifo under the bottleneck's class 1:1 ("10:"; HTB, or TBF
 /// with [`Options::segment_at_bottleneck`]).
@@ -36,7 +36,7 @@ pub const BUFFER_QDISC_HANDLE: u32 = 0x0010_0000; // tc handles are hex
 /// The router interface facing the receivers, where the bottleneck is.
 pub const BOTTLENECK_IF: &str = "r1";
 /// The receivers' interface, right after the bottleneck (where the
-/// arrival counter, [`crate::arrivals`], watches data arrive).
+/// arrival counter, [`crate::net::arrivals`], watches data arrive).
 pub const RECEIVER_IF: &str = "c0";
 /// Receiver address.
 pub const RECEIVER: Ipv4Addr = Ipv4Addr::new(10, 20, 0, 1);
@@ -142,7 +142,7 @@ impl Dumbbell {
         let tun = delay::create_tun(&router, "dly0")?;
         router.ip(&["link", "set", "dly0", "mtu", "1500", "up"])?;
         router.exec("sysctl", &["-qw", "net.ipv4.conf.dly0.rp_filter=0"])?;
-        // The path probe (crate::pathprobe) sends from the router itself: its
+        // The path probe (crate::net::pathprobe) sends from the router itself: its
         // requests come back out of the element with a local source address.
         router.exec("sysctl", &["-qw", "net.ipv4.conf.dly0.accept_local=1"])?;
         let flow_nets: Vec<String> = flow_prefixes(senders.len());
@@ -159,7 +159,7 @@ impl Dumbbell {
         let paths = delays
             .into_iter()
             .map(|(a, d)| {
-                let d = crate::pathsched::PathDelay {
+                let d = crate::net::pathsched::PathDelay {
                     base_ns: d.as_nanos() as u64,
                     ..Default::default()
                 };

@@ -6,7 +6,7 @@
 
 use anyhow::{Context, Result};
 
-use crate::netns::Netns;
+use crate::net::netns::Netns;
 
 /// Create a veth pair `a_if` (in `a`) <-> `b_if` (in `b`), both up.
 pub fn veth(a: &Netns, a_if: &str, b: &Netns, b_if: &str) -> Result<()> {

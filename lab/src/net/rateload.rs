@@ -1,6 +1,6 @@
 //! The rate check's load: UDP datagrams paced at [`OVERLOAD`] x the
 //! bottleneck's rate, so its queue stays backlogged by construction and the
-//! check ([`crate::selfcheck::measure_rate`]) measures the link, not a
+//! check ([`crate::net::selfcheck::measure_rate`]) measures the link, not a
 //! congestion control.
 //!
 //! Why not TCP: an ACK-clocked load (cubic, one or several streams through
@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use crate::netns::Netns;
+use crate::net::netns::Netns;
 use crate::scenario::WIRE_PACKET;
 
 /// The load's rate over the bottleneck's, in wire bytes: enough that the
@@ -42,7 +42,7 @@ use crate::scenario::WIRE_PACKET;
 /// 999.6-1000.1 (docs/results.md).
 pub const OVERLOAD: f64 = 1.05;
 /// Source of the load: the sender namespace's base address on `s0`
-/// (see [`crate::topology`]), used by no flow.
+/// (see [`crate::net::topology`]), used by no flow.
 pub const LOAD_SOURCE: Ipv4Addr = Ipv4Addr::new(10, 10, 0, 1);
 /// UDP payload of one datagram, so that it leaves as one full-size frame
 /// (IPv4 20 + UDP 8 + Ethernet 14 bytes of headers).

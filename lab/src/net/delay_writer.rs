@@ -8,7 +8,7 @@
 //! the bottleneck's enqueue, often the bottleneck's dequeue and the
 //! receiver's next ACK too: tens of microseconds per MTU packet. A thread
 //! that both timed and wrote fell behind at 500 Mbit/s (4.8 ms late on
-//! average). Here the reader ([`crate::delay`]) only reads, timestamps and
+//! average). Here the reader ([`crate::net::delay`]) only reads, timestamps and
 //! schedules; each writer holds its share of the paths (every packet of a
 //! path goes to the same writer, so a path is never reordered) and pays that
 //! kernel work, and with one writer pinned per core the two cores do it side
@@ -22,7 +22,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::delay::DelayStats;
+use crate::net::delay::DelayStats;
 
 /// How long a writer with nothing held waits before it looks at the stop flag.
 const IDLE_WAIT: Duration = Duration::from_millis(20);
@@ -71,13 +71,13 @@ pub fn write_loop(shared: WriterShared, rx: Receiver<Held>, place: WriterPlace) 
     if place.pin {
         pin_to_core(place.index);
     }
-    crate::delay::realtime_priority(crate::delay::WRITER_PRIORITY);
+    crate::net::delay::realtime_priority(crate::net::delay::WRITER_PRIORITY);
     let mut heap: BinaryHeap<Held> = BinaryHeap::new();
     let mut tun: &File = &shared.tun;
     while !shared.stop.load(Ordering::Relaxed) {
         let wait = heap
             .peek()
-            .map(|h| Duration::from_nanos(h.due_ns.saturating_sub(crate::delay::clock_ns())))
+            .map(|h| Duration::from_nanos(h.due_ns.saturating_sub(crate::net::delay::clock_ns())))
             .unwrap_or(IDLE_WAIT);
         match rx.recv_timeout(wait) {
             Ok(h) => {
@@ -97,7 +97,7 @@ fn release_due(heap: &mut BinaryHeap<Held>, tun: &mut &File, shared: &WriterShar
     loop {
         // The clock is read again for each packet: a write can take long
         // (the stack runs in it), and lateness must include that wait.
-        let now = crate::delay::clock_ns();
+        let now = crate::net::delay::clock_ns();
         if heap.peek().is_none_or(|h| h.due_ns > now) {
             break;
         }
