@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use rttfair_lab::provenance::{self, RunProvenance, SweepProvenance};
+use rttfair_lab::results::provenance::{self, RunProvenance, SweepProvenance};
 use rttfair_lab::run::{self, RunOptions};
 use rttfair_lab::scenario::Scenario;
 use rttfair_lab::{net::netns, scenario::builtin};

@@ -94,7 +94,7 @@ pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
                 .ok_or_else(|| anyhow::anyhow!("{}: no [sweep] table", dir.display()))?;
             print!(
                 "{}",
-                rttfair_lab::gridtable::compare_tables(
+                rttfair_lab::results::gridtable::compare_tables(
                     sweep,
                     &merged.provenance.cca_names(),
                     &merged.points
@@ -123,7 +123,7 @@ pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
             Ok(())
         }
         LabCommand::Table { dirs } => {
-            let table = rttfair_lab::runtable::load(&dirs)?;
+            let table = rttfair_lab::results::runtable::load(&dirs)?;
             if json {
                 println!("{}", serde_json::to_string(&table)?);
             } else {
@@ -173,7 +173,7 @@ fn report_sweep(
     }
     print!(
         "{}",
-        rttfair_lab::gridtable::sweep_tables(sweep, ccas, points)
+        rttfair_lab::results::gridtable::sweep_tables(sweep, ccas, points)
     );
     println!("\nresults: {}", dir.display());
     Ok(())
@@ -378,7 +378,7 @@ impl<'a> TableRun<'a> {
 /// change, a last column gives each repetition's time to fair. One
 /// repetition without such an event: the table as it always was.
 fn table_text(results: &[TableRun]) -> String {
-    use rttfair_lab::runtable::{has_time_to_fair, time_to_fair_cell};
+    use rttfair_lab::results::runtable::{has_time_to_fair, time_to_fair_cell};
     use std::fmt::Write as _;
     let mut out = String::new();
     let Some(first) = results.first() else {
@@ -425,7 +425,7 @@ fn table_text(results: &[TableRun]) -> String {
             out,
             " {:>6.2} {:>jw$} {:>6.2} {:>uw$} {:>7.1}ms {:>6.1}ms {:>7.2}%",
             s.group_ratio,
-            rttfair_lab::gridtable::jain_cell(s, worst.as_ref()),
+            rttfair_lab::results::gridtable::jain_cell(s, worst.as_ref()),
             s.stdr,
             util,
             s.qdelay_mean_ms,
@@ -511,7 +511,7 @@ mod tests {
             with_ttf(0.93, 0.97, Some(10.0)),
             with_ttf(0.98, 0.98, None),
         ];
-        let mean = rttfair_lab::summary::mean_summary(&reps);
+        let mean = rttfair_lab::results::summary::mean_summary(&reps);
         let one = with_ttf(0.7, 0.984, None);
         let dir = PathBuf::from("out");
         let rows = [

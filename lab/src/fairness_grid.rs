@@ -14,7 +14,7 @@ use std::fmt::Write as _;
 
 use anyhow::{bail, Context, Result};
 
-use crate::gridtable::{markdown, METRICS};
+use crate::results::gridtable::{markdown, METRICS};
 use crate::results::Worst;
 use crate::run::{self, RunOptions, Summary};
 use crate::scenario::Scenario;
@@ -197,7 +197,7 @@ rtt_ms = {REFERENCE_RTT_MS}
 }
 
 /// One CCA at one point: the mean over repetitions and the worst of them
-/// (the sweep's meaning of worst, [`crate::summary::worst_of`]).
+/// (the sweep's meaning of worst, [`crate::results::summary::worst_of`]).
 #[derive(Debug, Clone)]
 pub struct Cell {
     pub mean: Summary,

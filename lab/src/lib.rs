@@ -84,25 +84,14 @@
 //! - [`testkit`] (unit tests, and the `testkit` feature): run and sweep
 //!   folders written by the lab's own writers from made-up results.
 
-pub mod accounting;
-pub mod drains;
 pub mod fairness_grid;
-pub mod files;
-pub mod gridtable;
 pub mod merge;
 pub mod net;
-pub mod plot;
-pub mod provenance;
 pub mod results;
 pub mod resume;
 pub mod resummarize;
 pub mod run;
-pub mod runtable;
 pub mod scenario;
-pub mod scoreboard;
-pub mod summary;
 pub mod sweep;
-pub mod sweep_plots;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
-pub mod time_to_fair;

@@ -36,7 +36,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use crate::provenance::{self, CcaObject, CcaSource, SweepProvenance};
+use crate::results::provenance::{self, CcaObject, CcaSource, SweepProvenance};
 use crate::results::SweepPoint;
 use crate::scenario::grid::{self, PointKey};
 use crate::scenario::Scenario;
@@ -55,7 +55,7 @@ impl Folder {
     pub fn load(dir: &Path) -> Result<Folder> {
         let dir = sweep_dir(dir)?;
         let provenance: SweepProvenance = provenance::read(&dir)?;
-        let path = dir.join(crate::files::SWEEP_JSON);
+        let path = dir.join(crate::results::files::SWEEP_JSON);
         let text =
             std::fs::read_to_string(&path).with_context(|| format!("read {}", path.display()))?;
         let points: Vec<SweepPoint> =
@@ -496,7 +496,7 @@ pub fn check_runs(m: &mut Merged) -> Result<()> {
             .map_err(|e| anyhow!("point {} is not complete: {e:#}", key_text(&key)))?;
         let summaries = stored.rep_summaries();
         let (mean, point) = (
-            crate::summary::mean_summary(&summaries).jain,
+            crate::results::summary::mean_summary(&summaries).jain,
             pt.summary.jain,
         );
         // Through JSON and back a float may move by an ulp or so.
@@ -507,7 +507,7 @@ pub fn check_runs(m: &mut Merged) -> Result<()> {
             );
         }
         if pt.worst.is_none() {
-            pt.worst = crate::summary::worst_of(&summaries);
+            pt.worst = crate::results::summary::worst_of(&summaries);
         }
     }
     Ok(())
@@ -554,7 +554,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::provenance::{CcaObject, Environment};
+    use crate::results::provenance::{CcaObject, Environment};
     use crate::results::Summary;
     use crate::scenario::grid::Shard;
     use crate::testkit::{self, MadeUp};
@@ -834,7 +834,7 @@ mod tests {
             "note: bbr from rttfair 54cb12040f9e, object (kernel CCA), 1 repetition per point, 1 folder"
         );
         // The folder: both CCAs' heatmaps and the side-by-side tables.
-        for f in crate::sweep_plots::files(
+        for f in crate::results::sweep_plots::files(
             m.scenario.sweep.as_ref().unwrap(),
             &names(&["qfair", "bbr"]),
         ) {
@@ -1049,7 +1049,7 @@ mod tests {
         );
         // A summary.json a repetition short.
         let reps = rep_summaries(0);
-        let mean = crate::summary::mean_summary(&reps[..2]);
+        let mean = crate::results::summary::mean_summary(&reps[..2]);
         testkit::rewrite_run_summary(
             &run,
             testkit::Finished {
@@ -1117,7 +1117,7 @@ mod tests {
             let name = e.unwrap().file_name().to_string_lossy().into_owned();
             let kept = ["jain-", "stdr-", "jain.png", "ratio.png"];
             let panel = two_d
-                && crate::sweep_plots::METRICS
+                && crate::results::sweep_plots::METRICS
                     .iter()
                     .any(|m| name == format!("{}.png", m.name));
             if name.ends_with(".png")
@@ -1197,7 +1197,7 @@ mod tests {
             "{first}"
         );
         let sweep = m.scenario.sweep.clone().unwrap();
-        let files = crate::sweep_plots::files(&sweep, &ccas());
+        let files = crate::results::sweep_plots::files(&sweep, &ccas());
         assert_eq!(files.len(), 6 * 3);
         for f in &files {
             let (w, h) = png_size(&dir.join(f));

@@ -7,8 +7,8 @@ use std::path::Path;
 
 use anyhow::{bail, Result};
 
-use crate::files::StoredRun;
-use crate::provenance::{self, CcaObject, RunProvenance};
+use crate::results::files::StoredRun;
+use crate::results::provenance::{self, CcaObject, RunProvenance};
 use crate::results::{Summary, Worst};
 use crate::scenario::plan::Plan;
 
@@ -91,7 +91,7 @@ pub fn complete(run_dir: &Path, repetitions: u32) -> Result<StoredRun> {
             run_dir.display()
         );
     }
-    let stored = crate::files::read_run_summary(run_dir)?;
+    let stored = crate::results::files::read_run_summary(run_dir)?;
     if stored.reps.len() != repetitions as usize {
         bail!(
             "{}: summary.json holds {} of {repetitions} repetitions",
@@ -117,7 +117,7 @@ pub fn finished(run_dir: &Path, plan: &Plan, build: &Build) -> Option<Finished> 
         return None;
     }
     let stored = complete(run_dir, plan.repetitions).ok()?;
-    let worst = crate::summary::worst_of(&stored.rep_summaries())?;
+    let worst = crate::results::summary::worst_of(&stored.rep_summaries())?;
     Some(Finished {
         summary: stored.summary,
         worst,
@@ -128,7 +128,7 @@ pub fn finished(run_dir: &Path, plan: &Plan, build: &Build) -> Option<Finished> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provenance::Environment;
+    use crate::results::provenance::Environment;
     use crate::scenario::Scenario;
     use crate::testkit;
 

@@ -1,6 +1,6 @@
 //! `rttfairctl lab resummarize FOLDER...`: a stored run folder's (or a
 //! sweep or merge folder's) summaries computed again from the files it
-//! holds, with this build's definitions ([`crate::summary::summarize`]).
+//! holds, with this build's definitions ([`crate::results::summary::summarize`]).
 //!
 //! A run folder keeps every input of a repetition's summary: the marked
 //! window and the window's per-flow goodput (the arrival counter's, in
@@ -21,7 +21,7 @@
 //! figure needs (scenario.toml, summary.json, a repetition's queue.csv,
 //! a marked window) is refused in one line. Nothing is written
 //! until every folder given has been computed, and each file is replaced
-//! whole ([`crate::files::write_atomic`]): an interrupted or failed write
+//! whole ([`crate::results::files::write_atomic`]): an interrupted or failed write
 //! leaves the stored file as it was, not cut short.
 //!
 //! A sweep (or merge) folder: each point's run folder is resummarized,
@@ -36,8 +36,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use crate::accounting::WindowAccounting;
 use crate::net::qstats::{QdiscStats, QueueSample};
+use crate::results::accounting::WindowAccounting;
 use crate::results::{FlowResult, Summary, SweepPoint};
 use crate::scenario::plan::Plan;
 use crate::scenario::Scenario;
@@ -109,8 +109,8 @@ enum Work {
 
 impl Work {
     fn compute(dir: &Path) -> Result<Work> {
-        let is_sweep = dir.join(crate::files::SWEEP_JSON).is_file()
-            && dir.join(crate::provenance::FILE).is_file();
+        let is_sweep = dir.join(crate::results::files::SWEEP_JSON).is_file()
+            && dir.join(crate::results::provenance::FILE).is_file();
         if is_sweep {
             return sweep(dir);
         }
@@ -120,8 +120,8 @@ impl Work {
         bail!(
             "{}: neither a run folder (scenario.toml) nor a sweep folder ({}, {})",
             dir.display(),
-            crate::files::SWEEP_JSON,
-            crate::provenance::FILE
+            crate::results::files::SWEEP_JSON,
+            crate::results::provenance::FILE
         )
     }
 
@@ -191,13 +191,13 @@ fn sweep(dir: &Path) -> Result<Work> {
                     p.cca,
                     p.x,
                     p.y,
-                    crate::provenance::FILE
+                    crate::results::provenance::FILE
                 )
             })?;
         let run = RunUpdate::compute(&folder.dir.join("runs").join(&record.run_dir))?;
         points.push(SweepPoint {
             summary: run.summary.clone(),
-            worst: crate::summary::worst_of(&run.rep_summaries()),
+            worst: crate::results::summary::worst_of(&run.rep_summaries()),
             ..p.clone()
         });
         runs.push(run);
@@ -245,7 +245,7 @@ struct StoredFlow {
     congestion: String,
 }
 
-/// A row of queue.csv, as [`crate::files::write_rep`] writes it.
+/// A row of queue.csv, as [`crate::results::files::write_rep`] writes it.
 #[derive(Deserialize)]
 struct QueueRow {
     t: f64,
@@ -289,7 +289,7 @@ impl RunUpdate {
             bail!("{d}: summary.json holds no repetitions");
         }
         let reps: Vec<Summary> = raw.reps.iter().map(|r| r.summary.clone()).collect();
-        let summary = crate::summary::mean_summary(&reps);
+        let summary = crate::results::summary::mean_summary(&reps);
         raw.summary = summary.clone();
         Ok(RunUpdate {
             dir: dir.to_path_buf(),
@@ -308,10 +308,10 @@ impl RunUpdate {
     fn write(&self) -> Result<()> {
         for (n, rep) in self.raw.reps.iter().enumerate() {
             let path = self.dir.join(format!("rep{n}")).join("summary.json");
-            crate::files::write_file(&path, serde_json::to_string_pretty(rep)?)?;
+            crate::results::files::write_file(&path, serde_json::to_string_pretty(rep)?)?;
         }
         let path = self.dir.join("summary.json");
-        crate::files::write_file(&path, serde_json::to_string_pretty(&self.raw)?)
+        crate::results::files::write_file(&path, serde_json::to_string_pretty(&self.raw)?)
     }
 }
 
@@ -372,7 +372,7 @@ fn resummarize_rep(
             .all(|f| f.loss_pct == 0.0)
             .then_some([0, 0])
     });
-    let summary = crate::summary::summarize(plan, &flows, &queue, &acc, random_loss);
+    let summary = crate::results::summary::summarize(plan, &flows, &queue, &acc, random_loss);
     let mut unknown = Vec::new();
     if summary.retrans_ratio.is_nan() {
         unknown.push("retrans_ratio");
@@ -513,23 +513,23 @@ mod tests {
     /// A finished run folder of `plan` in `dir`, by the lab's writers.
     fn write_stored_run(dir: &Path, plan: &Plan, reps: usize, per_interval: bool) {
         std::fs::create_dir_all(dir).unwrap();
-        crate::files::write_scenario(dir, plan).unwrap();
+        crate::results::files::write_scenario(dir, plan).unwrap();
         let reps: Vec<RepResult> = (0..reps).map(|_| stored_rep(plan, per_interval)).collect();
         for (n, r) in reps.iter().enumerate() {
-            crate::files::write_rep(&dir.join(format!("rep{n}")), r).unwrap();
+            crate::results::files::write_rep(&dir.join(format!("rep{n}")), r).unwrap();
         }
-        let summary = crate::summary::mean_summary(
+        let summary = crate::results::summary::mean_summary(
             &reps.iter().map(|r| r.summary.clone()).collect::<Vec<_>>(),
         );
-        crate::files::write_run_summary(&RunResult {
+        crate::results::files::write_run_summary(&RunResult {
             scenario: plan.scenario.clone(),
             rtt_check: vec![],
             rate_check_goodput_mbit: 8.0,
             reps,
             summary,
             dir: dir.to_path_buf(),
-            provenance: crate::provenance::RunProvenance {
-                environment: crate::provenance::Environment::current(),
+            provenance: crate::results::provenance::RunProvenance {
+                environment: crate::results::provenance::Environment::current(),
                 ccas: vec![],
                 tunables: Default::default(),
                 scenario: String::new(),
@@ -585,12 +585,12 @@ mod tests {
     fn a_run_folder_gets_every_figure_over_its_window() {
         let (_tmp, dir, out) = resummarized(2, true);
         assert_eq!((out.runs, out.not_known.len()), (1, 0));
-        let stored = crate::files::read_run_summary(&dir).unwrap();
+        let stored = crate::results::files::read_run_summary(&dir).unwrap();
         check_over_the_window(&stored.summary, true);
         for (n, rep) in stored.reps.iter().enumerate() {
             check_over_the_window(&rep.summary, true);
             let text = std::fs::read_to_string(dir.join(format!("rep{n}/summary.json"))).unwrap();
-            let own: crate::files::StoredRep = serde_json::from_str(&text).unwrap();
+            let own: crate::results::files::StoredRep = serde_json::from_str(&text).unwrap();
             assert_eq!(own.summary, rep.summary);
         }
         // Everything else in summary.json is kept as it was written.
@@ -615,7 +615,7 @@ mod tests {
             "{}",
             out.note(true)
         );
-        let stored = crate::files::read_run_summary(&dir).unwrap();
+        let stored = crate::results::files::read_run_summary(&dir).unwrap();
         check_over_the_window(&stored.summary, false);
     }
 
@@ -734,7 +734,7 @@ mod tests {
             assert!((p.summary.qdelay_mean_ms - 0.8).abs() < 1e-9, "{p:?}");
             assert!((p.worst.unwrap().qdelay_mean_ms - 0.8).abs() < 1e-9);
         }
-        let csv = std::fs::read_to_string(dir.join(crate::files::SWEEP_CSV)).unwrap();
+        let csv = std::fs::read_to_string(dir.join(crate::results::files::SWEEP_CSV)).unwrap();
         assert!(csv.lines().skip(1).all(|l| l.contains(",0.800,")), "{csv}");
     }
 }

@@ -10,7 +10,6 @@ use anyhow::{bail, Context, Result};
 use rttfair_loader::flows::FlowReader;
 use rttfair_loader::BpfFs;
 
-use crate::accounting::{self, EdgeCounts, FlowSpan};
 use crate::net::arrivals::ArrivalCounter;
 use crate::net::ccas::CcaSession;
 use crate::net::iperf::{self, ClientSpec};
@@ -19,14 +18,15 @@ use crate::net::qstats::QueueSampler;
 use crate::net::rcvbytes;
 use crate::net::selfcheck::{self, RttCheck};
 use crate::net::topology::{Dumbbell, FlowPath, Options, RECEIVER, RECEIVER_IF};
-use crate::provenance::{Environment, RunProvenance, SelfCheck};
+use crate::results::accounting::{self, EdgeCounts, FlowSpan};
+use crate::results::provenance::{Environment, RunProvenance, SelfCheck};
 use crate::results::{BpfSample, FlowResult};
 use crate::scenario::plan::Plan;
 use crate::scenario::{FlowSpec, Scenario, MSS, WIRE_PACKET};
 
+pub use crate::results::summary::{mean_summary, one_line, summarize, worst_of};
 pub use crate::results::{RepResult, RunResult, Summary};
 pub use crate::scenario::plan::label_of;
-pub use crate::summary::{mean_summary, one_line, summarize, worst_of};
 
 /// How to run.
 #[derive(Debug, Clone)]
@@ -53,7 +53,7 @@ pub fn run_plan(plan: &Plan, opts: &RunOptions) -> Result<RunResult> {
     // Provenance records the maps as read back, not the scenario's text:
     // what the flows run with, which must be what the scenario set and,
     // for the rest of a CCA a lab loaded, what the lab left.
-    let tunables = crate::provenance::tunables(&opts.bpffs, &plan.ccas)?;
+    let tunables = crate::results::provenance::tunables(&opts.bpffs, &plan.ccas)?;
     crate::scenario::tunables::check_read_back(
         &session.expected_tunables(&plan.tunables),
         &tunables,
@@ -66,20 +66,20 @@ pub fn run_plan(plan: &Plan, opts: &RunOptions) -> Result<RunResult> {
 
     let dir = opts.out_dir.join(plan.dir_name());
     std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
-    crate::files::clear_run_outputs(&dir)?;
-    crate::files::write_scenario(&dir, plan)?;
+    crate::results::files::clear_run_outputs(&dir)?;
+    crate::results::files::write_scenario(&dir, plan)?;
     let provenance = RunProvenance {
         environment: Environment::current(),
         // What is registered, which need not be this build's object.
         ccas: session.objects(&plan.ccas),
         tunables,
-        scenario: crate::provenance::scenario_text(&plan.scenario)?,
+        scenario: crate::results::provenance::scenario_text(&plan.scenario)?,
         self_check: SelfCheck {
             rtt: rtt_check.clone(),
             rate: rate_check.clone(),
         },
     };
-    crate::provenance::write(&dir, &provenance)?;
+    crate::results::provenance::write(&dir, &provenance)?;
     let counter = ArrivalCounter::attach(&net.rcv, RECEIVER_IF)?;
     let reps = run_reps(plan, &net, &counter, opts, &dir)?;
     drop(counter);
@@ -94,7 +94,7 @@ pub fn run_plan(plan: &Plan, opts: &RunOptions) -> Result<RunResult> {
         dir,
         provenance,
     };
-    crate::files::write_run_summary(&result)?;
+    crate::results::files::write_run_summary(&result)?;
     Ok(result)
 }
 
@@ -154,10 +154,10 @@ fn run_reps(
             bar.as_ref().map(|b| (b, base)),
         )?;
         let rep_dir = dir.join(format!("rep{rep}"));
-        crate::files::write_rep(&rep_dir, &r)?;
+        crate::results::files::write_rep(&rep_dir, &r)?;
         if rep == 0 {
-            crate::plot::throughput(&rep_dir.join("throughput.png"), plan, &r)?;
-            crate::plot::queue(&rep_dir.join("queue.png"), plan, &r)?;
+            crate::results::plot::throughput(&rep_dir.join("throughput.png"), plan, &r)?;
+            crate::results::plot::queue(&rep_dir.join("queue.png"), plan, &r)?;
         }
         if opts.verbose {
             println!("  rep {rep}: {}", one_line(&r.summary));

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::provenance::{CcaObject, Environment, PointProvenance, SweepProvenance};
+use crate::results::provenance::{CcaObject, Environment, PointProvenance, SweepProvenance};
 use crate::results::SweepPoint;
 use crate::run::{self, RunOptions};
 use crate::scenario::grid;
@@ -95,7 +95,7 @@ pub fn run_selected(
         build.check_resumable(&dir.join("runs"))?;
         let session =
             crate::net::ccas::CcaSession::ensure_tuned(&opts.bpffs, ccas, &base.tunables)?;
-        build.tunables = crate::provenance::tunables(&opts.bpffs, ccas)?;
+        build.tunables = crate::results::provenance::tunables(&opts.bpffs, ccas)?;
         Some(session)
     } else {
         None
@@ -137,7 +137,7 @@ pub fn run_selected(
                     );
                 }
                 let reps: Vec<_> = r.reps.iter().map(|rep| rep.summary.clone()).collect();
-                let worst = crate::summary::worst_of(&reps)
+                let worst = crate::results::summary::worst_of(&reps)
                     .ok_or_else(|| anyhow::anyhow!("{run_dir}: a run without repetitions"))?;
                 (r.summary, worst, r.provenance)
             }
@@ -162,7 +162,7 @@ pub fn run_selected(
     let provenance = SweepProvenance {
         environment: Environment::current(),
         ccas: ccas.iter().map(|c| object_run(c, &ran)).collect(),
-        scenario: crate::provenance::scenario_text(base)?,
+        scenario: crate::results::provenance::scenario_text(base)?,
         shard: sel.shard,
         merged_from: Vec::new(),
         sources: Vec::new(),
@@ -191,15 +191,15 @@ fn object_run(cca: &str, ran: &[CcaObject]) -> CcaObject {
 }
 
 /// The file beside sweep.csv with the CCAs side by side
-/// ([`crate::gridtable::compare_tables`]).
+/// ([`crate::results::gridtable::compare_tables`]).
 pub const COMPARE_FILE: &str = "compare.md";
 
 /// The files by which a sweep folder says its points are complete,
 /// provenance.json (what `lab merge` loads a folder by) first.
 const CLAIMS: [&str; 4] = [
-    crate::provenance::FILE,
-    crate::files::SWEEP_JSON,
-    crate::files::SWEEP_CSV,
+    crate::results::provenance::FILE,
+    crate::results::files::SWEEP_JSON,
+    crate::results::files::SWEEP_CSV,
     COMPARE_FILE,
 ];
 
@@ -231,13 +231,13 @@ pub fn write_outputs(
     points: &[SweepPoint],
     provenance: &SweepProvenance,
 ) -> Result<()> {
-    crate::files::write_sweep(dir, sweep, points)?;
-    crate::sweep_plots::plot(dir, base, sweep, ccas, points)?;
-    crate::files::write_file(
+    crate::results::files::write_sweep(dir, sweep, points)?;
+    crate::results::sweep_plots::plot(dir, base, sweep, ccas, points)?;
+    crate::results::files::write_file(
         &dir.join(COMPARE_FILE),
-        crate::gridtable::compare_tables(sweep, ccas, points),
+        crate::results::gridtable::compare_tables(sweep, ccas, points),
     )?;
-    crate::provenance::write(dir, provenance)
+    crate::results::provenance::write(dir, provenance)
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! Goodput as data arrives at the receivers: the counter the window's
-//! goodput comes from (see [`crate::accounting`]).
+//! goodput comes from (see [`crate::results::accounting`]).
 //!
 //! A tc ingress program on the receivers' interface (`c0`, right after the
 //! bottleneck; `bpf/lab_arrivals.bpf.c`) stamps every segment that carries
@@ -45,7 +45,7 @@ use rttfair_loader::lab_arrival::Arrival;
 use rustc_hash::FxHashMap;
 
 use crate::net::netns::Netns;
-use crate::scoreboard::Scoreboard;
+use crate::results::scoreboard::Scoreboard;
 
 /// First-time bytes per sender, split at the window's edges by arrival
 /// time. Pure bookkeeping (no kernel), so it is tested on its own.

@@ -26,7 +26,7 @@ use rttfair_loader::lease::{lease_dir, lease_path, marker, object_record, tunabl
 use rttfair_loader::lifecycle::{self, LoadOptions};
 use rttfair_loader::{kernel, BpfFs, Cca};
 
-use crate::provenance::CcaObject;
+use crate::results::provenance::CcaObject;
 use crate::scenario::tunables::{self, Tunables};
 
 /// One session's shared hold on one project CCA.
@@ -311,12 +311,15 @@ impl CcaSession {
             } else {
                 // The marker and both records by one writer: a record is
                 // either whole or as it was, never cut short by a signal.
-                crate::files::write_file(&marker(fs, cca), std::process::id().to_string())?;
-                crate::files::write_file(
+                crate::results::files::write_file(
+                    &marker(fs, cca),
+                    std::process::id().to_string(),
+                )?;
+                crate::results::files::write_file(
                     &object_record(fs, cca),
                     mine.object_sha256.as_deref().unwrap_or_default(),
                 )?;
-                crate::files::write_file(
+                crate::results::files::write_file(
                     &tunables_record(fs, cca),
                     toml::to_string(&wanted).context("the scenario's tunables as TOML")?,
                 )?;

@@ -151,7 +151,7 @@ pub fn write_rep(dir: &Path, r: &RepResult) -> Result<()> {
             csv.flush()?;
             Ok(())
         })?;
-        crate::drains::write(&dir.join("drains.csv"), &r.bpf)?;
+        crate::results::drains::write(&dir.join("drains.csv"), &r.bpf)?;
     }
     write_file(&dir.join("summary.json"), serde_json::to_string_pretty(r)?)
 }

@@ -105,7 +105,7 @@ pub fn plot(
 ) -> Result<()> {
     let Some(ya) = &sweep.y else {
         for m in &METRICS {
-            crate::plot::sweep_lines(
+            crate::results::plot::sweep_lines(
                 &dir.join(format!("{}.png", m.name)),
                 &format!("{}: {}", base.name, m.title),
                 &sweep.x.param,
@@ -113,7 +113,7 @@ pub fn plot(
                 &|p| (m.value)(p).unwrap_or(f64::NAN),
             )?;
         }
-        return crate::plot::sweep_lines(
+        return crate::results::plot::sweep_lines(
             &dir.join("ratio.png"),
             &format!("{}: first/second group goodput", base.name),
             &sweep.x.param,
@@ -134,20 +134,20 @@ pub fn plot(
                 )
             })
             .collect();
-        let grid = crate::plot::HeatmapGrid {
+        let grid = crate::results::plot::HeatmapGrid {
             x: (&sweep.x.param, &xs),
             y: (&ya.param, &ys),
             range,
             label: m.label,
         };
-        crate::plot::heatmap_panels(
+        crate::results::plot::heatmap_panels(
             &dir.join(format!("{}.png", m.name)),
             &format!("{}: {}", base.name, m.title),
             &grid,
             &panels,
         )?;
         for cca in ccas {
-            crate::plot::heatmap(
+            crate::results::plot::heatmap(
                 &dir.join(format!("{}-{cca}.png", m.name)),
                 &format!("{} {cca}: {}", base.name, m.title),
                 &grid,

@@ -20,7 +20,7 @@
 //!   event are left out (they hold mostly time before it).
 //!
 //! Computed from the per-interval goodput series a repetition's summary
-//! already has ([`crate::summary::summarize`]), or read back from a run
+//! already has ([`crate::results::summary::summarize`]), or read back from a run
 //! folder's goodput.csv ([`of_rep_folder`], for folders written before
 //! summaries held it).
 
@@ -151,7 +151,7 @@ pub fn of_rep_folder(
         return Ok(None);
     };
     let path = run_dir.join(format!("rep{rep}")).join("goodput.csv");
-    let series = crate::files::read_goodput_of(&path, e.flow)?;
+    let series = crate::results::files::read_goodput_of(&path, e.flow)?;
     Ok(Some(e.measure(&series)))
 }
 

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use rttfair_loader::fairness as metrics;
 
-use crate::accounting::WindowAccounting;
 use crate::net::qstats::QueueSample;
+use crate::results::accounting::WindowAccounting;
 use crate::results::{FlowResult, Summary, TimeToFair, Worst};
 use crate::scenario::plan::{Plan, Window};
 use crate::scenario::MSS;
@@ -76,7 +76,7 @@ pub fn summarize(
         random_loss_drops: random_loss_at_edges.map(|[a, b]| b.saturating_sub(a)),
         convergence_s: metrics::convergence_time(&times, &series, 0.95),
         flow_goodput_mbit: goodputs.iter().map(|g| g / 1e6).collect(),
-        time_to_fair: crate::time_to_fair::event(&plan.scenario).map(|e| {
+        time_to_fair: crate::results::time_to_fair::event(&plan.scenario).map(|e| {
             let series = flows
                 .iter()
                 .find(|f| f.spec.index == e.flow)
@@ -110,8 +110,9 @@ fn retransmits_in(flows: &[FlowResult], w: &Window) -> Option<f64> {
 /// edge minus at the start edge, each interpolated between the queue
 /// samples around it (the first or last sample outside their span).
 fn queue_drops_in(queue: &[QueueSample], w: &Window) -> u64 {
-    let at =
-        |t: f64| crate::accounting::qdisc_counter_at(queue, t, |s| s.drops as u64).unwrap_or(0.0);
+    let at = |t: f64| {
+        crate::results::accounting::qdisc_counter_at(queue, t, |s| s.drops as u64).unwrap_or(0.0)
+    };
     (at(w.end_s) - at(w.start_s)).max(0.0).round() as u64
 }
 

@@ -16,7 +16,7 @@
 //! other tunables is a row of its own: qfair with `qfair.exit_drains` 1
 //! and 2 beside cubic). The rows keep the order in which they first appear
 //! in the folders given. Folders written before summaries held the time to fair get it
-//! from their `rep<N>/goodput.csv` ([`crate::time_to_fair::of_rep_folder`]).
+//! from their `rep<N>/goodput.csv` ([`crate::results::time_to_fair::of_rep_folder`]).
 //! Unlike `lab merge` (sweep folders, one grid, a merged folder written),
 //! this reads run folders and writes nothing.
 
@@ -25,12 +25,12 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-use crate::gridtable::{jain_cell, markdown};
+use crate::results::gridtable::{jain_cell, markdown};
+use crate::results::summary::{mean_summary, worst_of};
+use crate::results::time_to_fair;
 use crate::results::{Summary, Worst};
 use crate::scenario::plan::label_of;
 use crate::scenario::Scenario;
-use crate::summary::{mean_summary, worst_of};
-use crate::time_to_fair;
 
 /// One CCA's row: its repetitions, pooled from its folders.
 #[derive(Debug, Clone, Serialize)]
@@ -75,7 +75,7 @@ impl RunFolder {
             );
         }
         let scenario = Scenario::load(&dir.join("scenario.toml"))?;
-        let stored = crate::files::read_run_summary(dir)?;
+        let stored = crate::results::files::read_run_summary(dir)?;
         let mut reps = stored.rep_summaries();
         for (n, s) in reps.iter_mut().enumerate() {
             if s.time_to_fair.is_none() {
@@ -97,7 +97,7 @@ fn scenario_key(s: &Scenario) -> Result<String> {
     let mut s = s.with_cca("");
     s.repetitions = 1;
     s.tunables.clear();
-    crate::provenance::scenario_text(&s)
+    crate::results::provenance::scenario_text(&s)
 }
 
 /// A run's row: its CCA label, and the tunables it set in brackets
@@ -249,7 +249,7 @@ impl Table {
                 cells.push(jain_cell(s, r.worst.as_ref()));
                 cells.push(utilization_cell(s, r.worst.as_ref()));
                 cells.push(format!("{:.1} ms", s.qdelay_mean_ms));
-                cells.push(crate::gridtable::retrans_cell(s));
+                cells.push(crate::results::gridtable::retrans_cell(s));
                 if ttf {
                     cells.push(time_to_fair_cell(&r.reps));
                 }
