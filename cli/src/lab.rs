@@ -67,13 +67,18 @@ pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
             if dry_run {
                 return dry_run_plan(&s, &sweep, &cca, shard, json);
             }
-            let sel = rttfair_lab::sweep::Selection { shard, resume };
-            let (points, dir) =
-                rttfair_lab::sweep::run_selected(&s, &sweep, &cca, sel, &options(fs, &common))?;
+            let sel = rttfair_lab::run::sweep::Selection { shard, resume };
+            let (points, dir) = rttfair_lab::run::sweep::run_selected(
+                &s,
+                &sweep,
+                &cca,
+                sel,
+                &options(fs, &common),
+            )?;
             report_sweep(&sweep, &cca, &points, &dir, json)
         }
         LabCommand::Merge { dirs, out } => {
-            let (merged, dir) = rttfair_lab::merge::merge(&dirs, &out)?;
+            let (merged, dir) = rttfair_lab::run::merge::merge(&dirs, &out)?;
             // Notes on stderr: stdout stays the tables, or one JSON value.
             for w in merged.warnings.iter().chain(&merged.source_lines()) {
                 eprintln!("{w}");
@@ -103,15 +108,15 @@ pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
             println!(
                 "\nresults: {} (side by side: {})",
                 dir.display(),
-                rttfair_lab::sweep::COMPARE_FILE
+                rttfair_lab::run::sweep::COMPARE_FILE
             );
             Ok(())
         }
         LabCommand::Resummarize { dirs, check } => {
             let done = if check {
-                rttfair_lab::resummarize::check(&dirs)?
+                rttfair_lab::run::resummarize::check(&dirs)?
             } else {
-                rttfair_lab::resummarize::resummarize(&dirs)?
+                rttfair_lab::run::resummarize::resummarize(&dirs)?
             };
             if json {
                 println!("{}", serde_json::to_string(&done)?);
@@ -162,7 +167,7 @@ pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
 fn report_sweep(
     sweep: &rttfair_lab::scenario::Sweep,
     ccas: &[String],
-    points: &[rttfair_lab::sweep::Point],
+    points: &[rttfair_lab::run::sweep::Point],
     dir: &Path,
     json: bool,
 ) -> Result<()> {

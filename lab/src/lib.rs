@@ -84,14 +84,9 @@
 //! - [`testkit`] (unit tests, and the `testkit` feature): run and sweep
 //!   folders written by the lab's own writers from made-up results.
 
-pub mod fairness_grid;
-pub mod merge;
 pub mod net;
 pub mod results;
-pub mod resume;
-pub mod resummarize;
 pub mod run;
 pub mod scenario;
-pub mod sweep;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;

@@ -1,5 +1,22 @@
 //! Running a plan: build the dumbbell, check it, push the flows through
 //! it, sample everything, summarize, write the results folder.
+//!
+//! The execution stage; what is built on runs are its children:
+//! - [`sweep`]: runs every point of a grid and writes the sweep's files.
+//! - [`resume`]: which points of an interrupted sweep are done.
+//! - [`resummarize`]: a stored run or sweep folder's summaries computed
+//!   again from its files with this build's definitions.
+//! - [`merge`]: shard folders joined into the folder one machine writes,
+//!   and sweeps of one grid for different CCAs (other builds, other
+//!   repetition counts) joined side by side, each CCA's source kept.
+//! - [`fairness_grid`]: issue 14's two-flow grid, every CCA back to back at
+//!   each point, printed side by side (`cargo xtask bench fairness-grid`).
+
+pub mod fairness_grid;
+pub mod merge;
+pub mod resume;
+pub mod resummarize;
+pub mod sweep;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};

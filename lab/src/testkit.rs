@@ -3,7 +3,7 @@
 //! grid scenario those tests sweep.
 //!
 //! Every file goes through the lab's own writers ([`crate::results::files`],
-//! [`crate::results::provenance::write`], [`crate::sweep::write_outputs`]), so a
+//! [`crate::results::provenance::write`], [`crate::run::sweep::write_outputs`]), so a
 //! change of a format changes the fixtures with it: a reader's test can
 //! not pass against a layout the lab no longer writes.
 //!
@@ -229,7 +229,7 @@ pub fn write_sweep_folder(
             .collect(),
     };
     edit(&mut prov);
-    let dir = crate::sweep::dir_of(out, base);
+    let dir = crate::run::sweep::dir_of(out, base);
     let points: Vec<SweepPoint> = mine
         .iter()
         .zip(&prov.points)
@@ -256,7 +256,7 @@ pub fn write_sweep_folder(
             }
         })
         .collect();
-    crate::sweep::write_outputs(&dir, base, &sweep, ccas, &points, &prov).unwrap();
+    crate::run::sweep::write_outputs(&dir, base, &sweep, ccas, &points, &prov).unwrap();
     dir
 }
 

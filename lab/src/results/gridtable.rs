@@ -2,7 +2,7 @@
 //! issue 14's heatmaps. One cell format per metric ([`METRICS`]) and one
 //! table writer ([`markdown`]), shared by `cargo xtask bench
 //! fairness-grid` (rows = points, columns = CCAs; see
-//! [`crate::fairness_grid::tables`]), `lab sweep` ([`sweep_tables`]: per
+//! [`crate::run::fairness_grid::tables`]), `lab sweep` ([`sweep_tables`]: per
 //! CCA, rows = y, columns = x) and a sweep folder's compare.md, which
 //! `lab merge` prints ([`compare_tables`]: rows = points, columns = CCAs).
 

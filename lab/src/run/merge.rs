@@ -1,6 +1,6 @@
 //! `rttfairctl lab merge DIR... --out DIR`: sweep folders of one grid
 //! joined into one folder, written by the sweep's own writer
-//! ([`crate::sweep::write_outputs`]) from the points in grid order; each
+//! ([`crate::run::sweep::write_outputs`]) from the points in grid order; each
 //! point's run folder is copied as it is. The folders may be shards of
 //! one sweep (the result is exactly the folder one machine would have
 //! written) or sweeps of the same grid for different CCAs, run at other
@@ -23,7 +23,7 @@
 //!   given (see [`combine`]).
 //!
 //! - every point's run folder holds its complete run, the one rule
-//!   `--resume` uses ([`crate::resume::complete`]), whose repetitions
+//!   `--resume` uses ([`crate::run::resume::complete`]), whose repetitions
 //!   average to the point: else "point ... is not complete" (a sweep
 //!   interrupted over an earlier sweep's folder; see [`check_runs`]).
 //!
@@ -462,7 +462,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<(Merged, PathBuf)> {
         .map(|d| Folder::load(d))
         .collect::<Result<_>>()?;
     let m = combine(&folders)?;
-    let dir = crate::sweep::dir_of(out, &m.scenario);
+    let dir = crate::run::sweep::dir_of(out, &m.scenario);
     if dir.exists() {
         bail!("{} already exists; merge into a new folder", dir.display());
     }
@@ -473,7 +473,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<(Merged, PathBuf)> {
 }
 
 /// Check every point's run folder before anything is written: it holds
-/// the point's complete run ([`crate::resume::complete`], the rule
+/// the point's complete run ([`crate::run::resume::complete`], the rule
 /// `--resume` keeps a run by: summary.json with as many repetitions as
 /// its CCA's sweep asks) and their mean Jain is the point's. So a sweep
 /// folder an interrupted sweep left with some runs half-rewritten is
@@ -492,7 +492,7 @@ pub fn check_runs(m: &mut Merged) -> Result<()> {
             x: pt.x,
             y: pt.y,
         };
-        let stored = crate::resume::complete(src, reps)
+        let stored = crate::run::resume::complete(src, reps)
             .map_err(|e| anyhow!("point {} is not complete: {e:#}", key_text(&key)))?;
         let summaries = stored.rep_summaries();
         let (mean, point) = (
@@ -522,7 +522,7 @@ fn write(m: &Merged, dir: &Path) -> Result<()> {
             .join(src.file_name().expect("a run folder"));
         copy_tree(src, &to)?;
     }
-    crate::sweep::write_outputs(
+    crate::run::sweep::write_outputs(
         dir,
         &m.scenario,
         sweep,
@@ -840,7 +840,7 @@ mod tests {
         ) {
             assert!(dir.join(&f).exists(), "{f}");
         }
-        let compare = std::fs::read_to_string(dir.join(crate::sweep::COMPARE_FILE)).unwrap();
+        let compare = std::fs::read_to_string(dir.join(crate::run::sweep::COMPARE_FILE)).unwrap();
         assert!(
             compare.contains("| flows[1].rtt_ms | bottleneck.buffer.bdp | qfair | bbr |"),
             "{compare}"

@@ -54,7 +54,7 @@ pub struct Selection {
     /// Only this shard's points (all with `None`).
     pub shard: Option<grid::Shard>,
     /// Keep the points the folder already holds complete results of (see
-    /// [`crate::resume`]); run the others.
+    /// [`crate::run::resume`]); run the others.
     pub resume: bool,
 }
 
@@ -85,7 +85,7 @@ pub fn run_selected(
         plans = sh.select(plans);
     }
     let dir = dir_of(&opts.out_dir, base);
-    let mut build = crate::resume::Build::current();
+    let mut build = crate::run::resume::Build::current();
     // With --resume, the CCAs are held registered for the whole sweep
     // (with the scenario's tunables) and their tunables read once, as the
     // runs will have them: a point kept must have run under the same ones
@@ -113,7 +113,7 @@ pub fn run_selected(
         let run_dir = p.plan.dir_name();
         let earlier = sel
             .resume
-            .then(|| crate::resume::finished(&inner.out_dir.join(&run_dir), &p.plan, &build))
+            .then(|| crate::run::resume::finished(&inner.out_dir.join(&run_dir), &p.plan, &build))
             .flatten();
         let (summary, worst, prov) = match earlier {
             Some(done) => {
@@ -286,7 +286,7 @@ mod tests {
             }])
         };
         let dir = testkit::write_sweep_folder(root_dir.path(), &base, &ccas, None, point, |_| {});
-        assert!(crate::merge::Folder::load(&dir).is_ok());
+        assert!(crate::run::merge::Folder::load(&dir).is_ok());
         for name in CLAIMS {
             assert!(dir.join(name).is_file(), "{name}");
         }
@@ -295,7 +295,7 @@ mod tests {
         for name in CLAIMS {
             assert!(!dir.join(name).exists(), "{name}");
         }
-        assert!(crate::merge::Folder::load(&dir).is_err());
+        assert!(crate::run::merge::Folder::load(&dir).is_err());
         assert_eq!(std::fs::read_dir(dir.join("runs")).unwrap().count(), runs);
         assert!(runs > 0);
         // Nothing to remove is no error (a first sweep).

@@ -26,7 +26,7 @@
 //!
 //! A sweep (or merge) folder: each point's run folder is resummarized,
 //! then sweep.csv, sweep.json, compare.md and the plots are written again
-//! by the sweep's own writer ([`crate::sweep::write_outputs`]); its
+//! by the sweep's own writer ([`crate::run::sweep::write_outputs`]); its
 //! provenance.json is kept as it is.
 
 use std::collections::BTreeSet;
@@ -100,7 +100,7 @@ pub fn check(dirs: &[PathBuf]) -> Result<Vec<Outcome>> {
 enum Work {
     Run(RunUpdate),
     Sweep {
-        folder: crate::merge::Folder,
+        folder: crate::run::merge::Folder,
         scenario: Scenario,
         runs: Vec<RunUpdate>,
         points: Vec<SweepPoint>,
@@ -140,7 +140,7 @@ impl Work {
                     r.write()?;
                 }
                 let sweep = scenario.sweep.as_ref().expect("checked in sweep()");
-                crate::sweep::write_outputs(
+                crate::run::sweep::write_outputs(
                     &folder.dir,
                     scenario,
                     sweep,
@@ -172,7 +172,7 @@ impl Work {
 
 /// A sweep folder's run folders resummarized and its points from them.
 fn sweep(dir: &Path) -> Result<Work> {
-    let folder = crate::merge::Folder::load(dir)?;
+    let folder = crate::run::merge::Folder::load(dir)?;
     let scenario = Scenario::from_toml(&folder.provenance.scenario)
         .map_err(|e| anyhow!("{}: its provenance's scenario: {e}", dir.display()))?;
     if scenario.sweep.is_none() {
@@ -714,7 +714,7 @@ mod tests {
             }])
         };
         let dir = testkit::write_sweep_folder(tmp.path(), &base, &ccas, None, made_up, |_| {});
-        let folder = crate::merge::Folder::load(&dir).unwrap();
+        let folder = crate::run::merge::Folder::load(&dir).unwrap();
         // Each point's run as a run of this build stores it.
         for record in &folder.provenance.points {
             let plans =
@@ -728,7 +728,7 @@ mod tests {
         }
         let out = resummarize(std::slice::from_ref(&dir)).unwrap();
         assert_eq!(out[0].runs, 2);
-        let again = crate::merge::Folder::load(&dir).unwrap();
+        let again = crate::run::merge::Folder::load(&dir).unwrap();
         // 1000 bytes of backlog at the grid's 10 Mbit/s: 0.8 ms.
         for p in &again.points {
             assert!((p.summary.qdelay_mean_ms - 0.8).abs() < 1e-9, "{p:?}");
