@@ -84,6 +84,7 @@
 //! - [`testkit`] (unit tests, and the `testkit` feature): run and sweep
 //!   folders written by the lab's own writers from made-up results.
 
+mod atomic;
 pub mod net;
 pub mod results;
 pub mod run;

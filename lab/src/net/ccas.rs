@@ -311,15 +311,12 @@ impl CcaSession {
             } else {
                 // The marker and both records by one writer: a record is
                 // either whole or as it was, never cut short by a signal.
-                crate::results::files::write_file(
-                    &marker(fs, cca),
-                    std::process::id().to_string(),
-                )?;
-                crate::results::files::write_file(
+                crate::atomic::write_file(&marker(fs, cca), std::process::id().to_string())?;
+                crate::atomic::write_file(
                     &object_record(fs, cca),
                     mine.object_sha256.as_deref().unwrap_or_default(),
                 )?;
-                crate::results::files::write_file(
+                crate::atomic::write_file(
                     &tunables_record(fs, cca),
                     toml::to_string(&wanted).context("the scenario's tunables as TOML")?,
                 )?;

@@ -134,7 +134,7 @@ pub fn of_samples(samples: &[BpfSample]) -> Vec<Drain> {
 /// Write `drains.csv` at `path` from a repetition's bpf samples (a header
 /// alone when no flow had a judged drain).
 pub fn write(path: &Path, samples: &[BpfSample]) -> Result<()> {
-    crate::results::files::write_atomic(path, |f| {
+    crate::atomic::write_atomic(path, |f| {
         let mut csv = csv::WriterBuilder::new().has_headers(false).from_writer(f);
         csv.write_record(HEADER)?;
         for d in of_samples(samples) {

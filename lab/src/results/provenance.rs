@@ -237,7 +237,7 @@ pub fn scenario_text(s: &Scenario) -> Result<String> {
 
 /// Write `value` as `dir/provenance.json`.
 pub fn write<T: Serialize>(dir: &Path, value: &T) -> Result<()> {
-    crate::results::files::write_file(&dir.join(FILE), serde_json::to_string_pretty(value)?)
+    crate::atomic::write_file(&dir.join(FILE), serde_json::to_string_pretty(value)?)
 }
 
 /// Read `dir/provenance.json`.

@@ -21,7 +21,7 @@
 //! figure needs (scenario.toml, summary.json, a repetition's queue.csv,
 //! a marked window) is refused in one line. Nothing is written
 //! until every folder given has been computed, and each file is replaced
-//! whole ([`crate::results::files::write_atomic`]): an interrupted or failed write
+//! whole ([`crate::atomic::write_atomic`]): an interrupted or failed write
 //! leaves the stored file as it was, not cut short.
 //!
 //! A sweep (or merge) folder: each point's run folder is resummarized,
@@ -308,10 +308,10 @@ impl RunUpdate {
     fn write(&self) -> Result<()> {
         for (n, rep) in self.raw.reps.iter().enumerate() {
             let path = self.dir.join(format!("rep{n}")).join("summary.json");
-            crate::results::files::write_file(&path, serde_json::to_string_pretty(rep)?)?;
+            crate::atomic::write_file(&path, serde_json::to_string_pretty(rep)?)?;
         }
         let path = self.dir.join("summary.json");
-        crate::results::files::write_file(&path, serde_json::to_string_pretty(&self.raw)?)
+        crate::atomic::write_file(&path, serde_json::to_string_pretty(&self.raw)?)
     }
 }
 

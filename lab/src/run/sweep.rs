@@ -233,7 +233,7 @@ pub fn write_outputs(
 ) -> Result<()> {
     crate::results::files::write_sweep(dir, sweep, points)?;
     crate::results::sweep_plots::plot(dir, base, sweep, ccas, points)?;
-    crate::results::files::write_file(
+    crate::atomic::write_file(
         &dir.join(COMPARE_FILE),
         crate::results::gridtable::compare_tables(sweep, ccas, points),
     )?;
