@@ -114,7 +114,7 @@ fn self_check_refuses_a_wrong_rate() {
 /// samples through a path set while the element runs.
 #[test]
 fn delay_element_applies_jitter_batching_and_rtt_change() {
-    use rttfair_lab::net::delay::clock_ns;
+    use rttfair_lab::net::clock::clock_ns;
     use rttfair_lab::net::pathsched::PathDelay;
     const MS: u64 = 1_000_000;
     let _t = KernelTest::new();

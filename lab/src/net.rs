@@ -7,6 +7,8 @@
 //!   segmenting GSO packets, for [`topology::Options::segment_at_bottleneck`]).
 //! - [`delay`]: the user-space delay element on the reverse path (reader).
 //! - [`delay_writer`]: its writer threads, which pay the kernel work.
+//! - [`clock`]: the element's clock (the lab's time base) and the
+//!   real-time priority of its threads.
 //! - [`pathprobe`]: the delay a loaded lab really adds (ICMP echo over
 //!   the reverse path, kernel timestamps).
 //! - [`pathsched`]: when the element releases a packet: base delay, jitter
@@ -31,6 +33,7 @@
 pub mod arrivals;
 pub mod ccas;
 pub mod churn;
+pub mod clock;
 pub mod daemon_child;
 pub mod delay;
 pub mod delay_writer;

@@ -242,7 +242,7 @@ fn run_rep(
     let reader = net.queue_reader()?;
     let t0 = Instant::now();
     // Jitter, ACK batching and RTT changes run on this repetition's clock.
-    let start_ns = crate::net::delay::clock_ns();
+    let start_ns = crate::net::clock::clock_ns();
     for f in &plan.flows {
         let d = crate::net::pathsched::PathDelay::for_flow(f, start_ns);
         if d.varies() {
@@ -420,7 +420,7 @@ fn read_window_edges(
     let mut random_loss = Vec::new();
     let mut mark = |t_s: &mut Vec<f64>| -> Result<()> {
         // Marked before anything stamped later is drained (Tally::mark_edge).
-        let ns = crate::net::delay::clock_ns();
+        let ns = crate::net::clock::clock_ns();
         counter.mark_edge(ns);
         t_s.push(ns.saturating_sub(clock.start_ns) as f64 / 1e9);
         in_order.push(edge_counts(plan, net, clock.t0)?);

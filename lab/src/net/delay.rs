@@ -39,7 +39,7 @@ use std::io::Read;
 use std::net::Ipv4Addr;
 use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::fs::OpenOptionsExt;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -48,38 +48,17 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
-use crate::net::delay_writer::{self, Held, WriterPlace, WriterShared};
+use crate::net::clock::{clock_ns, realtime_priority};
+use crate::net::delay_writer::{self, DelayStats, Held, WriterPlace, WriterShared};
 use crate::net::netns::Netns;
 use crate::net::pathsched::{PathDelay, PathSchedule};
 
 const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
 const MAX_HELD: usize = 200_000;
 
-/// Counters of a running element (all monotonic).
-#[derive(Debug, Default)]
-pub struct DelayStats {
-    pub packets_in: AtomicU64,
-    pub packets_out: AtomicU64,
-    /// Dropped because more than MAX_HELD packets were held (never expected).
-    pub overflow_drops: AtomicU64,
-    /// Sum and max of (actual - scheduled) release time, nanoseconds.
-    pub lateness_sum_ns: AtomicU64,
-    pub lateness_max_ns: AtomicU64,
-}
-
-impl DelayStats {
-    pub fn mean_lateness(&self) -> Duration {
-        let n = self.packets_out.load(Ordering::Relaxed).max(1);
-        Duration::from_nanos(self.lateness_sum_ns.load(Ordering::Relaxed) / n)
-    }
-}
-
 /// SCHED_FIFO priority of the reader: above the writers, so a packet's
 /// arrival time is taken when it arrives even while a writer is busy.
 const READER_PRIORITY: i32 = 30;
-/// SCHED_FIFO priority of the writers.
-pub(crate) const WRITER_PRIORITY: i32 = 20;
-
 /// How the element spreads its work over threads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Threads {
@@ -132,17 +111,6 @@ pub fn create_tun(ns: &Netns, ifname: &str) -> Result<File> {
         }
         Ok(file)
     })?
-}
-
-/// The element's clock (CLOCK_MONOTONIC, ns): the time base of
-/// [`PathDelay::change_at_ns`].
-pub fn clock_ns() -> u64 {
-    now_ns()
-}
-
-fn now_ns() -> u64 {
-    let ts = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).unwrap();
-    ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64
 }
 
 impl DelayElement {
@@ -261,19 +229,6 @@ impl Drop for DelayElement {
     }
 }
 
-/// Ask for SCHED_FIFO at `priority` and no timer slack for the calling
-/// thread (best effort: refused, it runs as before).
-pub(crate) fn realtime_priority(priority: i32) {
-    let param = libc::sched_param {
-        sched_priority: priority,
-    };
-    // SAFETY: plain syscalls on the calling thread with valid arguments.
-    unsafe {
-        libc::sched_setscheduler(0, libc::SCHED_FIFO, &param);
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong);
-    }
-}
-
 /// The reading side: arrival time, release time, hand-off to a writer.
 struct Reader {
     tun: Arc<File>,
@@ -326,7 +281,7 @@ impl Reader {
             return;
         }
         let dst = u32::from_be_bytes([packet[16], packet[17], packet[18], packet[19]]);
-        let now = now_ns();
+        let now = clock_ns();
         let due_ns = match self.paths.get_mut(&dst) {
             Some(p) => p.due(now),
             None => now + self.default_ns,

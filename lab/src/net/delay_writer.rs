@@ -17,12 +17,34 @@
 use std::collections::BinaryHeap;
 use std::fs::File;
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::net::delay::DelayStats;
+use crate::net::clock::{clock_ns, realtime_priority};
+
+/// Counters of a running element (all monotonic).
+#[derive(Debug, Default)]
+pub struct DelayStats {
+    pub packets_in: AtomicU64,
+    pub packets_out: AtomicU64,
+    /// Dropped because more than MAX_HELD packets were held (never expected).
+    pub overflow_drops: AtomicU64,
+    /// Sum and max of (actual - scheduled) release time, nanoseconds.
+    pub lateness_sum_ns: AtomicU64,
+    pub lateness_max_ns: AtomicU64,
+}
+
+impl DelayStats {
+    pub fn mean_lateness(&self) -> Duration {
+        let n = self.packets_out.load(Ordering::Relaxed).max(1);
+        Duration::from_nanos(self.lateness_sum_ns.load(Ordering::Relaxed) / n)
+    }
+}
+
+/// SCHED_FIFO priority of the writers.
+const WRITER_PRIORITY: i32 = 20;
 
 /// How long a writer with nothing held waits before it looks at the stop flag.
 const IDLE_WAIT: Duration = Duration::from_millis(20);
@@ -71,13 +93,13 @@ pub fn write_loop(shared: WriterShared, rx: Receiver<Held>, place: WriterPlace) 
     if place.pin {
         pin_to_core(place.index);
     }
-    crate::net::delay::realtime_priority(crate::net::delay::WRITER_PRIORITY);
+    realtime_priority(WRITER_PRIORITY);
     let mut heap: BinaryHeap<Held> = BinaryHeap::new();
     let mut tun: &File = &shared.tun;
     while !shared.stop.load(Ordering::Relaxed) {
         let wait = heap
             .peek()
-            .map(|h| Duration::from_nanos(h.due_ns.saturating_sub(crate::net::delay::clock_ns())))
+            .map(|h| Duration::from_nanos(h.due_ns.saturating_sub(clock_ns())))
             .unwrap_or(IDLE_WAIT);
         match rx.recv_timeout(wait) {
             Ok(h) => {
@@ -97,7 +119,7 @@ fn release_due(heap: &mut BinaryHeap<Held>, tun: &mut &File, shared: &WriterShar
     loop {
         // The clock is read again for each packet: a write can take long
         // (the stack runs in it), and lateness must include that wait.
-        let now = crate::net::delay::clock_ns();
+        let now = clock_ns();
         if heap.peek().is_none_or(|h| h.due_ns > now) {
             break;
         }

@@ -44,7 +44,7 @@ pub fn ping_from_router(
     gap: Duration,
 ) -> Result<ProbeThread> {
     router.spawn(move || -> Result<(Vec<f64>, usize)> {
-        crate::net::delay::realtime_priority(10);
+        crate::net::clock::realtime_priority(10);
         let sock = open()?;
         let id = (std::process::id() & 0xffff) as u16;
         let end = Instant::now() + duration;

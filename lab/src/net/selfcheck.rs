@@ -102,7 +102,7 @@ fn probe(ns: &Netns, src: Ipv4Addr, probes: usize) -> Result<f64> {
 
 /// `probes` TCP handshakes from `src` (in `ns`) to the receiver's probe
 /// port, one after the other: for each, the kernel's RTT sample (ms) and the
-/// element-clock time ([`crate::net::delay::clock_ns`]) at which connect returned.
+/// element-clock time ([`crate::net::clock::clock_ns`]) at which connect returned.
 /// Needs the listener of [`measure_rtts`]; see [`handshake_rtts`].
 pub fn handshake_samples(ns: &Netns, src: Ipv4Addr, probes: usize) -> Result<Vec<(f64, u64)>> {
     ns.run(move || -> Result<Vec<(f64, u64)>> {
@@ -115,7 +115,7 @@ pub fn handshake_samples(ns: &Netns, src: Ipv4Addr, probes: usize) -> Result<Vec
                 Duration::from_secs(5),
             )
             .with_context(|| format!("RTT probe from {src}"))?;
-            let done = crate::net::delay::clock_ns();
+            let done = crate::net::clock::clock_ns();
             let info = crate::net::sock::tcp_info(&s).context("TCP_INFO of the RTT probe")?;
             // tcpi_rtt is srtt; after the handshake it is the SYN's one sample.
             out.push((info.tcpi_rtt as f64 / 1e3, done));
