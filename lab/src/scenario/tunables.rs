@@ -26,7 +26,7 @@ use rttfair_loader::tunables::Tunable;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 
-use super::{err, ScenarioError};
+use super::error::{err, ScenarioError};
 
 /// "qfair.exit_drains" -> 2: the names as `rttfairctl set` takes them.
 pub type Tunables = BTreeMap<String, f64>;
