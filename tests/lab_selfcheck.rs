@@ -344,7 +344,7 @@ fn segmenting_bottleneck_queues_mtu_packets_from_gso_senders() {
 }
 
 /// 1 Gbit/s, the target rate, in the default lab: the paced UDP
-/// load (lab/src/rateload.rs) keeps the queue backlogged where cubic
+/// load (lab/src/net/rateload.rs) keeps the queue backlogged where cubic
 /// streams did only in some runs, so the check accepts the working lab.
 #[test]
 fn self_check_accepts_a_working_lab_at_1000_mbit() {
