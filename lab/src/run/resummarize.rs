@@ -644,7 +644,7 @@ mod tests {
         let mut child = std::process::Command::new(std::env::current_exe().unwrap());
         child
             .args([
-                "resummarize::tests::an_interrupted_write_leaves_the_stored_summaries_whole",
+                "run::resummarize::tests::an_interrupted_write_leaves_the_stored_summaries_whole",
                 "--exact",
                 "--test-threads=1",
             ])
