@@ -1,5 +1,5 @@
 //! Records the git commit the lab is built from, for each results folder's
-//! provenance.json (see src/provenance.rs).
+//! provenance.json (see src/results/provenance.rs).
 //!
 //! Order: `RTTFAIR_GIT_COMMIT` in the build environment (image builds
 //! without a .git folder set it), else `git rev-parse HEAD` run here at
@@ -7,7 +7,7 @@
 //!
 //! With git, the build is also marked dirty or not: whether the tracked
 //! files of [`INPUTS`] differ from the commit. `lab sweep --resume` keeps
-//! earlier results only from a clean build (src/resume.rs), so the mark
+//! earlier results only from a clean build (src/run/resume.rs), so the mark
 //! must follow the working tree: this script reruns when any of those
 //! files changes, not only when HEAD or the index does (an edit made
 //! after a clean build and never staged would otherwise still read

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Every rise of qfair's R^ at a drain, from the lab's per-repetition
-drains.csv (lab/src/drains.rs), named after the rule that most likely
+drains.csv (lab/src/results/drains.rs), named after the rule that most likely
 made it (docs/algorithms.md, "Drains and R-hat"):
 
   P2      the first drain with the longer path: Eq. 10b, a step of the RTT

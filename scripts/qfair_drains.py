@@ -1,5 +1,5 @@
 """qfair's drain tests as the committed readers apply them to drains.csv
-rows (lab/src/drains.rs), restated once from bpf/include/qfair_math.h:
+rows (lab/src/results/drains.rs), restated once from bpf/include/qfair_math.h:
 imported by qfair-drain-raises.py and qfair-path-change.py, which run from
 any directory (each puts its own folder on sys.path)."""
 

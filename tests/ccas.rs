@@ -8,7 +8,7 @@ use std::time::Duration;
 use common::dumbbell::{self, bottleneck, Transfers};
 use common::rtprop;
 use common::*;
-use rttfair_lab::topology::{Dumbbell, FlowPath};
+use rttfair_lab::net::topology::{Dumbbell, FlowPath};
 use rttfair_loader::export::Mode;
 use rttfair_loader::Flow;
 
@@ -697,7 +697,7 @@ fn bbr3_bounds_inflight_on_a_lossy_path() {
 #[test]
 fn bbr1_detects_a_token_bucket_policer_and_paces_at_its_rate() {
     // Its own imports, so the test does not depend on the file's helpers.
-    use rttfair_lab::topology::{Dumbbell, FlowPath, BOTTLENECK_IF, RECEIVER};
+    use rttfair_lab::net::topology::{Dumbbell, FlowPath, BOTTLENECK_IF, RECEIVER};
     use rttfair_loader::export::Mode;
     use rttfair_loader::flows::FlowReader;
     use rttfair_loader::Flow;
@@ -718,7 +718,7 @@ fn bbr1_detects_a_token_bucket_policer_and_paces_at_its_rate() {
             rtt: Duration::from_millis(20),
             loss_pct: 0.0,
         }],
-        rttfair_lab::link::Bottleneck {
+        rttfair_lab::net::link::Bottleneck {
             rate_bit: 1_000_000_000,
             limit_bytes: 1_000_000,
         },
@@ -855,7 +855,7 @@ fn bbr1_detects_a_token_bucket_policer_and_paces_at_its_rate() {
 /// at least one more drain that finds cubic's queue again.
 #[test]
 fn qfair_leaves_competitive_mode_once_the_operator_sets_never() {
-    use rttfair_lab::topology::sender_addr;
+    use rttfair_lab::net::topology::sender_addr;
     use rttfair_loader::flows::FlowReader;
     use std::time::Instant;
 

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use common::daemon::{Daemon, Up};
 use common::*;
-use rttfair_lab::link::Bottleneck;
-use rttfair_lab::topology::{Dumbbell, FlowPath, RECEIVER};
+use rttfair_lab::net::link::Bottleneck;
+use rttfair_lab::net::topology::{Dumbbell, FlowPath, RECEIVER};
 
 fn wait_http(port: u16, path: &str) -> bool {
     wait_until(Duration::from_secs(15), || {
@@ -540,7 +540,7 @@ fn fifty_scrapers_at_10k_flows_then_killed_mid_scrape_and_restarted() {
         let sampler = s.spawn(|| {
             let mut peak = 0u64;
             while !done.load(std::sync::atomic::Ordering::Relaxed) {
-                peak = peak.max(rttfair_lab::procfs::rss_kib(pid));
+                peak = peak.max(rttfair_lab::net::procfs::rss_kib(pid));
                 std::thread::sleep(Duration::from_millis(5));
             }
             peak
@@ -588,13 +588,13 @@ fn fifty_scrapers_at_10k_flows_then_killed_mid_scrape_and_restarted() {
     drop(daemon);
 }
 
-/// The lab tools' daemon child (`rttfair_lab::daemon_child`, used by
+/// The lab tools' daemon child (`rttfair_lab::net::daemon_child`, used by
 /// `rttfairctl demo` and the soak bench): the real daemon answers /healthz
 /// when `start` returns, is gone from its port and the process table after
 /// drop, and a config it refuses is an error with the daemon's own words.
 #[test]
 fn lab_daemon_child_is_up_on_return_and_gone_after_drop() {
-    use rttfair_lab::daemon_child::{free_loopback_port, DaemonChild};
+    use rttfair_lab::net::daemon_child::{free_loopback_port, DaemonChild};
     let t = KernelTest::new();
     let ctl = std::path::Path::new(env!("CARGO_BIN_EXE_rttfairctl"));
     let port = free_loopback_port(&[]).unwrap();

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use common::daemon::{Daemon, Up};
 use common::*;
 use nix::sys::signal::Signal;
-use rttfair_lab::ccas::CcaSession;
+use rttfair_lab::net::ccas::CcaSession;
 use rttfair_loader::BpfFs;
 
 /// A daemon config file with unload_on_exit and these CCAs to load.

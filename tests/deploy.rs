@@ -144,7 +144,7 @@ fn systemd_unit_install_steps_provide_the_config_it_names() {
 /// a read-only /run left the marker, so the lab unloaded the daemon's CCA.
 #[test]
 fn systemd_unit_lets_the_daemon_take_over_a_lab_loaded_cca() {
-    let leases = rttfair_lab::ccas::lease_dir(&rttfair_loader::BpfFs::new(
+    let leases = rttfair_loader::lease::lease_dir(&rttfair_loader::BpfFs::new(
         rttfair_loader::BpfFs::DEFAULT_ROOT,
     ));
     let writable = unit_values("ReadWritePaths");

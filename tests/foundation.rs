@@ -8,9 +8,9 @@ use std::net::{SocketAddr, TcpListener};
 use std::time::Duration;
 
 use common::*;
-use rttfair_lab::link::{self, Bottleneck};
-use rttfair_lab::netns::Netns;
-use rttfair_lab::sock;
+use rttfair_lab::net::link::{self, Bottleneck};
+use rttfair_lab::net::netns::Netns;
+use rttfair_lab::net::sock;
 use rttfair_loader::flows::FlowReader;
 
 const RATE_BIT: u64 = 50_000_000;

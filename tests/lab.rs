@@ -5,10 +5,10 @@
 mod common;
 
 use common::*;
-use rttfair_lab::provenance::{self, RunProvenance, SweepProvenance};
+use rttfair_lab::results::provenance::{self, RunProvenance, SweepProvenance};
 use rttfair_lab::run::{self, RunOptions};
 use rttfair_lab::scenario::Scenario;
-use rttfair_lab::{builtin, netns};
+use rttfair_lab::{net::netns, scenario::builtin};
 
 #[test]
 fn ci_smoke_scenario_self_checks_and_fills_the_link() {
@@ -513,7 +513,7 @@ rtt_ms = 20
 "#,
     )
     .unwrap();
-    let plan = rttfair_lab::plan::Plan::resolve(&s).unwrap();
+    let plan = rttfair_lab::scenario::plan::Plan::resolve(&s).unwrap();
     {
         let (net, rtts) = run::build_checked_network(&plan).expect("build the plan's dumbbell");
         assert!(rtts.iter().all(|c| c.ok), "{rtts:?}");
@@ -574,7 +574,7 @@ fn scenario_tunables_are_set_recorded_and_refused_on_a_registered_cca() {
     assert_eq!(prov.ccas, [provenance::CcaObject::of("qfair")]);
     assert_ne!(
         prov.ccas[0].object_sha256.as_deref(),
-        Some(rttfair_lab::ccas::UNKNOWN_OBJECT)
+        Some(rttfair_lab::net::ccas::UNKNOWN_OBJECT)
     );
     assert_eq!(
         Scenario::from_toml(&written).unwrap().tunables,
@@ -591,7 +591,7 @@ fn scenario_tunables_are_set_recorded_and_refused_on_a_registered_cca() {
         &s,
         "the scenario sets qfair.exit_drains = 3, but qfair is already registered (it was registered before this lab)",
     );
-    let lease = std::fs::File::open(rttfair_lab::ccas::lease_path(
+    let lease = std::fs::File::open(rttfair_loader::lease::lease_path(
         &t.fs,
         rttfair_loader::Cca::Qfair,
     ))
@@ -674,7 +674,7 @@ fn lab_run_refused(t: &KernelTest, scenario: &str, needle: &str) {
 /// tunables, before anything is built. (No experiment runs.)
 #[test]
 fn a_lab_joins_another_labs_cca_only_with_the_same_tunables() {
-    use rttfair_lab::ccas::CcaSession;
+    use rttfair_lab::net::ccas::CcaSession;
     use rttfair_lab::scenario::tunables::Tunables;
     let t = KernelTest::new();
     let text = "name = \"untuned\"\nduration_s = 3\n[bottleneck]\nrate_mbit = 10\nbuffer = { bdp = 1.0, rtt_ms = 20 }\n[[flows]]\ncca = \"qfair\"\nrtt_ms = 20\n";
@@ -709,7 +709,7 @@ fn a_lab_joins_another_labs_cca_only_with_the_same_tunables() {
 fn a_refusal_loads_nothing_and_comes_before_any_note() {
     let t = KernelTest::new();
     let _qfair = OperatorQfair::load(&t);
-    let lease = rttfair_lab::ccas::lease_path(&t.fs, rttfair_loader::Cca::Fairtt);
+    let lease = rttfair_loader::lease::lease_path(&t.fs, rttfair_loader::Cca::Fairtt);
     std::fs::create_dir_all(lease.parent().unwrap()).unwrap();
     let _other_lab = nix::fcntl::Flock::lock(
         std::fs::File::create(&lease).unwrap(),
@@ -778,8 +778,8 @@ fn scenario_tunables_a_run_would_not_use_are_refused_in_one_line() {
 /// CCA's folders from two builds refused in one line.
 #[test]
 fn lab_merge_puts_sweeps_of_other_ccas_side_by_side() {
-    use rttfair_lab::grid::PointPlan;
     use rttfair_lab::results::Summary;
+    use rttfair_lab::scenario::grid::PointPlan;
     use rttfair_lab::testkit::{self, MadeUp};
     use std::path::{Path, PathBuf};
 

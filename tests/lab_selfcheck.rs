@@ -8,10 +8,10 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use rttfair_lab::iperf;
-use rttfair_lab::link::Bottleneck;
-use rttfair_lab::selfcheck::{self, RateCheck, RttCheck};
-use rttfair_lab::topology::{Dumbbell, FlowPath, RECEIVER};
+use rttfair_lab::net::iperf;
+use rttfair_lab::net::link::Bottleneck;
+use rttfair_lab::net::selfcheck::{self, RateCheck, RttCheck};
+use rttfair_lab::net::topology::{Dumbbell, FlowPath, RECEIVER};
 
 fn paths(rtts_ms: &[f64]) -> Vec<FlowPath> {
     rtts_ms
@@ -114,8 +114,8 @@ fn self_check_refuses_a_wrong_rate() {
 /// samples through a path set while the element runs.
 #[test]
 fn delay_element_applies_jitter_batching_and_rtt_change() {
-    use rttfair_lab::delay::clock_ns;
-    use rttfair_lab::pathsched::PathDelay;
+    use rttfair_lab::net::clock::clock_ns;
+    use rttfair_lab::net::pathsched::PathDelay;
     const MS: u64 = 1_000_000;
     let _t = KernelTest::new();
     let b = bottleneck(50.0, 1.0, 20.0);
@@ -228,8 +228,8 @@ fn delay_element_applies_jitter_batching_and_rtt_change() {
 /// flow's delayed path) reads that same delay on an idle lab.
 #[test]
 fn delay_element_layouts_and_path_probe_give_the_configured_rtt() {
-    use rttfair_lab::delay::Threads;
-    use rttfair_lab::pathprobe;
+    use rttfair_lab::net::delay::Threads;
+    use rttfair_lab::net::pathprobe;
     let _t = KernelTest::new();
     let b = bottleneck(50.0, 1.0, 20.0);
     let rtts = [5.0, 50.0];
@@ -276,7 +276,7 @@ fn delay_element_layouts_and_path_probe_give_the_configured_rtt() {
 }
 
 /// Packets `ifname` in `ns` has transmitted (its kernel counter).
-fn tx_packets(ns: &rttfair_lab::netns::Netns, ifname: &str) -> u64 {
+fn tx_packets(ns: &rttfair_lab::net::netns::Netns, ifname: &str) -> u64 {
     let path = format!("/sys/class/net/{ifname}/statistics/tx_packets");
     let out = ns.exec("cat", &[&path]).expect("read tx_packets");
     String::from_utf8_lossy(&out.stdout)
@@ -293,7 +293,7 @@ fn tx_packets(ns: &rttfair_lab::netns::Netns, ifname: &str) -> u64 {
 /// self-check accepts it.
 #[test]
 fn segmenting_bottleneck_queues_mtu_packets_from_gso_senders() {
-    use rttfair_lab::topology::Options;
+    use rttfair_lab::net::topology::Options;
     let _t = KernelTest::new();
     let opts = Options {
         segment_at_bottleneck: true,
@@ -338,13 +338,13 @@ fn segmenting_bottleneck_queues_mtu_packets_from_gso_senders() {
         "no GSO packet was segmented at the bottleneck: {arrived} packets reached the buffer, the senders' link carried {link}"
     );
     assert!(
-        bytes <= sent * rttfair_lab::link::SEGMENT_BYTES,
+        bytes <= sent * rttfair_lab::net::link::SEGMENT_BYTES,
         "the buffer sent packets larger than a frame: {bytes} bytes in {sent} packets"
     );
 }
 
 /// 1 Gbit/s, the target rate, in the default lab: the paced UDP
-/// load (lab/src/rateload.rs) keeps the queue backlogged where cubic
+/// load (lab/src/net/rateload.rs) keeps the queue backlogged where cubic
 /// streams did only in some runs, so the check accepts the working lab.
 #[test]
 fn self_check_accepts_a_working_lab_at_1000_mbit() {

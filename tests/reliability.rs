@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use common::daemon::{Daemon, Up};
 use common::*;
-use rttfair_lab::netns::{self, Netns};
-use rttfair_lab::procfs::{kernel_warnings, rss_kib};
+use rttfair_lab::net::netns::{self, Netns};
+use rttfair_lab::net::procfs::{kernel_warnings, rss_kib};
 use rttfair_loader::flows::{live_sockets, FlowReader};
 use rttfair_loader::Cca;
 
@@ -36,7 +36,8 @@ fn churn_with_every_cca_leaks_nothing() {
                 std::thread::sleep(Duration::from_millis(500));
             }
         });
-        let r = rttfair_lab::churn::run(&ns, cca.name(), Duration::from_secs(12), 4, 2).unwrap();
+        let r =
+            rttfair_lab::net::churn::run(&ns, cca.name(), Duration::from_secs(12), 4, 2).unwrap();
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         scraper.join().unwrap();
         println!(
@@ -149,7 +150,7 @@ fn bbr1_pairs(n: usize) -> (Vec<String>, Vec<(std::net::TcpStream, std::net::Tcp
         c.write_all(&[7u8; 50_000]).unwrap();
         let mut buf = vec![0u8; 50_000];
         s.read_exact(&mut buf).unwrap();
-        names.push(rttfair_lab::sock::congestion(&c).unwrap());
+        names.push(rttfair_lab::net::sock::congestion(&c).unwrap());
         keep.push((c, s));
     }
     std::thread::sleep(Duration::from_millis(200));
@@ -249,7 +250,7 @@ fn a_killed_lab_run_leaves_nothing_the_next_run_does_not_clean() {
         registered("bbr1"),
         "expected the killed lab's bbr1 to stay registered"
     );
-    drop(rttfair_lab::ccas::CcaSession::ensure(&t.fs, &["bbr1".to_string()]).unwrap());
+    drop(rttfair_lab::net::ccas::CcaSession::ensure(&t.fs, &["bbr1".to_string()]).unwrap());
     assert!(
         !registered("bbr1"),
         "the next lab left the killed lab's bbr1 registered"
@@ -305,7 +306,7 @@ fn a_lab_run_ended_by_ctrl_c_says_so_in_one_line_and_leaves_nothing() {
 /// nothing the operator loaded is ever unloaded by a lab.
 #[test]
 fn concurrent_labs_share_a_cca_and_the_last_one_out_unloads_it() {
-    use rttfair_lab::ccas::CcaSession;
+    use rttfair_lab::net::ccas::CcaSession;
     let t = KernelTest::new();
     let bbr1 = ["bbr1".to_string()];
     let a = CcaSession::ensure(&t.fs, &bbr1).unwrap();
@@ -343,7 +344,7 @@ fn concurrent_labs_share_a_cca_and_the_last_one_out_unloads_it() {
     // Another holder of the lease (another lab; here a flock of the test's
     // own on a separate open file, which is what another process holds):
     // the session sees it, and leaves the CCA to that holder when it ends.
-    let lease = rttfair_lab::ccas::lease_path(&t.fs, Cca::Bbr1);
+    let lease = rttfair_loader::lease::lease_path(&t.fs, Cca::Bbr1);
     let holder = nix::fcntl::Flock::lock(
         std::fs::File::open(&lease).unwrap(),
         nix::fcntl::FlockArg::LockSharedNonblock,

@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::*;
-use rttfair_lab::link::Bottleneck;
-use rttfair_lab::topology::{Dumbbell, FlowPath, RECEIVER};
+use rttfair_lab::net::link::Bottleneck;
+use rttfair_lab::net::topology::{Dumbbell, FlowPath, RECEIVER};
 
 const PORT: u16 = 6200;
 
@@ -49,7 +49,7 @@ fn receive(listener: TcpListener, timeline: Arc<Mutex<Vec<(f64, u64)>>>) -> (u64
 }
 
 fn cca_of(s: &TcpStream) -> String {
-    rttfair_lab::sock::congestion(s).unwrap()
+    rttfair_lab::net::sock::congestion(s).unwrap()
 }
 
 #[test]
@@ -159,7 +159,8 @@ fn live_connection_survives_migrate_swap_unload_and_cgroup_default() {
         &["attach", "--cgroup", cg.to_str().unwrap(), "bbr1"],
         "adbbr",
     );
-    let srv = rttfair_lab::iperf::Server::start(&net.rcv, &RECEIVER.to_string(), 5301).unwrap();
+    let srv =
+        rttfair_lab::net::iperf::Server::start(&net.rcv, &RECEIVER.to_string(), 5301).unwrap();
     let out = std::process::Command::new("sh")
         .arg("-c")
         .arg(format!(
@@ -262,7 +263,7 @@ fn failed_swap_leaves_the_old_implementation() {
     );
     assert_eq!(map_pins(), pinned, "a refused swap left maps pinned");
     // The old implementation still controls and exports new connections.
-    let ns = rttfair_lab::netns::Netns::create("swapf").unwrap();
+    let ns = rttfair_lab::net::netns::Netns::create("swapf").unwrap();
     let fs = t.fs.clone();
     let seen = ns
         .run(move || {

@@ -134,7 +134,7 @@ fn swap(fs: &BpfFs, out: &Out, cca: &str, object: Option<&Path>) -> Result<()> {
     // The operator's object now: a lab that had loaded it no longer owns
     // it (nor unloads it), and cannot vouch for which object it runs.
     // Swapped either way: a marker left in place is said, not fatal.
-    if let Err(e) = rttfair_lab::ccas::adopt(fs, cca) {
+    if let Err(e) = rttfair_loader::lease::adopt(fs, cca) {
         tracing::warn!("{e:#}");
     }
     out.print(
@@ -339,7 +339,7 @@ fn load(
             Ok(outcome) => {
                 // A marker left in place is said, not fatal: the CCA is loaded.
                 let from_lab = outcome == LoadOutcome::AlreadyLoaded
-                    && rttfair_lab::ccas::adopt(fs, *cca).unwrap_or_else(|e| {
+                    && rttfair_loader::lease::adopt(fs, *cca).unwrap_or_else(|e| {
                         tracing::warn!("{e:#}");
                         false
                     });

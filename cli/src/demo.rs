@@ -11,10 +11,10 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use rttfair_lab::builtin;
-use rttfair_lab::ccas::CcaSession;
-use rttfair_lab::daemon_child::{free_loopback_port, DaemonChild};
+use rttfair_lab::net::ccas::CcaSession;
+use rttfair_lab::net::daemon_child::{free_loopback_port, DaemonChild};
 use rttfair_lab::run::{self, RunOptions};
+use rttfair_lab::scenario::builtin;
 use rttfair_lab::scenario::Scenario;
 use rttfair_loader::BpfFs;
 

@@ -3,9 +3,9 @@
 use std::path::Path;
 
 use anyhow::{bail, Result};
-use rttfair_lab::builtin;
-use rttfair_lab::plan::Plan;
 use rttfair_lab::run::{self, RunOptions, RunResult, Summary};
+use rttfair_lab::scenario::builtin;
+use rttfair_lab::scenario::plan::Plan;
 use rttfair_lab::scenario::Scenario;
 use rttfair_loader::BpfFs;
 
@@ -41,7 +41,7 @@ pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
                     .map_err(|e| anyhow::anyhow!("invalid scenario: {e}"))?
                     .remove(0);
             }
-            if let Some(note) = rttfair_lab::grid::base_note(&s) {
+            if let Some(note) = rttfair_lab::scenario::grid::base_note(&s) {
                 eprintln!("{note}");
             }
             let r = run::run(&s, &options(fs, &common))?;
@@ -56,7 +56,7 @@ pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
             common,
         } => {
             let shard = shard
-                .map(|spec| spec.parse::<rttfair_lab::grid::Shard>())
+                .map(|spec| spec.parse::<rttfair_lab::scenario::grid::Shard>())
                 .transpose()
                 .map_err(anyhow::Error::msg)?;
             let s = prepare(&scenario, &common)?;
@@ -67,13 +67,18 @@ pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
             if dry_run {
                 return dry_run_plan(&s, &sweep, &cca, shard, json);
             }
-            let sel = rttfair_lab::sweep::Selection { shard, resume };
-            let (points, dir) =
-                rttfair_lab::sweep::run_selected(&s, &sweep, &cca, sel, &options(fs, &common))?;
+            let sel = rttfair_lab::run::sweep::Selection { shard, resume };
+            let (points, dir) = rttfair_lab::run::sweep::run_selected(
+                &s,
+                &sweep,
+                &cca,
+                sel,
+                &options(fs, &common),
+            )?;
             report_sweep(&sweep, &cca, &points, &dir, json)
         }
         LabCommand::Merge { dirs, out } => {
-            let (merged, dir) = rttfair_lab::merge::merge(&dirs, &out)?;
+            let (merged, dir) = rttfair_lab::run::merge::merge(&dirs, &out)?;
             // Notes on stderr: stdout stays the tables, or one JSON value.
             for w in merged.warnings.iter().chain(&merged.source_lines()) {
                 eprintln!("{w}");
@@ -94,7 +99,7 @@ pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
                 .ok_or_else(|| anyhow::anyhow!("{}: no [sweep] table", dir.display()))?;
             print!(
                 "{}",
-                rttfair_lab::gridtable::compare_tables(
+                rttfair_lab::results::gridtable::compare_tables(
                     sweep,
                     &merged.provenance.cca_names(),
                     &merged.points
@@ -103,15 +108,15 @@ pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
             println!(
                 "\nresults: {} (side by side: {})",
                 dir.display(),
-                rttfair_lab::sweep::COMPARE_FILE
+                rttfair_lab::run::sweep::COMPARE_FILE
             );
             Ok(())
         }
         LabCommand::Resummarize { dirs, check } => {
             let done = if check {
-                rttfair_lab::resummarize::check(&dirs)?
+                rttfair_lab::run::resummarize::check(&dirs)?
             } else {
-                rttfair_lab::resummarize::resummarize(&dirs)?
+                rttfair_lab::run::resummarize::resummarize(&dirs)?
             };
             if json {
                 println!("{}", serde_json::to_string(&done)?);
@@ -123,7 +128,7 @@ pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
             Ok(())
         }
         LabCommand::Table { dirs } => {
-            let table = rttfair_lab::runtable::load(&dirs)?;
+            let table = rttfair_lab::results::runtable::load(&dirs)?;
             if json {
                 println!("{}", serde_json::to_string(&table)?);
             } else {
@@ -142,8 +147,8 @@ pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
                 .with_ccas(&cca)
                 .and_then(|each| each.iter().map(Plan::resolve).collect())
                 .map_err(|e| anyhow::anyhow!("invalid scenario: {e}"))?;
-            rttfair_lab::ccas::check_available(&cca)?;
-            if let Some(note) = rttfair_lab::grid::base_note(&s) {
+            rttfair_lab::net::ccas::check_available(&cca)?;
+            if let Some(note) = rttfair_lab::scenario::grid::base_note(&s) {
                 eprintln!("{note}");
             }
             let mut results = Vec::new();
@@ -162,7 +167,7 @@ pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
 fn report_sweep(
     sweep: &rttfair_lab::scenario::Sweep,
     ccas: &[String],
-    points: &[rttfair_lab::sweep::Point],
+    points: &[rttfair_lab::run::sweep::Point],
     dir: &Path,
     json: bool,
 ) -> Result<()> {
@@ -173,7 +178,7 @@ fn report_sweep(
     }
     print!(
         "{}",
-        rttfair_lab::gridtable::sweep_tables(sweep, ccas, points)
+        rttfair_lab::results::gridtable::sweep_tables(sweep, ccas, points)
     );
     println!("\nresults: {}", dir.display());
     Ok(())
@@ -209,13 +214,13 @@ fn dry_run_plan(
     s: &Scenario,
     sweep: &rttfair_lab::scenario::Sweep,
     ccas: &[String],
-    shard: Option<rttfair_lab::grid::Shard>,
+    shard: Option<rttfair_lab::scenario::grid::Shard>,
     json: bool,
 ) -> Result<()> {
-    use rttfair_lab::grid::{self, Shard};
+    use rttfair_lab::scenario::grid::{self, Shard};
     let expand = || grid::expand(s, sweep, ccas).map_err(|e| anyhow::anyhow!("{}: {e}", s.name));
     let all = expand()?;
-    rttfair_lab::ccas::check_available(ccas)?;
+    rttfair_lab::net::ccas::check_available(ccas)?;
     let count = shard.map_or(1, |sh| sh.count);
     let mut shards = Vec::new();
     for index in 0..count {
@@ -378,7 +383,7 @@ impl<'a> TableRun<'a> {
 /// change, a last column gives each repetition's time to fair. One
 /// repetition without such an event: the table as it always was.
 fn table_text(results: &[TableRun]) -> String {
-    use rttfair_lab::runtable::{has_time_to_fair, time_to_fair_cell};
+    use rttfair_lab::results::runtable::{has_time_to_fair, time_to_fair_cell};
     use std::fmt::Write as _;
     let mut out = String::new();
     let Some(first) = results.first() else {
@@ -425,7 +430,7 @@ fn table_text(results: &[TableRun]) -> String {
             out,
             " {:>6.2} {:>jw$} {:>6.2} {:>uw$} {:>7.1}ms {:>6.1}ms {:>7.2}%",
             s.group_ratio,
-            rttfair_lab::gridtable::jain_cell(s, worst.as_ref()),
+            rttfair_lab::results::gridtable::jain_cell(s, worst.as_ref()),
             s.stdr,
             util,
             s.qdelay_mean_ms,
@@ -511,7 +516,7 @@ mod tests {
             with_ttf(0.93, 0.97, Some(10.0)),
             with_ttf(0.98, 0.98, None),
         ];
-        let mean = rttfair_lab::summary::mean_summary(&reps);
+        let mean = rttfair_lab::results::summary::mean_summary(&reps);
         let one = with_ttf(0.7, 0.984, None);
         let dir = PathBuf::from("out");
         let rows = [

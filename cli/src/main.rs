@@ -395,7 +395,7 @@ fn main() -> ExitCode {
     // the namespaces (so whatever ran in them just failed, which is not
     // this command's error), ends the CCA leases and says so in one line.
     // Returning now would exit while it still unloads.
-    rttfair_lab::netns::await_signal_exit(std::time::Duration::from_secs(30));
+    rttfair_lab::net::netns::await_signal_exit(std::time::Duration::from_secs(30));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

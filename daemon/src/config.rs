@@ -99,7 +99,7 @@ pub struct Config {
     pub group_prefix_v4: u8,
     pub group_prefix_v6: u8,
     /// What the metrics reveal of each flow's remote end ([`crate::peer`]).
-    pub peer_addresses: crate::peer::PeerAddresses,
+    pub peer_addresses: PeerAddresses,
     /// The key of `hashed`, read at start ([`crate::peer::PeerKey`]): the
     /// same file gives the same values at every start and on every host,
     /// so series survive restarts and groups add up across a fleet. None:
@@ -245,7 +245,7 @@ impl Config {
         // Settings that would do nothing are refused, as the lab's
         // scenarios refuse theirs: the operator meant something else.
         if let Some(f) = &self.peer_hash_key_file {
-            if self.peer_addresses != crate::peer::PeerAddresses::Hashed {
+            if self.peer_addresses != PeerAddresses::Hashed {
                 bail!("peer_hash_key_file: only meaningful with peer_addresses = \"hashed\"");
             }
             // The daemon's working directory is not the config's.
@@ -309,6 +309,17 @@ impl TryFrom<String> for PerFlow {
     fn try_from(s: String) -> Result<Self> {
         s.parse()
     }
+}
+
+/// The config's `peer_addresses`: what the metrics reveal of each flow's
+/// remote end ([`crate::peer`] renders it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PeerAddresses {
+    #[default]
+    Full,
+    Hashed,
+    Dropped,
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@
 //! unregistered again and the error is the only thing said.
 //!
 //! A CCA a running lab loaded is taken over the way `rttfairctl load` takes
-//! it over ([`rttfair_lab::ccas::adopt`]): from then on no lab unloads it
+//! it over ([`rttfair_loader::lease::adopt`]): from then on no lab unloads it
 //! under the daemon. The lab would have unloaded it when done, so the daemon
 //! counts it as its own and gives it back at exit instead.
 //!
@@ -81,7 +81,7 @@ impl Owned {
             tracing::info!("loaded {cca}");
         }
         for cca in adopted {
-            match rttfair_lab::ccas::adopt(fs, cca) {
+            match rttfair_loader::lease::adopt(fs, cca) {
                 Ok(true) => {
                     tracing::info!("adopted {cca} (loaded by a running lab; now the daemon's)");
                     owned.ccas.push(cca);
@@ -109,7 +109,7 @@ impl Owned {
     fn give_back(&self, cca: Cca) {
         // Held exclusively while unloading: a lab that starts now waits for
         // its shared lease and then finds the CCA gone (and loads its own).
-        let _lease = match File::open(rttfair_lab::ccas::lease_path(&self.fs, cca)) {
+        let _lease = match File::open(rttfair_loader::lease::lease_path(&self.fs, cca)) {
             Ok(f) => match Flock::lock(f, FlockArg::LockExclusiveNonblock) {
                 Ok(held) => Some(held),
                 Err(_) => {

@@ -47,20 +47,9 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 
 use anyhow::{anyhow, bail, Result};
-use serde::Deserialize;
 use siphasher::sip::SipHasher24;
 
-use crate::config::Config;
-
-/// The config's `peer_addresses`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PeerAddresses {
-    #[default]
-    Full,
-    Hashed,
-    Dropped,
-}
+use crate::config::{Config, PeerAddresses};
 
 /// The 128-bit key of `hashed`. Its Debug never shows the key.
 #[derive(Clone, PartialEq, Eq)]

@@ -1,7 +1,38 @@
 //! What a run produces, as types: per-flow series, per-repetition results,
 //! the summary metrics, a whole run and a sweep point. The bottom of the
-//! lab's result side: computed by [`crate::summary`], written by
-//! [`crate::files`], drawn by [`crate::plot`].
+//! lab's result side (no network code), whose other modules are its
+//! children:
+//! - [`accounting`]: goodput and utilization over one window from
+//!   counters that cannot exceed the link, with their measurement error.
+//! - [`scoreboard`]: which bytes of a connection arrived, so each segment
+//!   says how much goodput it adds (retransmissions and holes handled).
+//! - [`summary`]: metrics of a repetition from its series, and their mean.
+//! - [`time_to_fair`]: how long a late joiner (or a flow whose path RTT
+//!   changes) takes to hold its fair share.
+//! - [`drains`]: a row per judged qfair drain (R^ around it, its minimum m,
+//!   the verdict, the mode), from the bpf samples: `drains.csv`.
+//! - [`files`]: every CSV/JSON of the results folder.
+//! - [`plot`]: PNG plots of a repetition and of a sweep.
+//! - [`sweep_plots`]: which plots a sweep folder has: its metrics as data
+//!   (title, colour scale, value, cell label), heatmaps or lines.
+//! - [`gridtable`]: grid results as Markdown tables, one per metric (mean,
+//!   Jain's worst repetition in brackets), for sweeps, fairness-grid and
+//!   a sweep folder's compare.md (CCAs side by side).
+//! - [`runtable`]: run folders of one scenario side by side in one
+//!   Markdown table, repetitions pooled, mean and worst (`lab table`).
+//! - [`provenance`]: provenance.json, what a folder was produced with.
+
+pub mod accounting;
+pub mod drains;
+pub mod files;
+pub mod gridtable;
+pub mod plot;
+pub mod provenance;
+pub mod runtable;
+pub mod scoreboard;
+pub mod summary;
+pub mod sweep_plots;
+pub mod time_to_fair;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -10,11 +41,11 @@ use std::time::Duration;
 use rttfair_loader::Flow;
 use serde::{Deserialize, Serialize};
 
-use crate::plan::Window;
-use crate::provenance::RunProvenance;
-use crate::qstats::QueueSample;
+use crate::net::qstats::QueueSample;
+use crate::net::selfcheck::RttCheck;
+use crate::results::provenance::RunProvenance;
+use crate::scenario::plan::Window;
 use crate::scenario::{FlowSpec, Scenario};
-use crate::selfcheck::RttCheck;
 
 /// One BPF export sample of a flow: a row of `bpf.csv`, whose columns are
 /// these fields, in this order. A projection of the loader's typed
@@ -56,7 +87,7 @@ pub struct BpfSample {
     pub qfair_drains_failed: u32,
     /// m, the lowest RTT of the flow's last judged drain (0: none yet), what
     /// the drain verdict and Eq. 10 compared with R^ (`min_rtt_ms`);
-    /// [`crate::drains`] turns the samples into a row per drain.
+    /// [`crate::results::drains`] turns the samples into a row per drain.
     pub qfair_drain_min_ms: f64,
     /// nu, the flow's own delay noise, taken out of its queue estimate.
     pub qfair_noise_ms: f64,
@@ -184,7 +215,7 @@ pub struct Summary {
     pub group_ratio: f64,
     /// Sum of goodputs over the goodput capacity rate x MSS / wire packet,
     /// over the window, goodput counted as data arrives at the receivers
-    /// for the first time (see [`crate::accounting`]).
+    /// for the first time (see [`crate::results::accounting`]).
     pub utilization: f64,
     /// Bytes the bottleneck sent over rate x window.
     pub link_utilization: f64,
@@ -202,7 +233,7 @@ pub struct Summary {
     #[serde(default)]
     pub arrivals_lost: u64,
     /// The window every figure of the summary is computed over: the
-    /// edges as marked (see [`crate::summary::window_of`]).
+    /// edges as marked (see [`crate::results::summary::window_of`]).
     pub window: Option<Window>,
     /// Retransmitted segments over retransmitted plus delivered ones, in
     /// the window: the senders' per-interval retransmissions (prorated at
@@ -231,7 +262,7 @@ pub struct Summary {
     pub flow_goodput_mbit: Vec<f64>,
     /// How long the flow with an event (a late joiner, or a path whose
     /// RTT changes) took to reach its fair share (see
-    /// [`crate::time_to_fair`]); `None` when the scenario has no such
+    /// [`crate::results::time_to_fair`]); `None` when the scenario has no such
     /// event, and in folders written before it existed (`lab table`
     /// recomputes it there from goodput.csv). In a run's mean summary:
     /// the mean of the repetitions' seconds, `None` seconds if any
@@ -320,7 +351,7 @@ pub struct RunResult {
 /// "report mean and worst"): the lowest Jain and utilization, the highest
 /// mean queueing delay and retransmission ratio. Each is the worst
 /// repetition of that metric, so two fields may come from different
-/// repetitions. Computed by [`crate::summary::worst_of`], the one place
+/// repetitions. Computed by [`crate::results::summary::worst_of`], the one place
 /// that decides what "worst" means.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Worst {

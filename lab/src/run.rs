@@ -1,5 +1,22 @@
 //! Running a plan: build the dumbbell, check it, push the flows through
 //! it, sample everything, summarize, write the results folder.
+//!
+//! The execution stage; what is built on runs are its children:
+//! - [`sweep`]: runs every point of a grid and writes the sweep's files.
+//! - [`resume`]: which points of an interrupted sweep are done.
+//! - [`resummarize`]: a stored run or sweep folder's summaries computed
+//!   again from its files with this build's definitions.
+//! - [`merge`]: shard folders joined into the folder one machine writes,
+//!   and sweeps of one grid for different CCAs (other builds, other
+//!   repetition counts) joined side by side, each CCA's source kept.
+//! - [`fairness_grid`]: issue 14's two-flow grid, every CCA back to back at
+//!   each point, printed side by side (`cargo xtask bench fairness-grid`).
+
+pub mod fairness_grid;
+pub mod merge;
+pub mod resume;
+pub mod resummarize;
+pub mod sweep;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -10,23 +27,23 @@ use anyhow::{bail, Context, Result};
 use rttfair_loader::flows::FlowReader;
 use rttfair_loader::BpfFs;
 
-use crate::accounting::{self, EdgeCounts, FlowSpan};
-use crate::arrivals::ArrivalCounter;
-use crate::ccas::CcaSession;
-use crate::iperf::{self, ClientSpec};
-use crate::link::Bottleneck;
-use crate::plan::Plan;
-use crate::provenance::{Environment, RunProvenance, SelfCheck};
-use crate::qstats::QueueSampler;
-use crate::rcvbytes;
+use crate::net::arrivals::ArrivalCounter;
+use crate::net::ccas::CcaSession;
+use crate::net::iperf::{self, ClientSpec};
+use crate::net::link::Bottleneck;
+use crate::net::qstats::QueueSampler;
+use crate::net::rcvbytes;
+use crate::net::selfcheck::{self, RttCheck};
+use crate::net::topology::{Dumbbell, FlowPath, Options, RECEIVER, RECEIVER_IF};
+use crate::results::accounting::{self, EdgeCounts, FlowSpan};
+use crate::results::provenance::{Environment, RunProvenance, SelfCheck};
 use crate::results::{BpfSample, FlowResult};
+use crate::scenario::plan::Plan;
 use crate::scenario::{FlowSpec, Scenario, MSS, WIRE_PACKET};
-use crate::selfcheck::{self, RttCheck};
-use crate::topology::{Dumbbell, FlowPath, Options, RECEIVER, RECEIVER_IF};
 
-pub use crate::plan::label_of;
+pub use crate::results::summary::{mean_summary, one_line, summarize, worst_of};
 pub use crate::results::{RepResult, RunResult, Summary};
-pub use crate::summary::{mean_summary, one_line, summarize, worst_of};
+pub use crate::scenario::plan::label_of;
 
 /// How to run.
 #[derive(Debug, Clone)]
@@ -53,7 +70,7 @@ pub fn run_plan(plan: &Plan, opts: &RunOptions) -> Result<RunResult> {
     // Provenance records the maps as read back, not the scenario's text:
     // what the flows run with, which must be what the scenario set and,
     // for the rest of a CCA a lab loaded, what the lab left.
-    let tunables = crate::provenance::tunables(&opts.bpffs, &plan.ccas)?;
+    let tunables = crate::results::provenance::tunables(&opts.bpffs, &plan.ccas)?;
     crate::scenario::tunables::check_read_back(
         &session.expected_tunables(&plan.tunables),
         &tunables,
@@ -66,20 +83,20 @@ pub fn run_plan(plan: &Plan, opts: &RunOptions) -> Result<RunResult> {
 
     let dir = opts.out_dir.join(plan.dir_name());
     std::fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
-    crate::files::clear_run_outputs(&dir)?;
-    crate::files::write_scenario(&dir, plan)?;
+    crate::results::files::clear_run_outputs(&dir)?;
+    crate::results::files::write_scenario(&dir, plan)?;
     let provenance = RunProvenance {
         environment: Environment::current(),
         // What is registered, which need not be this build's object.
         ccas: session.objects(&plan.ccas),
         tunables,
-        scenario: crate::provenance::scenario_text(&plan.scenario)?,
+        scenario: crate::results::provenance::scenario_text(&plan.scenario)?,
         self_check: SelfCheck {
             rtt: rtt_check.clone(),
             rate: rate_check.clone(),
         },
     };
-    crate::provenance::write(&dir, &provenance)?;
+    crate::results::provenance::write(&dir, &provenance)?;
     let counter = ArrivalCounter::attach(&net.rcv, RECEIVER_IF)?;
     let reps = run_reps(plan, &net, &counter, opts, &dir)?;
     drop(counter);
@@ -94,7 +111,7 @@ pub fn run_plan(plan: &Plan, opts: &RunOptions) -> Result<RunResult> {
         dir,
         provenance,
     };
-    crate::files::write_run_summary(&result)?;
+    crate::results::files::write_run_summary(&result)?;
     Ok(result)
 }
 
@@ -154,10 +171,10 @@ fn run_reps(
             bar.as_ref().map(|b| (b, base)),
         )?;
         let rep_dir = dir.join(format!("rep{rep}"));
-        crate::files::write_rep(&rep_dir, &r)?;
+        crate::results::files::write_rep(&rep_dir, &r)?;
         if rep == 0 {
-            crate::plot::throughput(&rep_dir.join("throughput.png"), plan, &r)?;
-            crate::plot::queue(&rep_dir.join("queue.png"), plan, &r)?;
+            crate::results::plot::throughput(&rep_dir.join("throughput.png"), plan, &r)?;
+            crate::results::plot::queue(&rep_dir.join("queue.png"), plan, &r)?;
         }
         if opts.verbose {
             eprintln!("  rep {rep}: {}", one_line(&r.summary));
@@ -225,9 +242,9 @@ fn run_rep(
     let reader = net.queue_reader()?;
     let t0 = Instant::now();
     // Jitter, ACK batching and RTT changes run on this repetition's clock.
-    let start_ns = crate::delay::clock_ns();
+    let start_ns = crate::net::clock::clock_ns();
     for f in &plan.flows {
-        let d = crate::pathsched::PathDelay::for_flow(f, start_ns);
+        let d = crate::net::pathsched::PathDelay::for_flow(f, start_ns);
         if d.varies() {
             net.delay.set_path(net.sender(f.index), d)?;
         }
@@ -278,7 +295,7 @@ fn run_rep(
         &accounting::Link {
             queue: &queue,
             rate_bit: plan.rate_bit,
-            burst_bytes: crate::link::htb_burst_bytes(plan.rate_bit),
+            burst_bytes: crate::net::link::htb_burst_bytes(plan.rate_bit),
             payload_share: MSS as f64 / WIRE_PACKET as f64,
         },
     );
@@ -403,7 +420,7 @@ fn read_window_edges(
     let mut random_loss = Vec::new();
     let mut mark = |t_s: &mut Vec<f64>| -> Result<()> {
         // Marked before anything stamped later is drained (Tally::mark_edge).
-        let ns = crate::delay::clock_ns();
+        let ns = crate::net::clock::clock_ns();
         counter.mark_edge(ns);
         t_s.push(ns.saturating_sub(clock.start_ns) as f64 / 1e9);
         in_order.push(edge_counts(plan, net, clock.t0)?);

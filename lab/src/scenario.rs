@@ -1,4 +1,9 @@
-//! Scenario files: what an experiment is, in TOML.
+//! Scenario files: what an experiment is, in TOML. The first stage of the
+//! lab's pipeline, description and resolution, is this module and its
+//! children: [`tunables`] (its `[tunables]` table), [`builtin`] (the
+//! embedded scenarios, a name or a path resolved), [`plan`] (a scenario
+//! resolved once for a run) and [`grid`] (a `[sweep]` table expanded to
+//! one plan per point).
 //!
 //! ```toml
 //! name = "fairtt-paper"
@@ -60,11 +65,18 @@
 //! [`Scenario::validate`] after deserialization, where only the document's
 //! spans can turn a field path back into a line.
 
+pub mod builtin;
+mod error;
+pub mod grid;
+pub mod plan;
 pub mod tunables;
 
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+
+use self::error::err;
+pub use self::error::ScenarioError;
 
 /// Payload bytes per full-size segment on the emulated links (MTU 1500,
 /// IPv4 + TCP with timestamps).
@@ -336,24 +348,6 @@ pub struct FlowSpec {
     pub jitter_ms: f64,
     pub ack_batch_ms: f64,
     pub rtt_change: Option<RttChange>,
-}
-
-/// A scenario error: the field path, its line in the text it was read
-/// from (when known) and what is wrong with it.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{field}{}: {reason}", line.map(|l| format!(" (line {l})")).unwrap_or_default())]
-pub struct ScenarioError {
-    pub field: String,
-    pub line: Option<usize>,
-    pub reason: String,
-}
-
-fn err(field: impl Into<String>, reason: impl Into<String>) -> ScenarioError {
-    ScenarioError {
-        field: field.into(),
-        line: None,
-        reason: reason.into(),
-    }
 }
 
 /// A time that sets an iperf3 client's length (`-t stop - start`): whole

@@ -2,8 +2,8 @@
 //! as `lab run` / `lab sweep` leave them, from made-up results, and the
 //! grid scenario those tests sweep.
 //!
-//! Every file goes through the lab's own writers ([`crate::files`],
-//! [`crate::provenance::write`], [`crate::sweep::write_outputs`]), so a
+//! Every file goes through the lab's own writers ([`crate::results::files`],
+//! [`crate::results::provenance::write`], [`crate::run::sweep::write_outputs`]), so a
 //! change of a format changes the fixtures with it: a reader's test can
 //! not pass against a layout the lab no longer writes.
 //!
@@ -17,14 +17,14 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::grid::{self, PointPlan, Shard};
-use crate::plan::Plan;
-use crate::provenance::{
+use crate::net::selfcheck::RateCheck;
+use crate::results::provenance::{
     self, CcaObject, Environment, PointProvenance, RunProvenance, SelfCheck, SweepProvenance,
 };
 use crate::results::{RepResult, RunResult, Summary, SweepPoint};
+use crate::scenario::grid::{self, PointPlan, Shard};
+use crate::scenario::plan::Plan;
 use crate::scenario::Scenario;
-use crate::selfcheck::RateCheck;
 
 /// An empty folder `rttfair-<tag>-...` under the temp dir, removed when
 /// the returned handle drops (also when the test panics).
@@ -94,7 +94,7 @@ pub struct Finished<'a> {
 /// folder and summary.json (the repetitions have no flows; no plots).
 pub fn write_run_folder(dir: &Path, plan: &Plan, prov: &RunProvenance, finished: Option<Finished>) {
     std::fs::create_dir_all(dir).unwrap();
-    crate::files::write_scenario(dir, plan).unwrap();
+    crate::results::files::write_scenario(dir, plan).unwrap();
     provenance::write(dir, prov).unwrap();
     if let Some(f) = finished {
         write_run_summary(dir, &plan.scenario, prov, f);
@@ -129,7 +129,7 @@ pub fn write_finished_run(dir: &Path, scenario: &Scenario, reps: &[Summary]) {
         scenario: provenance::scenario_text(scenario).unwrap(),
         self_check: passed_self_check(),
     };
-    let mean = crate::summary::mean_summary(reps);
+    let mean = crate::results::summary::mean_summary(reps);
     let finished = Finished { reps, mean: &mean };
     write_run_folder(dir, &plan, &prov, Some(finished));
 }
@@ -164,9 +164,9 @@ fn write_run_summary(dir: &Path, scenario: &Scenario, prov: &RunProvenance, f: F
         })
         .collect();
     for (n, r) in reps.iter().enumerate() {
-        crate::files::write_rep(&dir.join(format!("rep{n}")), r).unwrap();
+        crate::results::files::write_rep(&dir.join(format!("rep{n}")), r).unwrap();
     }
-    crate::files::write_run_summary(&RunResult {
+    crate::results::files::write_run_summary(&RunResult {
         scenario: scenario.clone(),
         rtt_check: prov.self_check.rtt.clone(),
         rate_check_goodput_mbit: prov.self_check.rate.goodput_bit() / 1e6,
@@ -229,7 +229,7 @@ pub fn write_sweep_folder(
             .collect(),
     };
     edit(&mut prov);
-    let dir = crate::sweep::dir_of(out, base);
+    let dir = crate::run::sweep::dir_of(out, base);
     let points: Vec<SweepPoint> = mine
         .iter()
         .zip(&prov.points)
@@ -237,14 +237,14 @@ pub fn write_sweep_folder(
             let run_dir = dir.join("runs").join(&record.run_dir);
             let (summary, worst) = match point(*k, p) {
                 MadeUp::Repetitions(reps) => {
-                    let mean = crate::summary::mean_summary(&reps);
+                    let mean = crate::results::summary::mean_summary(&reps);
                     let finished = Finished {
                         reps: &reps,
                         mean: &mean,
                     };
                     let run = run_provenance(&prov, &p.plan, record);
                     write_run_folder(&run_dir, &p.plan, &run, Some(finished));
-                    (mean, crate::summary::worst_of(&reps))
+                    (mean, crate::results::summary::worst_of(&reps))
                 }
             };
             SweepPoint {
@@ -256,7 +256,7 @@ pub fn write_sweep_folder(
             }
         })
         .collect();
-    crate::sweep::write_outputs(&dir, base, &sweep, ccas, &points, &prov).unwrap();
+    crate::run::sweep::write_outputs(&dir, base, &sweep, ccas, &points, &prov).unwrap();
     dir
 }
 

@@ -21,7 +21,7 @@ fn every_scenario_file_is_valid() {
         checked.push(s.name);
     }
     // The directory holds at least every embedded scenario.
-    for (name, _) in rttfair_lab::builtin::SCENARIOS {
+    for (name, _) in rttfair_lab::scenario::builtin::SCENARIOS {
         assert!(
             checked.iter().any(|n| n == name),
             "embedded scenario {name} has no file in {}",

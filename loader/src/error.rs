@@ -50,6 +50,12 @@ pub enum Error {
     InvalidValue { name: String, reason: String },
     #[error("{source} ({done} already unloaded)")]
     Partial { done: String, source: Box<Error> },
+    #[error("cannot take {cca} over from the lab that loaded it (remove {path}: {reason}); that lab will unload it when it ends")]
+    Adopt {
+        cca: String,
+        path: PathBuf,
+        reason: String,
+    },
     #[error("{context}: {source}")]
     Io {
         context: String,
@@ -75,14 +81,18 @@ impl Error {
         }
     }
 
-    /// `e`, saying that `done` (CCAs) already went before it: the error
-    /// line of a multi-CCA command that stopped part way.
-    pub(crate) fn after_some(e: Error, done: &[crate::Cca]) -> Self {
+    /// `e`, saying that `done` (CCAs, by their names) already went before
+    /// it: the error line of a multi-CCA command that stopped part way.
+    pub(crate) fn after_some(e: Error, done: &[impl std::fmt::Display]) -> Self {
         if done.is_empty() {
             return e;
         }
         Error::Partial {
-            done: done.iter().map(|c| c.name()).collect::<Vec<_>>().join(", "),
+            done: done
+                .iter()
+                .map(|c| c.to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
             source: Box::new(e),
         }
     }

@@ -143,7 +143,7 @@ fn decode_entry(id: u64, bytes: &[u8]) -> Option<Flow> {
 /// cannot read, and that is an error ([`crate::installed`]), never zero.
 pub fn live_sockets(fs: &BpfFs, cca: Cca) -> Result<u64> {
     if !fs.map_pin(maps::COUNTERS).exists() {
-        if crate::lifecycle::is_loaded(cca, fs) {
+        if crate::loaded::is_loaded(cca, fs) {
             crate::installed::loaded_ccas_check(fs, &[cca])?;
         }
         return Ok(0);

@@ -21,7 +21,7 @@ use crate::abi::{maps, ABI_VERSION};
 use crate::bpffs::BpfFs;
 use crate::cca::Cca;
 use crate::error::{Error, Result};
-use crate::lifecycle;
+use crate::loaded;
 
 /// The installation's loaded CCAs must be of this build's ABI: if any is
 /// registered and pinned while this build's maps are absent, the error
@@ -30,7 +30,7 @@ pub fn check(fs: &BpfFs) -> Result<()> {
     let loaded: Vec<Cca> = Cca::ALL
         .iter()
         .copied()
-        .filter(|c| lifecycle::is_loaded(*c, fs))
+        .filter(|c| loaded::is_loaded(*c, fs))
         .collect();
     loaded_ccas_check(fs, &loaded)
 }

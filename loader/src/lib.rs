@@ -19,12 +19,14 @@
 //! exported records their meaning, once ([`Flow`]), [`flows`] reads them
 //! from the pinned maps, and [`preflight`] checks what the host must offer
 //! ([`doctor`]: all of it, kernel features included, one line per check);
-//! [`installed`] whether the loaded CCAs are of this build's ABI. Beside
+//! [`installed`] whether the loaded CCAs are of this build's ABI; [`lease`]
+//! the files by which labs, the daemon and the operator share a CCA. Beside
 //! it: [`tunables`], [`migrate`], [`cgroup`], [`sockets`] (connections on
 //! kernel CCAs) and [`fairness`] (Jain's index and friends, shared by the
 //! daemon and the lab). Three of them ([`flows`], [`installed`],
-//! [`tunables`]) ask the lifecycle one question back, whether a CCA is
-//! loaded (docs/architecture.md, "Loader modules").
+//! [`tunables`]) ask whether a CCA is loaded, which a small module below
+//! them answers (given out as [`lifecycle::is_loaded`]), so the modules
+//! import each other one way only (docs/architecture.md, "Loader modules").
 
 /// A libbpf-cargo skeleton that build.rs generated, as a private module
 /// (generated code, so exempt from the crate's lints).
@@ -55,7 +57,9 @@ pub mod flows;
 pub mod installed;
 pub mod kernel;
 pub mod lab_arrival;
+pub mod lease;
 pub mod lifecycle;
+mod loaded;
 #[cfg(test)]
 mod math;
 pub mod migrate;

@@ -21,6 +21,8 @@ use crate::cca::Cca;
 use crate::error::{Error, Result};
 use crate::{flows, installed, kernel, objects, preflight, stack_depth};
 
+pub use crate::loaded::is_loaded;
+
 /// The capacities the per-flow export map may be given, by `load
 /// --flows-max` and the daemon's `flow_map_entries` alike: from 1024 (a
 /// smaller map is full on any busy host, so most flows go unexported) to
@@ -399,11 +401,6 @@ pub fn update(cca: Cca, fs: &BpfFs, opts: &LoadOptions) -> Result<SwapReport> {
     Ok(SwapReport {
         sockets_on_previous,
     })
-}
-
-/// Is `cca` registered and pinned by this installation?
-pub fn is_loaded(cca: Cca, fs: &BpfFs) -> bool {
-    fs.link_pin(cca).exists() && kernel::is_registered(cca.name()).unwrap_or(false)
 }
 
 /// Step 6: unregister by removing the link pin. Refuses while sockets still

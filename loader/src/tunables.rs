@@ -250,7 +250,7 @@ pub(crate) fn write_host_facts(fs: &BpfFs, cca: Cca) -> Result<()> {
 }
 
 fn check_loaded(fs: &BpfFs, t: &Tunable) -> Result<()> {
-    if !crate::lifecycle::is_loaded(t.cca, fs) {
+    if !crate::loaded::is_loaded(t.cca, fs) {
         return Err(Error::NotLoaded {
             cca: format!("{} (its tunables exist while it is loaded)", t.cca),
         });
@@ -274,7 +274,7 @@ pub fn get(fs: &BpfFs, filter: Option<&str>) -> Result<Vec<Value>> {
     let selected: Vec<&Tunable> = match filter {
         None => ALL
             .iter()
-            .filter(|t| crate::lifecycle::is_loaded(t.cca, fs))
+            .filter(|t| crate::loaded::is_loaded(t.cca, fs))
             .collect(),
         Some(f) if f.contains('.') => vec![Tunable::find(f)?],
         Some(f) => {

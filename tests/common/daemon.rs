@@ -2,7 +2,7 @@
 //! before the test goes on, stopped on drop (also when the test panics).
 //!
 //! The spawn, the wait for /healthz and the stop are
-//! `rttfair_lab::daemon_child`'s, the one place that starts the daemon;
+//! `rttfair_lab::net::daemon_child`'s, the one place that starts the daemon;
 //! this is its test face: it panics where that returns an error (with the
 //! end of the daemon's stderr), and names the `rttfairctl` this test
 //! build made.
@@ -11,12 +11,12 @@ use std::path::Path;
 use std::process::ExitStatus;
 
 use nix::sys::signal::Signal;
-use rttfair_lab::daemon_child::DaemonChild;
+use rttfair_lab::net::daemon_child::DaemonChild;
 use rttfair_loader::BpfFs;
 
 /// What a daemon must answer on /healthz before `Daemon::start` returns:
 /// `Healthy` (200, its maps readable) or `Serving` (any answer).
-pub use rttfair_lab::daemon_child::Ready as Up;
+pub use rttfair_lab::net::daemon_child::Ready as Up;
 
 /// A running `rttfairctl daemon` of this test build.
 pub struct Daemon(DaemonChild);

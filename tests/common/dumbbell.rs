@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use rttfair_lab::link::Bottleneck;
-use rttfair_lab::topology::{sender_addr, Dumbbell, FlowPath, RECEIVER};
+use rttfair_lab::net::link::Bottleneck;
+use rttfair_lab::net::topology::{sender_addr, Dumbbell, FlowPath, RECEIVER};
 use rttfair_loader::flows::FlowReader;
 use rttfair_loader::{BpfFs, Flow};
 

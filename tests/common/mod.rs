@@ -52,7 +52,7 @@ impl KernelTest {
             SEQ.fetch_add(1, Ordering::Relaxed)
         ));
         ROOTS.lock().unwrap().push(root.clone());
-        rttfair_lab::netns::on_signal_exit(remove_all_roots);
+        rttfair_lab::net::netns::on_signal_exit(remove_all_roots);
         for name in ["bbr1", "fairtt", "adbbr", "qfair", "bbr_native", "bbr3"] {
             assert!(
                 !registered(name),
@@ -149,9 +149,9 @@ pub fn remove_root(root: &Path) {
         let _ = std::fs::remove_dir(root.join(sub));
     }
     let _ = std::fs::remove_dir(root);
-    let _ = std::fs::remove_dir_all(rttfair_lab::ccas::lease_dir(&rttfair_loader::BpfFs::new(
-        root,
-    )));
+    let _ = std::fs::remove_dir_all(rttfair_loader::lease::lease_dir(
+        &rttfair_loader::BpfFs::new(root),
+    ));
 }
 
 /// The lab namespaces the process `pid` made that are still there
@@ -251,7 +251,7 @@ pub fn sink_once(listener: TcpListener) -> u64 {
 pub fn connect_with(addr: SocketAddr, cca: &str) -> std::net::TcpStream {
     let sock =
         socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("socket");
-    rttfair_lab::sock::set_congestion(&sock, cca).expect("setsockopt TCP_CONGESTION");
+    rttfair_lab::net::sock::set_congestion(&sock, cca).expect("setsockopt TCP_CONGESTION");
     sock.connect(&addr.into()).expect("connect");
     sock.into()
 }
@@ -351,7 +351,7 @@ pub fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
 pub fn connect_from(src: std::net::Ipv4Addr, dst: SocketAddr, cca: &str) -> std::net::TcpStream {
     let sock =
         socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("socket");
-    rttfair_lab::sock::set_congestion(&sock, cca).expect("setsockopt TCP_CONGESTION");
+    rttfair_lab::net::sock::set_congestion(&sock, cca).expect("setsockopt TCP_CONGESTION");
     sock.bind(&SocketAddr::from((src, 0)).into()).expect("bind");
     sock.connect(&dst.into()).expect("connect");
     sock.into()
@@ -384,7 +384,7 @@ pub struct LoopbackFlow {
 impl LoopbackFlow {
     /// Listen and connect on 127.0.0.1 inside `ns` (which must outlive
     /// the flow), `cca` set on the client before the handshake.
-    pub fn open(ns: &rttfair_lab::netns::Netns, cca: &str) -> LoopbackFlow {
+    pub fn open(ns: &rttfair_lab::net::netns::Netns, cca: &str) -> LoopbackFlow {
         let l = ns
             .run(|| TcpListener::bind("127.0.0.1:0").unwrap())
             .unwrap();

@@ -23,9 +23,9 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// Programs the lab executes (lab/src: netns, link, iperf, topology).
 const LAB_TOOLS: &[&str] = &["ip", "tc", "ethtool", "sysctl", "iperf3"];
 
-/// The paths the lab's plots load their font from (lab/src/plot.rs
+/// The paths the lab's plots load their font from (lab/src/results/plot.rs
 /// includes the same file).
-const FONT_PATHS: &[&str] = include!("../../lab/src/font_paths.in");
+const FONT_PATHS: &[&str] = include!("../../lab/src/results/font_paths.in");
 
 /// What `image` was asked for.
 pub struct ImageArgs {

@@ -26,7 +26,7 @@ use rttfair_loader::tunables::Tunable;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 
-use super::{err, ScenarioError};
+use super::error::{err, ScenarioError};
 
 /// "qfair.exit_drains" -> 2: the names as `rttfairctl set` takes them.
 pub type Tunables = BTreeMap<String, f64>;
@@ -187,7 +187,7 @@ pub fn of_cca(tunables: &Tunables, cca: &str) -> Tunables {
 /// Every entry of `expected` (what a lab loaded the CCAs with: the
 /// scenario's, the lab's own, the defaults; `CcaSession::expected_tunables`)
 /// has that value in `read` (the maps as read back,
-/// [`crate::provenance::tunables`]): the stored value, which may round the
+/// [`crate::results::provenance::tunables`]): the stored value, which may round the
 /// scenario's (qfair.k_alpha is kept in 1/1024ths). A difference means
 /// someone else set it after the lab loaded the CCA.
 pub fn check_read_back(expected: &Tunables, read: &BTreeMap<String, f64>) -> anyhow::Result<()> {

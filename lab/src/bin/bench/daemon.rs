@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 
 use crate::synthetic_daemon::{Daemon, SyntheticMaps};
-use rttfair_lab::procfs::{cpu_ticks, rss_kib};
+use rttfair_lab::net::procfs::{cpu_ticks, rss_kib};
 
 /// The daemon's per-flow settings measured: a name and the config lines.
 const MODES: &[(&str, &str)] = &[

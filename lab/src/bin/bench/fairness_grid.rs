@@ -1,7 +1,7 @@
 //! `bench fairness-grid --cca LIST [...]`: the two-flow fairness grid.
 
 use anyhow::Result;
-use rttfair_lab::fairness_grid as grid;
+use rttfair_lab::run::fairness_grid as grid;
 use rttfair_lab::run::RunOptions;
 use rttfair_loader::BpfFs;
 

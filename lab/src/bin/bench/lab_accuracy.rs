@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use rttfair_lab::iperf::{self, ClientSpec};
+use rttfair_lab::net::iperf::{self, ClientSpec};
 
 /// The lab's accuracy per bottleneck rate: the self-check's RTT and rate
 /// errors on an idle lab, then the aggregate goodput of 10 cubic flows and,
@@ -20,10 +20,10 @@ use rttfair_lab::iperf::{self, ClientSpec};
 /// segments on enqueue (`topology::Options::segment_at_bottleneck`), and
 /// RPS on the element's TUN device (`Dumbbell::tun_rps`).
 pub fn run(args: &[String]) -> Result<()> {
-    use rttfair_lab::delay::Threads;
-    use rttfair_lab::link::Bottleneck;
-    use rttfair_lab::selfcheck;
-    use rttfair_lab::topology::{Dumbbell, FlowPath, Options};
+    use rttfair_lab::net::delay::Threads;
+    use rttfair_lab::net::link::Bottleneck;
+    use rttfair_lab::net::selfcheck;
+    use rttfair_lab::net::topology::{Dumbbell, FlowPath, Options};
     use std::sync::atomic::Ordering::Relaxed;
 
     const LOAD_FLOWS: usize = 10;
@@ -144,7 +144,7 @@ pub fn run(args: &[String]) -> Result<()> {
         let targets = (0..LOAD_FLOWS)
             .map(|i| net.sender(idle_rtts.len() + i))
             .collect();
-        let probe = rttfair_lab::pathprobe::ping_from_router(
+        let probe = rttfair_lab::net::pathprobe::ping_from_router(
             &net.router,
             targets,
             Duration::from_secs_f64(LOAD_S - 2.0),

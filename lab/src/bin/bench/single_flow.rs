@@ -4,10 +4,10 @@
 use std::time::Duration;
 
 use anyhow::{bail, Result};
-use rttfair_lab::ccas::CcaSession;
-use rttfair_lab::iperf::{self, ClientSpec};
-use rttfair_lab::link;
-use rttfair_lab::netns::Netns;
+use rttfair_lab::net::ccas::CcaSession;
+use rttfair_lab::net::iperf::{self, ClientSpec};
+use rttfair_lab::net::link;
+use rttfair_lab::net::netns::Netns;
 use rttfair_loader::{BpfFs, Cca};
 
 /// The kernel's own reference, run first in every repetition.

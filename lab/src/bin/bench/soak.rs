@@ -8,13 +8,13 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
-use rttfair_lab::ccas::CcaSession;
-use rttfair_lab::daemon_child::{free_loopback_port, DaemonChild};
-use rttfair_lab::netns::Netns;
+use rttfair_lab::net::ccas::CcaSession;
+use rttfair_lab::net::daemon_child::{free_loopback_port, DaemonChild};
+use rttfair_lab::net::netns::Netns;
 use rttfair_loader::flows::{live_sockets, FlowReader};
 use rttfair_loader::{BpfFs, Cca};
 
-use rttfair_lab::procfs::{kernel_warnings, rss_kib};
+use rttfair_lab::net::procfs::{kernel_warnings, rss_kib};
 
 /// Long churn with every project CCA while the daemon is scraped: the
 /// figures the reliability issue asks for. Fails if any export entry or
@@ -78,7 +78,7 @@ fn scrape_every_second(port: u16, stop: Arc<AtomicBool>) -> JoinHandle<()> {
 /// `secs` of connection churn with `cca` in `ns`, its row printed; returns
 /// what leaked: sockets still open 10 s later plus export entries left.
 fn churn(ns: &Netns, fs: &BpfFs, cca: Cca, secs: f64) -> Result<u64> {
-    let r = rttfair_lab::churn::run(ns, cca.name(), Duration::from_secs_f64(secs), 4, 2)?;
+    let r = rttfair_lab::net::churn::run(ns, cca.name(), Duration::from_secs_f64(secs), 4, 2)?;
     let mut live = u64::MAX;
     for _ in 0..100 {
         live = live_sockets(fs, cca)?;

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use rttfair_lab::daemon_child::{free_loopback_port, DaemonChild, Ready};
+use rttfair_lab::net::daemon_child::{free_loopback_port, DaemonChild, Ready};
 use rttfair_loader::flows::write_synthetic;
 use rttfair_loader::lifecycle::{create_shared_maps, remove_unused, LoadOptions};
 use rttfair_loader::{BpfFs, Cca, Flow};
@@ -118,7 +118,7 @@ impl Daemon {
             let sampler = s.spawn(|| {
                 let mut peak = 0;
                 while !done.load(std::sync::atomic::Ordering::Relaxed) {
-                    peak = peak.max(rttfair_lab::procfs::rss_kib(pid));
+                    peak = peak.max(rttfair_lab::net::procfs::rss_kib(pid));
                     std::thread::sleep(Duration::from_millis(5));
                 }
                 peak
