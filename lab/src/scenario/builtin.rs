@@ -173,23 +173,23 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     ),
     (
         "real-jitter-short",
-        include_str!("../../scenarios/real-jitter-short.toml"),
+        include_str!("../../../scenarios/real-jitter-short.toml"),
     ),
     (
         "real-jitter-long",
-        include_str!("../../scenarios/real-jitter-long.toml"),
+        include_str!("../../../scenarios/real-jitter-long.toml"),
     ),
     (
         "real-ackagg-short",
-        include_str!("../../scenarios/real-ackagg-short.toml"),
+        include_str!("../../../scenarios/real-ackagg-short.toml"),
     ),
     (
         "real-ackagg-long",
-        include_str!("../../scenarios/real-ackagg-long.toml"),
+        include_str!("../../../scenarios/real-ackagg-long.toml"),
     ),
     (
         "real-vs-cubic",
-        include_str!("../../scenarios/real-vs-cubic.toml"),
+        include_str!("../../../scenarios/real-vs-cubic.toml"),
     ),
 ];
 
