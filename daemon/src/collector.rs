@@ -24,8 +24,6 @@ use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use prometheus_client::collector::Collector;
-use prometheus_client::encoding::DescriptorEncoder;
 use rttfair_loader::abi::maps;
 use rttfair_loader::flows::FlowReader;
 use rttfair_loader::sockets::SocketReader;
@@ -335,17 +333,18 @@ impl FlowCollector {
     }
 }
 
-impl Collector for FlowCollector {
-    /// The two phases of a scrape's body are timed at debug level
-    /// (`RUST_LOG=rttfair_daemon=debug`): reading the maps into a snapshot,
-    /// and writing it as text.
-    fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+impl FlowCollector {
+    /// Read the maps and write the whole exposition into `out`. The two
+    /// phases are timed at debug level (`RUST_LOG=rttfair_daemon=debug`):
+    /// reading the maps into a snapshot, and writing it as text.
+    pub fn encode(&self, out: &mut String) -> Result<(), std::fmt::Error> {
         let t0 = Instant::now();
         let snap = self.snapshot();
+        let flows = snap.flows.len();
         let t1 = Instant::now();
-        let r = crate::encode::snapshot(&mut enc, &snap);
+        let r = crate::encode::exposition(out, snap);
         tracing::debug!(
-            flows = snap.flows.len(),
+            flows,
             snapshot_ms = (t1 - t0).as_secs_f64() * 1e3,
             encode_ms = t1.elapsed().as_secs_f64() * 1e3,
             "collected"
@@ -368,17 +367,9 @@ mod tests {
             .tempdir()
             .unwrap();
         let dir = tmp.path().join("bpffs");
-        let mut registry = prometheus_client::registry::Registry::default();
-        registry.register_collector(Box::new(FlowCollector::new(
-            BpfFs::new(&dir),
-            PerFlow::All,
-            100,
-            24,
-            64,
-            false,
-        )));
+        let collector = FlowCollector::new(BpfFs::new(&dir), PerFlow::All, 100, 24, 64, false);
         let mut text = String::new();
-        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        collector.encode(&mut text).unwrap();
         assert!(
             text.lines().any(|l| l == "rttfair_maps_present 0.0"),
             "{text}"
@@ -388,6 +379,25 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("{}"), "{text}");
+        // One exposition, one end, though encoded in runs.
+        assert_eq!(text.matches("# EOF").count(), 1, "{text}");
+        assert!(text.ends_with("# EOF\n"), "{text}");
+        // The build and the process are there without any flow.
+        let build = format!(
+            "rttfair_build_info{{version=\"{}\",commit=\"{}\",abi=\"{}\"}} 1.0",
+            env!("CARGO_PKG_VERSION"),
+            env!("RTTFAIR_BUILD_COMMIT"),
+            rttfair_loader::abi::ABI_VERSION
+        );
+        assert!(text.lines().any(|l| l == build), "{build}:\n{text}");
+        for name in [
+            "process_cpu_seconds_total ",
+            "process_resident_memory_bytes ",
+            "process_open_fds ",
+            "process_start_time_seconds ",
+        ] {
+            assert!(text.lines().any(|l| l.starts_with(name)), "{name}:\n{text}");
+        }
     }
 
     fn flow(id: u64, delivered: u64) -> (Flow, Kind) {

@@ -22,7 +22,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use prometheus_client::registry::Registry;
+
+use crate::collector::FlowCollector;
 
 /// No scrape for this long: the background refresh pauses.
 pub const IDLE_AFTER: Duration = Duration::from_secs(120);
@@ -69,9 +70,9 @@ impl Body {
     }
 }
 
-/// The registry and the latest body encoded from it.
+/// The collector and the latest body encoded from it.
 pub struct Exposition {
-    registry: Registry,
+    collector: Arc<FlowCollector>,
     refresh: Duration,
     latest: Mutex<Option<Arc<Body>>>,
     /// Held while encoding: one encode at a time, waiters share its result.
@@ -90,9 +91,9 @@ pub struct Exposition {
 pub struct EncodeFailed;
 
 impl Exposition {
-    pub fn new(registry: Registry, refresh: Duration) -> Arc<Self> {
+    pub fn new(collector: Arc<FlowCollector>, refresh: Duration) -> Arc<Self> {
         Arc::new(Exposition {
-            registry,
+            collector,
             refresh,
             latest: Mutex::new(None),
             encoding: tokio::sync::Mutex::new(()),
@@ -151,7 +152,7 @@ impl Exposition {
             let started = Instant::now();
             let hint = me.last_len.load(Relaxed);
             let mut text = String::with_capacity(hint + hint / 8);
-            prometheus_client::encoding::text::encode(&mut text, &me.registry).ok()?;
+            me.collector.encode(&mut text).ok()?;
             me.last_len.store(text.len(), Relaxed);
             let body = Arc::new(Body {
                 started,
@@ -181,15 +182,29 @@ impl Exposition {
 }
 
 /// OpenMetrics -> Prometheus text 0.0.4: counter families are named with
-/// their `_total` samples' name, `# UNIT` and `# EOF` go.
+/// their `_total` samples' name, `# UNIT` and `# EOF` go, and gauge
+/// histograms, a type 0.0.4 lacks, lose their `# HELP` and `# TYPE` so
+/// their samples are untyped (a `histogram` type would bring back the
+/// counter semantics their buckets do not have).
 pub fn to_prometheus_text(om: &str) -> String {
     let counters: std::collections::HashSet<&str> = om
         .lines()
         .filter_map(|l| l.strip_prefix("# TYPE ")?.strip_suffix(" counter"))
         .collect();
+    let gauge_histograms: std::collections::HashSet<&str> = om
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE ")?.strip_suffix(" gaugehistogram"))
+        .collect();
     let mut out = String::with_capacity(om.len() + counters.len() * 16);
     for line in om.lines() {
         if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        let described = ["# HELP ", "# TYPE "].iter().find_map(|p| {
+            let rest = line.strip_prefix(p)?;
+            Some(rest.split_once(' ').map_or(rest, |(name, _)| name))
+        });
+        if described.is_some_and(|name| gauge_histograms.contains(name)) {
             continue;
         }
         let renamed = ["# HELP ", "# TYPE "].iter().find_map(|p| {
@@ -238,5 +253,12 @@ mod classic_text_tests {
         let om = "# HELP x_bytes Bytes.\n# TYPE x_bytes counter\nx_bytes_total{a=\"b\"} 3\n# HELP g A gauge.\n# TYPE g gauge\ng 1\n# EOF\n";
         let t = super::to_prometheus_text(om);
         assert_eq!(t, "# HELP x_bytes_total Bytes.\n# TYPE x_bytes_total counter\nx_bytes_total{a=\"b\"} 3\n# HELP g A gauge.\n# TYPE g gauge\ng 1\n");
+    }
+
+    #[test]
+    fn gauge_histograms_are_untyped_in_classic_text() {
+        let om = "# HELP h_seconds Now.\n# TYPE h_seconds gaugehistogram\nh_seconds_bucket{le=\"+Inf\"} 2\nh_seconds_gcount 2\nh_seconds_gsum 0.5\n# HELP g A gauge.\n# TYPE g gauge\ng 1\n# EOF\n";
+        let t = super::to_prometheus_text(om);
+        assert_eq!(t, "h_seconds_bucket{le=\"+Inf\"} 2\nh_seconds_gcount 2\nh_seconds_gsum 0.5\n# HELP g A gauge.\n# TYPE g gauge\ng 1\n");
     }
 }

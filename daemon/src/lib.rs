@@ -22,6 +22,7 @@ pub mod families;
 mod labels;
 mod ownership;
 pub mod peer;
+mod process;
 pub mod server;
 mod snapshot;
 

@@ -10,7 +10,6 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use prometheus_client::registry::Registry;
 use rttfair_loader::{BpfFs, Cca};
 
 use crate::collector::FlowCollector;
@@ -99,10 +98,8 @@ async fn serve_until(
         .with_peer_labels(peer)
         .with_max_groups(config.max_groups),
     );
-    let mut registry = Registry::default();
-    registry.register_collector(Box::new(SharedCollector(collector.clone())));
     let exposition = Exposition::new(
-        registry,
+        collector.clone(),
         std::time::Duration::from_millis(config.refresh_ms),
     );
     exposition.spawn_refresher();
@@ -124,19 +121,6 @@ async fn serve_until(
         .with_graceful_shutdown(stop.wait())
         .await
         .context("serve")
-}
-
-/// The registry owns its collectors; share ours with /healthz.
-#[derive(Debug)]
-struct SharedCollector(Arc<FlowCollector>);
-
-impl prometheus_client::collector::Collector for SharedCollector {
-    fn encode(
-        &self,
-        enc: prometheus_client::encoding::DescriptorEncoder,
-    ) -> Result<(), std::fmt::Error> {
-        self.0.encode(enc)
-    }
 }
 
 async fn metrics(State(app): State<Arc<App>>, headers: axum::http::HeaderMap) -> Response {
