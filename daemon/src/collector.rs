@@ -126,7 +126,7 @@ impl FlowCollector {
         self
     }
 
-    /// Whether the maps can be read (for /healthz): not when the loaded
+    /// Whether the maps can be read (for /readyz): not when the loaded
     /// CCAs are of another build's ABI, whose maps this build cannot read
     /// (it would export no flows while they run).
     pub fn healthy(&self) -> Result<(), String> {
