@@ -112,6 +112,18 @@ pub struct Config {
     pub peer_hash_key_optional: bool,
 }
 
+impl Config {
+    /// How peer addresses and groups are labelled, with the hash key read
+    /// if `hashed` (a bad key file is refused here).
+    pub fn peer_labels(&self) -> Result<crate::peer::PeerLabels> {
+        crate::peer::PeerLabels::from_settings(
+            self.peer_addresses,
+            self.peer_hash_key_file.as_deref(),
+            self.peer_hash_key_optional,
+        )
+    }
+}
+
 impl Default for Config {
     fn default() -> Self {
         Config {

@@ -35,7 +35,7 @@ struct App {
 /// Run the daemon until SIGTERM/SIGINT.
 pub fn run(config: Config) -> Result<()> {
     // The hash key first: a bad key file is refused before anything starts.
-    let peer = PeerLabels::from_config(&config)?;
+    let peer = config.peer_labels()?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
