@@ -195,8 +195,9 @@ fn check_config_refuses_a_bad_config_in_one_line() {
     assert_one_line_error(&out, "cubic");
 }
 
-/// The image `cargo xtask image` builds (deploy manifests must name it).
-const IMAGE: &str = concat!("rttfair:", env!("CARGO_PKG_VERSION"));
+/// The image `cargo xtask image` builds, under the name podman gives it
+/// and a node importing its archive keeps (deploy manifests must name it).
+const IMAGE: &str = concat!("localhost/rttfair:", env!("CARGO_PKG_VERSION"));
 
 fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
@@ -311,6 +312,34 @@ fn kubernetes_manifests_pass_the_api_schemas_and_its_rules() {
             "peer_hash_key_optional = true",
             "peer_hash_key_optional = false",
             "no Secret, no daemon",
+        ),
+        // Readiness on /healthz would keep an ABI-mismatched pod "ready";
+        // the default AppArmor profile denies the pins; every taint
+        // tolerated; an image name the runtime reads as docker.io's.
+        (
+            "httpGet: {path: /readyz, port: metrics}",
+            "httpGet: {path: /healthz, port: metrics}",
+            "readinessProbe must probe the daemon's /readyz",
+        ),
+        (
+            "appArmorProfile: {type: Unconfined}",
+            "appArmorProfile: {type: RuntimeDefault}",
+            "AppArmor must be Unconfined",
+        ),
+        (
+            "      affinity:\n        nodeAffinity:",
+            "      tolerations: [{operator: Exists}]\n      affinity:\n        nodeAffinity:",
+            "tolerates every taint",
+        ),
+        (
+            "{key: kubernetes.io/arch, operator: In, values: [amd64]}",
+            "{key: kubernetes.io/os, operator: In, values: [linux]}",
+            "kubernetes.io/arch In [amd64]",
+        ),
+        (
+            "image: localhost/rttfair:",
+            "image: rttfair:",
+            "is not the one `cargo xtask image` builds",
         ),
     ] {
         assert!(text.contains(from), "{from}");
