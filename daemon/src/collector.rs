@@ -198,6 +198,15 @@ impl FlowCollector {
         let flows = self.rate_and_label(&mut st, all);
         let (per_flow, omitted) = self.cap(flows.len());
         let previous = st.last_scrape_seconds;
+        let loaded: Vec<(Cca, bool)> = Cca::ALL
+            .iter()
+            .map(|c| (*c, lifecycle::is_loaded(*c, &self.fs)))
+            .collect();
+        // What /readyz says, from what this refresh already read: the loaded
+        // CCAs are of this build's ABI, and pinned maps opened.
+        let registered: Vec<Cca> = loaded.iter().filter(|(_, l)| *l).map(|(c, _)| *c).collect();
+        let ready = rttfair_loader::installed::loaded_ccas_check(&self.fs, &registered).is_ok()
+            && (!pinned || st.reader.is_some());
         st.last_scrape_seconds = t0.elapsed().as_secs_f64();
         Snapshot {
             flows,
@@ -205,12 +214,10 @@ impl FlowCollector {
             native_readable,
             omitted,
             counters,
-            loaded: Cca::ALL
-                .iter()
-                .map(|c| (*c, lifecycle::is_loaded(*c, &self.fs)))
-                .collect(),
+            loaded,
             capacity,
             maps_present: pinned,
+            ready,
             previous_scrape_seconds: previous,
             max_groups: self.max_groups,
         }
@@ -374,6 +381,8 @@ mod tests {
             text.lines().any(|l| l == "rttfair_maps_present 0.0"),
             "{text}"
         );
+        // Nothing loaded is a valid state: ready.
+        assert!(text.lines().any(|l| l == "rttfair_ready 1.0"), "{text}");
         assert!(
             text.lines().any(|l| l == "rttfair_flows_exported 0.0"),
             "{text}"

@@ -284,6 +284,7 @@ mod tests {
             loaded: vec![(cca, true)],
             capacity: 1024,
             maps_present: true,
+            ready: true,
             previous_scrape_seconds: 0.0,
             max_groups: crate::config::DEFAULT_MAX_GROUPS,
         }

@@ -237,6 +237,7 @@ pub static FAMILIES: &[Family] = &[
     // rate() scaled with the number of scrapers (an HA pair doubled it).
     Family { name: "rttfair_flows_omitted_last_scrape", help: "Flows denied per-flow series by the cap (per_flow top:N, max_flows) in this refresh; 0 while per_flow is off", unit: "", ty: Gauge, source: Source::Host(|s| s.omitted as f64) },
     Family { name: "rttfair_native_flows_readable", help: "1 if connections on kernel CCAs (cubic, native bbr) could be read this scrape", unit: "", ty: Gauge, source: Source::Host(|s| s.native_readable.is_ok() as u8 as f64) },
+    Family { name: "rttfair_ready", help: "1 if the daemon is ready (what /readyz answers): the loaded CCAs are of this build's ABI and the kernel let it open their maps; 0 on an ABI mismatch (rttfairctl swap) or a refused open", unit: "", ty: Gauge, source: Source::Host(|s| s.ready as u8 as f64) },
     Family { name: "rttfair_maps_present", help: "1 if the pinned maps exist (some CCA was loaded)", unit: "", ty: Gauge, source: Source::Host(|s| s.maps_present as u8 as f64) },
     Family { name: "rttfair_previous_scrape_duration_seconds", help: "Time the previous refresh spent reading the maps", unit: "seconds", ty: Gauge, source: Source::Host(|s| s.previous_scrape_seconds) },
     // Fairness: of per-flow throughput, over the flows with a sample.
