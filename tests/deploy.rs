@@ -632,6 +632,9 @@ fn container_image_builds_offline_and_its_entrypoint_runs() {
         ("/usr/bin/iperf3", "--version"),
         ("/usr/sbin/tc", "-V"),
         ("/usr/sbin/ip", "-V"),
+        // lab/src/rcvbytes.rs reads the receivers' byte counts with ss.
+        ("/usr/bin/ss", "-V"),
+        ("/usr/bin/dmesg", "-V"),
     ] {
         let out = podman_run_command()
             .args(["--entrypoint", tool, &tag, arg])
