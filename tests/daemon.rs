@@ -242,6 +242,209 @@ fn prometheus_scrapes_per_flow_min_rtt_and_fairness() {
     assert_success(&t.run(&["unload", "fairtt"]));
 }
 
+/// Marks a dashboard panel that needs per-flow series (tests/deploy.rs
+/// checks every such panel carries it).
+const PER_FLOW_MARKER: &str = "(needs per_flow)";
+
+/// The shipped dashboard's queries of panels that work with the shipped
+/// default config (per_flow = "off"): (panel title, query).
+fn dashboard_aggregate_queries() -> Vec<(String, String)> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../deploy/grafana/rttfair-dashboard.json"
+    );
+    let d: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut out = Vec::new();
+    for p in d["panels"].as_array().unwrap() {
+        let title = p["title"].as_str().unwrap();
+        if title.ends_with(PER_FLOW_MARKER) {
+            continue;
+        }
+        for t in p["targets"].as_array().unwrap() {
+            let q = t["expr"].as_str().unwrap();
+            out.push((
+                title.to_string(),
+                q.replace("$cca", ".*").replace("$instance", ".*"),
+            ));
+        }
+    }
+    out
+}
+
+/// Every alert of deploy/prometheus/rttfair-alerts.yml: (name, expression
+/// with each comparison made `bool`, so it returns a series wherever its
+/// inputs exist, firing or not).
+fn alert_queries() -> Vec<(String, String)> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../deploy/prometheus/rttfair-alerts.yml"
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    let mut name = String::new();
+    for (i, l) in lines.iter().enumerate() {
+        let t = l.trim_start();
+        if let Some(n) = t.strip_prefix("- alert: ") {
+            name = n.trim().to_string();
+        }
+        let Some(expr) = t.strip_prefix("expr: ") else {
+            continue;
+        };
+        let expr = if expr.trim() == "|" {
+            let indent = l.len() - t.len();
+            lines[i + 1..]
+                .iter()
+                .take_while(|x| x.len() - x.trim_start().len() > indent)
+                .map(|x| x.trim())
+                .collect::<Vec<_>>()
+                .join(" ")
+        } else {
+            expr.trim().to_string()
+        };
+        let mut b = expr;
+        for op in [" >= ", " <= ", " == ", " != ", " < ", " > "] {
+            b = b.replace(op, &format!("{}bool ", op));
+        }
+        out.push((name.clone(), b));
+    }
+    out
+}
+
+/// The daemon as shipped (deploy/systemd/daemon.toml: fairtt, adbbr and
+/// bbr1 loaded, per_flow off) under a real Prometheus scraping every
+/// second, while two lab flows run: every aggregate panel of the shipped
+/// dashboard and every shipped alert's expression returns data through
+/// Prometheus' query API (per-flow panels are marked and skipped: the
+/// shipped config has no per-flow series). The scraped body passes
+/// promtool, and the gauge histograms arrive typed as such.
+#[test]
+fn shipped_config_feeds_every_aggregate_panel_and_alert() {
+    let t = KernelTest::new();
+    let tmp_dir = rttfair_lab::testkit::temp_folder("prom-shipped");
+    let tmp = tmp_dir.path();
+    std::fs::create_dir_all(tmp.join("data")).unwrap();
+    let (dport, pport) = (free_port(), free_port());
+    let shipped = concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/systemd/daemon.toml");
+    let config = std::fs::read_to_string(shipped).unwrap();
+    assert!(
+        config.contains("per_flow = \"off\""),
+        "the shipped default changed"
+    );
+    let daemon = Daemon::start(&t.fs, &["--config", shipped], dport, Up::Healthy);
+    for cca in ["fairtt", "adbbr", "bbr1"] {
+        assert!(registered(cca), "the shipped config did not load {cca}");
+    }
+    std::fs::write(
+        tmp.join("prometheus.yml"),
+        format!("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: rttfair\n    static_configs:\n      - targets: ['127.0.0.1:{dport}']\n"),
+    )
+    .unwrap();
+    // Killed on drop (common::Proc), on every way out of the test.
+    let _prom = Proc(
+        Command::new("prometheus")
+            .arg(format!(
+                "--config.file={}",
+                tmp.join("prometheus.yml").display()
+            ))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                tmp.join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{pport}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start prometheus (apt package prometheus)"),
+    );
+    assert!(wait_http(pport, "/-/ready"), "prometheus did not come up");
+
+    // Two fairtt flows, 10 ms and 40 ms, through a 20 Mbit/s bottleneck.
+    let net = Dumbbell::build(
+        &[10.0, 40.0].map(|r: f64| FlowPath {
+            rtt: Duration::from_secs_f64(r / 1e3),
+            loss_pct: 0.0,
+        }),
+        Bottleneck {
+            rate_bit: 20_000_000,
+            limit_bytes: 100_000,
+        },
+    )
+    .unwrap();
+    let mut sinks = Vec::new();
+    let mut senders = Vec::new();
+    for i in 0..2 {
+        let l = net
+            .rcv
+            .run(move || TcpListener::bind(SocketAddrV4::new(RECEIVER, 6200 + i)).unwrap())
+            .unwrap();
+        sinks.push(net.rcv.spawn(move || sink_once(l)).unwrap());
+        let src = net.sender(i as usize);
+        senders.push(
+            net.snd
+                .spawn(move || {
+                    let mut s = connect_from(src, SocketAddr::from((RECEIVER, 6200 + i)), "fairtt");
+                    blast(&mut s, Duration::from_secs(14))
+                })
+                .unwrap(),
+        );
+    }
+    let panels = dashboard_aggregate_queries();
+    let alerts = alert_queries();
+    assert!(panels.len() >= 10, "{panels:?}");
+    assert_eq!(alerts.len(), 5, "{alerts:?}");
+    let mut empty: Vec<(String, String)> = panels.iter().chain(&alerts).cloned().collect();
+    let deadline = Instant::now() + Duration::from_secs(12);
+    while Instant::now() < deadline && !empty.is_empty() {
+        std::thread::sleep(Duration::from_secs(2));
+        empty.retain(|(_, q)| query(pport, q).is_empty());
+    }
+    let metrics = http_get(dport, "/metrics").unwrap().1;
+    let metadata = http_get(pport, "/api/v1/metadata?metric=rttfair_cca_min_rtt_seconds")
+        .map(|(_, b)| b)
+        .unwrap_or_default();
+    for s in senders {
+        s.join().unwrap().unwrap();
+    }
+    for s in sinks {
+        s.join().unwrap().unwrap();
+    }
+    assert!(wait_until(Duration::from_secs(10), || {
+        rttfair_loader::flows::live_sockets(&t.fs, rttfair_loader::Cca::Fairtt).unwrap() == 0
+    }));
+    drop(net);
+    drop(daemon);
+
+    assert!(empty.is_empty(), "no data for: {empty:#?}");
+    // Scraped as OpenMetrics, the per-CCA distributions are gauge
+    // histograms, not histograms whose counters go down.
+    assert!(metadata.contains("gaugehistogram"), "{metadata}");
+    // The classic body (no OpenMetrics Accept) passes promtool's linter.
+    let mut pt = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    pt.stdin
+        .take()
+        .unwrap()
+        .write_all(metrics.as_bytes())
+        .unwrap();
+    let out = pt.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "promtool check metrics: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for cca in ["fairtt", "adbbr", "bbr1"] {
+        assert_success(&t.run(&["unload", cca]));
+    }
+}
+
 #[test]
 fn daemon_start_errors_are_one_line() {
     let t = KernelTest::new();

@@ -195,8 +195,9 @@ fn check_config_refuses_a_bad_config_in_one_line() {
     assert_one_line_error(&out, "cubic");
 }
 
-/// The image `cargo xtask image` builds (deploy manifests must name it).
-const IMAGE: &str = concat!("rttfair:", env!("CARGO_PKG_VERSION"));
+/// The image `cargo xtask image` builds, under the name podman gives it
+/// and a node importing its archive keeps (deploy manifests must name it).
+const IMAGE: &str = concat!("localhost/rttfair:", env!("CARGO_PKG_VERSION"));
 
 fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
@@ -312,6 +313,34 @@ fn kubernetes_manifests_pass_the_api_schemas_and_its_rules() {
             "peer_hash_key_optional = false",
             "no Secret, no daemon",
         ),
+        // Readiness on /healthz would keep an ABI-mismatched pod "ready";
+        // the default AppArmor profile denies the pins; every taint
+        // tolerated; an image name the runtime reads as docker.io's.
+        (
+            "httpGet: {path: /readyz, port: metrics}",
+            "httpGet: {path: /healthz, port: metrics}",
+            "readinessProbe must probe the daemon's /readyz",
+        ),
+        (
+            "appArmorProfile: {type: Unconfined}",
+            "appArmorProfile: {type: RuntimeDefault}",
+            "AppArmor must be Unconfined",
+        ),
+        (
+            "      affinity:\n        nodeAffinity:",
+            "      tolerations: [{operator: Exists}]\n      affinity:\n        nodeAffinity:",
+            "tolerates every taint",
+        ),
+        (
+            "{key: kubernetes.io/arch, operator: In, values: [amd64]}",
+            "{key: kubernetes.io/os, operator: In, values: [linux]}",
+            "kubernetes.io/arch In [amd64]",
+        ),
+        (
+            "image: localhost/rttfair:",
+            "image: rttfair:",
+            "is not the one `cargo xtask image` builds",
+        ),
     ] {
         assert!(text.contains(from), "{from}");
         std::fs::write(&broken, text.replace(from, to)).unwrap();
@@ -323,6 +352,67 @@ fn kubernetes_manifests_pass_the_api_schemas_and_its_rules() {
         );
     }
 }
+
+/// Prometheus' `promtool` (Debian package prometheus, which `cargo xtask
+/// deps` installs).
+fn promtool() -> Command {
+    let ok = Command::new("promtool")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        ok,
+        "no promtool: run `cargo xtask deps` (Debian package prometheus)"
+    );
+    Command::new("promtool")
+}
+
+/// The shipped alert rules parse, their unit tests pass (each alert fires
+/// where it should and not where it should not), and the shipped
+/// prometheus.yml, which loads them, is a valid config.
+#[test]
+fn prometheus_alert_rules_pass_their_promtool_unit_tests() {
+    let dir = repo().join("deploy/prometheus");
+    for args in [
+        &["check", "rules", "rttfair-alerts.yml"][..],
+        &["test", "rules", "rttfair-alerts.test.yml"],
+        &["check", "config", "prometheus.yml"],
+    ] {
+        let out = promtool().args(args).current_dir(&dir).output().unwrap();
+        assert!(
+            out.status.success(),
+            "promtool {}: {}{}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // The tests do test: an alert whose threshold no longer matches what
+    // they expect fails them.
+    let tmp = tempfile::tempdir().unwrap();
+    let rules = std::fs::read_to_string(dir.join("rttfair-alerts.yml")).unwrap();
+    assert!(rules.contains("rttfair_ready == 0"));
+    std::fs::write(
+        tmp.path().join("rttfair-alerts.yml"),
+        rules.replace("rttfair_ready == 0", "rttfair_ready == 1"),
+    )
+    .unwrap();
+    std::fs::copy(
+        dir.join("rttfair-alerts.test.yml"),
+        tmp.path().join("rttfair-alerts.test.yml"),
+    )
+    .unwrap();
+    let out = promtool()
+        .args(["test", "rules", "rttfair-alerts.test.yml"])
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "a broken rule passed its tests");
+}
+
+/// What ends the title of a dashboard panel that needs per-flow series
+/// (`per_flow` other than "off"): empty with the shipped default config.
+const PER_FLOW_MARKER: &str = "(needs per_flow)";
 
 /// The `on(...)` label lists of every vector match in `promql`.
 fn on_clauses(promql: &str) -> Vec<String> {
@@ -383,6 +473,39 @@ fn grafana_dashboard_is_well_formed_and_joins_flows_per_host() {
             }
         }
     }
+    // Panels that read per-flow families (docs/metrics.md: labels with
+    // `flow`) say so in their title, and come after every aggregate panel,
+    // which is what the shipped default config (per_flow = "off") draws.
+    let reference = std::fs::read_to_string(repo().join("docs/metrics.md")).unwrap();
+    let per_flow_families: Vec<&str> = reference
+        .lines()
+        .filter_map(|l| {
+            let cols: Vec<&str> = l.split('|').map(str::trim).collect();
+            (cols.len() > 5 && cols[4].split(", ").any(|x| x == "flow"))
+                .then(|| cols[1].trim_matches('`'))
+        })
+        .collect();
+    assert!(per_flow_families.contains(&"rttfair_flow_info"));
+    let mut seen_per_flow = false;
+    for p in panels {
+        let title = p["title"].as_str().unwrap();
+        let reads_flows = p["targets"].as_array().unwrap().iter().any(|t| {
+            let expr = t["expr"].as_str().unwrap();
+            per_flow_families.iter().any(|f| {
+                expr.match_indices(f).any(|(i, _)| {
+                    !expr[i + f.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_')
+                })
+            })
+        });
+        let marked = title.ends_with(PER_FLOW_MARKER);
+        assert_eq!(reads_flows, marked, "{title}: per-flow marker");
+        assert!(
+            marked || !seen_per_flow,
+            "{title}: an aggregate panel after the per-flow ones"
+        );
+        seen_per_flow |= marked;
+    }
+    assert!(seen_per_flow, "no per-flow panel");
     // The documented example queries too.
     for doc in ["README.md", "docs/metrics.md", "docs/kubernetes.md"] {
         let text = std::fs::read_to_string(repo().join(doc)).unwrap();
@@ -509,6 +632,9 @@ fn container_image_builds_offline_and_its_entrypoint_runs() {
         ("/usr/bin/iperf3", "--version"),
         ("/usr/sbin/tc", "-V"),
         ("/usr/sbin/ip", "-V"),
+        // lab/src/rcvbytes.rs reads the receivers' byte counts with ss.
+        ("/usr/bin/ss", "-V"),
+        ("/usr/bin/dmesg", "-V"),
     ] {
         let out = podman_run_command()
             .args(["--entrypoint", tool, &tag, arg])

@@ -47,8 +47,12 @@ def check_pod(where, doc, spec, image):
             port = pr["httpGet"]["port"]
             if isinstance(port, str) and port not in ports:
                 bad(cw, f"{probe} names port {port!r}, which the container does not declare")
-            if pr["httpGet"].get("path") != "/healthz":
-                bad(cw, f"{probe} must probe the daemon's /healthz")
+            # Readiness fails on what a restart cannot fix (an ABI
+            # mismatch): /readyz; liveness and startup only ask whether the
+            # process serves: /healthz.
+            want = "/readyz" if probe == "readinessProbe" else "/healthz"
+            if pr["httpGet"].get("path") != want:
+                bad(cw, f"{probe} must probe the daemon's {want}")
         # $(VAR) in args expands only for variables of the container's env.
         env = {e["name"] for e in c.get("env", [])}
         for a in c.get("args", []) + c.get("command", []):
@@ -57,9 +61,10 @@ def check_pod(where, doc, spec, image):
                     bad(cw, f"args use $({var}) but env does not define it")
         if c.get("image") != image:
             bad(cw, f"image {c.get('image')!r} is not the one `cargo xtask image` builds ({image})")
-        # No shell in the image (FROM scratch): commands must be rttfairctl's.
+        # The entrypoint is rttfairctl; the image's only shell (dash, for
+        # the lab) is no interface: commands must be rttfairctl's.
         if c.get("command"):
-            bad(cw, "the image has no shell; use args (the entrypoint is rttfairctl)")
+            bad(cw, "use args, not command (the entrypoint is rttfairctl)")
 
 
 def check_daemonset(where, spec):
@@ -80,6 +85,24 @@ def check_daemonset(where, spec):
     mounts = {m["mountPath"]: m for m in c.get("volumeMounts", [])}
     if "/sys/fs/bpf" not in mounts:
         bad(where, "no bpffs mount at /sys/fs/bpf")
+    # It pins under /sys/fs/bpf, which the runtimes' default AppArmor
+    # profile denies to an unprivileged container.
+    if (sc.get("appArmorProfile") or {}).get("type") != "Unconfined":
+        bad(where, "AppArmor must be Unconfined: the default profile denies pinning in /sys/fs/bpf")
+    for t in spec.get("tolerations") or []:
+        if t.get("operator") == "Exists" and not t.get("key"):
+            bad(where, "tolerates every taint; name the taints it should ride out")
+    aff = (spec.get("affinity") or {}).get("nodeAffinity") or {}
+    terms = (aff.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms", [])
+    if not terms:
+        bad(where, "no required node affinity (arch, kernel version)")
+    for t in terms:
+        keys = {e["key"]: e for e in t.get("matchExpressions", [])}
+        arch = keys.get("kubernetes.io/arch")
+        if not arch or arch.get("operator") != "In" or arch.get("values") != ["amd64"]:
+            bad(where, "every node term must select kubernetes.io/arch In [amd64] (the image's architecture)")
+        if "feature.node.kubernetes.io/kernel-version.major" not in keys:
+            bad(where, "every node term must select a kernel version (feature.node.kubernetes.io/kernel-version.*)")
 
 
 def check_peer_hash_key(where, spec, docs):
@@ -192,9 +215,12 @@ def check_lab_pool(where, sweep, daemonsets):
     for dwhere, ds in daemonsets:
         aff = (ds["spec"]["template"]["spec"].get("affinity") or {}).get("nodeAffinity") or {}
         terms = (aff.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms", [])
-        for k, v in selector.items():
-            if not terms or not all(excludes(t, k, v) for t in terms):
-                bad(dwhere, f"runs on the lab pool ({k}={v}): needs a required nodeAffinity excluding it")
+        # The Job needs every label of its selector, so a term keeps off
+        # the pool if it excludes any one of them (kubernetes.io/arch is in
+        # the selector too, and the DaemonSet wants that one).
+        pool = ", ".join(f"{k}={v}" for k, v in selector.items())
+        if not terms or not all(any(excludes(t, k, v) for k, v in selector.items()) for t in terms):
+            bad(dwhere, f"runs on the lab pool ({pool}): needs a required nodeAffinity excluding it")
 
 
 def main():

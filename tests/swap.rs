@@ -322,7 +322,7 @@ fn failed_swap_leaves_the_old_implementation() {
 /// naming both ABIs and the fix, `unload` refuses rather than count zero
 /// sockets, `flows`, `get` and `set` refuse on the same line, `list` shows
 /// it as its note with the sockets unknown, and a daemon told to load it
-/// serves with /healthz failing on the same line. `swap` is the fix, and a
+/// serves with /readyz failing on the same line. `swap` is the fix, and a
 /// plain unload works after it.
 #[test]
 fn a_cca_of_another_abi_is_neither_adopted_nor_counted_idle() {
@@ -383,7 +383,10 @@ fn a_cca_of_another_abi_is_neither_adopted_nor_counted_idle() {
         port,
         Up::Serving,
     );
+    // Alive (a restart would not help) but not ready, with the reason.
     let (status, body) = http_get(port, "/healthz").expect("/healthz answers");
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = http_get(port, "/readyz").expect("/readyz answers");
     assert_eq!(status, 503, "{body}");
     assert!(body.contains(&want), "{body}");
     drop(daemon);

@@ -240,7 +240,7 @@ fn daemon(
     }
     if check_config {
         // The peer hash key as the daemon would read it at start.
-        rttfair_daemon::peer::PeerLabels::from_config(&c)?;
+        c.peer_labels()?;
         let caps: Vec<&str> = c.required_caps().iter().map(|c| c.name()).collect();
         return out.print(
             json!({

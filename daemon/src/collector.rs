@@ -24,8 +24,6 @@ use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use prometheus_client::collector::Collector;
-use prometheus_client::encoding::DescriptorEncoder;
 use rttfair_loader::abi::maps;
 use rttfair_loader::flows::FlowReader;
 use rttfair_loader::sockets::SocketReader;
@@ -128,7 +126,7 @@ impl FlowCollector {
         self
     }
 
-    /// Whether the maps can be read (for /healthz): not when the loaded
+    /// Whether the maps can be read (for /readyz): not when the loaded
     /// CCAs are of another build's ABI, whose maps this build cannot read
     /// (it would export no flows while they run).
     pub fn healthy(&self) -> Result<(), String> {
@@ -200,6 +198,15 @@ impl FlowCollector {
         let flows = self.rate_and_label(&mut st, all);
         let (per_flow, omitted) = self.cap(flows.len());
         let previous = st.last_scrape_seconds;
+        let loaded: Vec<(Cca, bool)> = Cca::ALL
+            .iter()
+            .map(|c| (*c, lifecycle::is_loaded(*c, &self.fs)))
+            .collect();
+        // What /readyz says, from what this refresh already read: the loaded
+        // CCAs are of this build's ABI, and pinned maps opened.
+        let registered: Vec<Cca> = loaded.iter().filter(|(_, l)| *l).map(|(c, _)| *c).collect();
+        let ready = rttfair_loader::installed::loaded_ccas_check(&self.fs, &registered).is_ok()
+            && (!pinned || st.reader.is_some());
         st.last_scrape_seconds = t0.elapsed().as_secs_f64();
         Snapshot {
             flows,
@@ -207,12 +214,10 @@ impl FlowCollector {
             native_readable,
             omitted,
             counters,
-            loaded: Cca::ALL
-                .iter()
-                .map(|c| (*c, lifecycle::is_loaded(*c, &self.fs)))
-                .collect(),
+            loaded,
             capacity,
             maps_present: pinned,
+            ready,
             previous_scrape_seconds: previous,
             max_groups: self.max_groups,
         }
@@ -335,17 +340,18 @@ impl FlowCollector {
     }
 }
 
-impl Collector for FlowCollector {
-    /// The two phases of a scrape's body are timed at debug level
-    /// (`RUST_LOG=rttfair_daemon=debug`): reading the maps into a snapshot,
-    /// and writing it as text.
-    fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+impl FlowCollector {
+    /// Read the maps and write the whole exposition into `out`. The two
+    /// phases are timed at debug level (`RUST_LOG=rttfair_daemon=debug`):
+    /// reading the maps into a snapshot, and writing it as text.
+    pub fn encode(&self, out: &mut String) -> Result<(), std::fmt::Error> {
         let t0 = Instant::now();
         let snap = self.snapshot();
+        let flows = snap.flows.len();
         let t1 = Instant::now();
-        let r = crate::encode::snapshot(&mut enc, &snap);
+        let r = crate::encode::exposition(out, snap);
         tracing::debug!(
-            flows = snap.flows.len(),
+            flows,
             snapshot_ms = (t1 - t0).as_secs_f64() * 1e3,
             encode_ms = t1.elapsed().as_secs_f64() * 1e3,
             "collected"
@@ -368,26 +374,39 @@ mod tests {
             .tempdir()
             .unwrap();
         let dir = tmp.path().join("bpffs");
-        let mut registry = prometheus_client::registry::Registry::default();
-        registry.register_collector(Box::new(FlowCollector::new(
-            BpfFs::new(&dir),
-            PerFlow::All,
-            100,
-            24,
-            64,
-            false,
-        )));
+        let collector = FlowCollector::new(BpfFs::new(&dir), PerFlow::All, 100, 24, 64, false);
         let mut text = String::new();
-        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        collector.encode(&mut text).unwrap();
         assert!(
             text.lines().any(|l| l == "rttfair_maps_present 0.0"),
             "{text}"
         );
+        // Nothing loaded is a valid state: ready.
+        assert!(text.lines().any(|l| l == "rttfair_ready 1.0"), "{text}");
         assert!(
             text.lines().any(|l| l == "rttfair_flows_exported 0.0"),
             "{text}"
         );
         assert!(!text.contains("{}"), "{text}");
+        // One exposition, one end, though encoded in runs.
+        assert_eq!(text.matches("# EOF").count(), 1, "{text}");
+        assert!(text.ends_with("# EOF\n"), "{text}");
+        // The build and the process are there without any flow.
+        let build = format!(
+            "rttfair_build_info{{version=\"{}\",commit=\"{}\",abi=\"{}\"}} 1.0",
+            env!("CARGO_PKG_VERSION"),
+            env!("RTTFAIR_BUILD_COMMIT"),
+            rttfair_loader::abi::ABI_VERSION
+        );
+        assert!(text.lines().any(|l| l == build), "{build}:\n{text}");
+        for name in [
+            "process_cpu_seconds_total ",
+            "process_resident_memory_bytes ",
+            "process_open_fds ",
+            "process_start_time_seconds ",
+        ] {
+            assert!(text.lines().any(|l| l.starts_with(name)), "{name}:\n{text}");
+        }
     }
 
     fn flow(id: u64, delivered: u64) -> (Flow, Kind) {

@@ -58,6 +58,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 
+use crate::peer::PeerAddresses;
+
 /// `max_groups` by default: with 5 CCAs, 3 x 5 x 21 = 315 per-group series
 /// at most, about as many as the per-CCA histograms.
 pub const DEFAULT_MAX_GROUPS: usize = 20;
@@ -110,6 +112,18 @@ pub struct Config {
     /// from an optional Kubernetes Secret. Off by default, so a typo in the
     /// path never silently brings back values that change at each restart.
     pub peer_hash_key_optional: bool,
+}
+
+impl Config {
+    /// How peer addresses and groups are labelled, with the hash key read
+    /// if `hashed` (a bad key file is refused here).
+    pub fn peer_labels(&self) -> Result<crate::peer::PeerLabels> {
+        crate::peer::PeerLabels::from_settings(
+            self.peer_addresses,
+            self.peer_hash_key_file.as_deref(),
+            self.peer_hash_key_optional,
+        )
+    }
 }
 
 impl Default for Config {
@@ -309,17 +323,6 @@ impl TryFrom<String> for PerFlow {
     fn try_from(s: String) -> Result<Self> {
         s.parse()
     }
-}
-
-/// The config's `peer_addresses`: what the metrics reveal of each flow's
-/// remote end ([`crate::peer`] renders it).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PeerAddresses {
-    #[default]
-    Full,
-    Hashed,
-    Dropped,
 }
 
 #[cfg(test)]

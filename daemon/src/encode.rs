@@ -1,31 +1,96 @@
 //! Writing a [`Snapshot`] as OpenMetrics text, family by family, as the
 //! table in [`crate::families`] says.
+//!
+//! prometheus-client writes counters and gauges; it has no gauge histogram,
+//! so the table is cut into runs: each run of other families goes through
+//! its text encoder, and each gauge histogram is written here by hand.
 
+use std::fmt::Write;
+use std::ops::Range;
+use std::sync::Arc;
+
+use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, MetricEncoder};
 use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
 
-use crate::families::{Family, Source, FAMILIES};
+use crate::families::{Family, Source, Type, FAMILIES};
 use crate::labels::FlowLabels;
+use crate::process::Process;
 use crate::snapshot::{FlowSample, Snapshot, Throughputs};
 use std::collections::BTreeMap;
 
 type Labels = Vec<(&'static str, String)>;
 
-/// Encode every family of the table.
-pub fn snapshot(enc: &mut DescriptorEncoder, snap: &Snapshot) -> Result<(), std::fmt::Error> {
-    let throughputs = snap.throughputs();
-    for f in FAMILIES {
-        family(enc, f, snap, &throughputs)?;
-    }
-    Ok(())
+/// What one encode reads: the scrape's data, and the process read once.
+struct Data {
+    snap: Snapshot,
+    t: Throughputs,
+    process: Process,
 }
 
-fn family(
-    enc: &mut DescriptorEncoder,
-    f: &Family,
-    snap: &Snapshot,
-    t: &Throughputs,
-) -> Result<(), std::fmt::Error> {
+/// The families `range` of the table, as a prometheus-client collector.
+struct Run {
+    data: Arc<Data>,
+    range: Range<usize>,
+}
+
+impl std::fmt::Debug for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Run({:?})", self.range)
+    }
+}
+
+impl Collector for Run {
+    fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        for f in &FAMILIES[self.range.clone()] {
+            family(&mut enc, f, &self.data)?;
+        }
+        Ok(())
+    }
+}
+
+/// The whole OpenMetrics exposition of `snap`: every family of the table
+/// in order, then `# EOF`.
+pub fn exposition(out: &mut String, snap: Snapshot) -> Result<(), std::fmt::Error> {
+    let data = Arc::new(Data {
+        t: snap.throughputs(),
+        snap,
+        process: Process::read(),
+    });
+    let mut i = 0;
+    while i < FAMILIES.len() {
+        let f = &FAMILIES[i];
+        if let (Type::GaugeHistogram, Source::Histogram(value, bounds)) = (f.ty, &f.source) {
+            gauge_histograms(out, f, &data.snap, *value, bounds)?;
+            i += 1;
+            continue;
+        }
+        let end = FAMILIES[i..]
+            .iter()
+            .position(|f| f.ty == Type::GaugeHistogram)
+            .map_or(FAMILIES.len(), |n| i + n);
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(Run {
+            data: data.clone(),
+            range: i..end,
+        }));
+        prometheus_client::encoding::text::encode_registry(out, &registry)?;
+        i = end;
+    }
+    prometheus_client::encoding::text::encode_eof(out)
+}
+
+fn metric_type(ty: Type) -> MetricType {
+    match ty {
+        Type::Counter => MetricType::Counter,
+        // Gauge histograms never get here (written by hand).
+        Type::Gauge | Type::GaugeHistogram => MetricType::Gauge,
+    }
+}
+
+fn family(enc: &mut DescriptorEncoder, f: &Family, d: &Data) -> Result<(), std::fmt::Error> {
+    let (snap, t) = (&d.snap, &d.t);
     match &f.source {
         Source::FlowInfo => samples(enc, f, &info(snap)),
         Source::Flow(covers, value) => {
@@ -64,7 +129,8 @@ fn family(
                 .collect();
             samples(enc, f, &v)
         }
-        Source::Histogram(value, bounds) => histograms(enc, f, snap, *value, bounds),
+        // Written by [`exposition`], not through prometheus-client.
+        Source::Histogram(..) => Ok(()),
         Source::PerCca(agg) => {
             let v: Vec<(Labels, f64)> = t
                 .per_cca
@@ -82,13 +148,26 @@ fn family(
             samples(enc, f, &v)
         }
         Source::Host(value) => single(enc, f, value(snap)),
+        Source::Process(value) => match value(&d.process) {
+            Some(v) => single(enc, f, v),
+            None => samples::<Labels>(enc, f, &[]),
+        },
+        Source::Build => {
+            let labels: Labels = vec![
+                ("version", env!("CARGO_PKG_VERSION").to_string()),
+                ("commit", env!("RTTFAIR_BUILD_COMMIT").to_string()),
+                ("abi", rttfair_loader::abi::ABI_VERSION.to_string()),
+            ];
+            samples(enc, f, &[(labels, 1.0)])
+        }
     }
 }
 
-/// One histogram per CCA over every flow read (not only those with
-/// per-flow series), buckets as the table gives them plus +Inf.
-fn histograms(
-    enc: &mut DescriptorEncoder,
+/// One OpenMetrics gauge histogram per CCA over every flow read (not only
+/// those with per-flow series), buckets as the table gives them plus +Inf:
+/// cumulative `_bucket`s, then `_gcount` and `_gsum`.
+fn gauge_histograms(
+    out: &mut String,
     f: &Family,
     snap: &Snapshot,
     value: fn(&FlowSample) -> Option<f64>,
@@ -105,16 +184,27 @@ fn histograms(
         *count += 1;
         buckets[bounds.partition_point(|b| *b < v)] += 1;
     }
-    let mut m = enc.encode_descriptor(f.name, f.help, None, f.ty)?;
+    let name = f.name;
+    writeln!(out, "# HELP {name} {}", f.help)?;
+    writeln!(out, "# TYPE {name} gaugehistogram")?;
+    // CCA names are label-safe (lowercase letters and digits).
     for (cca, (sum, count, counts)) in per_cca {
-        let buckets: Vec<(f64, u64)> = bounds
-            .iter()
-            .copied()
-            .chain([f64::MAX]) // the encoder writes f64::MAX as +Inf
-            .zip(counts)
-            .collect();
-        m.encode_family(&vec![("cca", cca)])?
-            .encode_histogram::<()>(sum, count, &buckets, None)?;
+        let mut cumulative = 0;
+        for (i, n) in counts.iter().enumerate() {
+            cumulative += n;
+            match bounds.get(i) {
+                Some(b) => writeln!(
+                    out,
+                    "{name}_bucket{{cca=\"{cca}\",le=\"{b:?}\"}} {cumulative}"
+                )?,
+                None => writeln!(
+                    out,
+                    "{name}_bucket{{cca=\"{cca}\",le=\"+Inf\"}} {cumulative}"
+                )?,
+            }
+        }
+        writeln!(out, "{name}_gcount{{cca=\"{cca}\"}} {count}")?;
+        writeln!(out, "{name}_gsum{{cca=\"{cca}\"}} {sum:?}")?;
     }
     Ok(())
 }
@@ -145,7 +235,7 @@ fn samples<L: EncodeLabelSet>(
     f: &Family,
     samples: &[(L, f64)],
 ) -> Result<(), std::fmt::Error> {
-    let mut m = enc.encode_descriptor(f.name, f.help, None, f.ty)?;
+    let mut m = enc.encode_descriptor(f.name, f.help, None, metric_type(f.ty))?;
     for (labels, v) in samples {
         value(&mut m.encode_family(labels)?, f.ty, *v)?;
     }
@@ -157,15 +247,15 @@ fn samples<L: EncodeLabelSet>(
 /// grep and naive parsers).
 fn single(enc: &mut DescriptorEncoder, f: &Family, v: f64) -> Result<(), std::fmt::Error> {
     value(
-        &mut enc.encode_descriptor(f.name, f.help, None, f.ty)?,
+        &mut enc.encode_descriptor(f.name, f.help, None, metric_type(f.ty))?,
         f.ty,
         v,
     )
 }
 
-fn value(e: &mut MetricEncoder, ty: MetricType, v: f64) -> Result<(), std::fmt::Error> {
+fn value(e: &mut MetricEncoder, ty: Type, v: f64) -> Result<(), std::fmt::Error> {
     match ty {
-        MetricType::Counter => e.encode_counter::<(), _, f64>(&v, None),
+        Type::Counter => e.encode_counter::<(), _, f64>(&v, None),
         _ => e.encode_gauge(&v),
     }
 }
@@ -174,26 +264,11 @@ fn value(e: &mut MetricEncoder, ty: MetricType, v: f64) -> Result<(), std::fmt::
 mod tests {
     use std::time::Duration;
 
-    use prometheus_client::collector::Collector;
     use rttfair_loader::export::{CcaState, Qfair};
     use rttfair_loader::{Cca, Flow};
 
     use super::*;
     use crate::snapshot::{FlowSample, Kind};
-
-    struct One(Snapshot);
-
-    impl std::fmt::Debug for One {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("One")
-        }
-    }
-
-    impl Collector for One {
-        fn encode(&self, mut enc: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-            snapshot(&mut enc, &self.0)
-        }
-    }
 
     /// The snapshot of a daemon with `cca` loaded and `flows` read
     /// (per-flow series for the first `per_flow`), its maps present,
@@ -209,6 +284,7 @@ mod tests {
             loaded: vec![(cca, true)],
             capacity: 1024,
             maps_present: true,
+            ready: true,
             previous_scrape_seconds: 0.0,
             max_groups: crate::config::DEFAULT_MAX_GROUPS,
         }
@@ -216,10 +292,8 @@ mod tests {
 
     /// The OpenMetrics text a registry exposes that holds only `snap`.
     fn expose(snap: Snapshot) -> String {
-        let mut registry = prometheus_client::registry::Registry::default();
-        registry.register_collector(Box::new(One(snap)));
         let mut text = String::new();
-        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        exposition(&mut text, snap).unwrap();
         text
     }
 
@@ -315,14 +389,15 @@ mod tests {
         assert!(!text.contains("rttfair_flow_min_rtt_seconds{"), "{text}");
         assert!(!text.contains("rttfair_flow_info{"), "{text}");
         for line in [
-            "# TYPE rttfair_cca_min_rtt_seconds histogram",
-            "rttfair_cca_min_rtt_seconds_count{cca=\"fairtt\"} 2",
-            "rttfair_cca_min_rtt_seconds_bucket{le=\"0.01\",cca=\"fairtt\"} 0",
-            "rttfair_cca_min_rtt_seconds_bucket{le=\"0.02\",cca=\"fairtt\"} 1",
-            "rttfair_cca_min_rtt_seconds_bucket{le=\"0.05\",cca=\"fairtt\"} 2",
-            "rttfair_cca_min_rtt_seconds_bucket{le=\"+Inf\",cca=\"fairtt\"} 2",
-            "rttfair_cca_cwnd_segments_bucket{le=\"16.0\",cca=\"fairtt\"} 0",
-            "rttfair_cca_cwnd_segments_bucket{le=\"64.0\",cca=\"fairtt\"} 2",
+            "# TYPE rttfair_cca_min_rtt_seconds gaugehistogram",
+            "rttfair_cca_min_rtt_seconds_gcount{cca=\"fairtt\"} 2",
+            "rttfair_cca_min_rtt_seconds_gsum{cca=\"fairtt\"} 0.055",
+            "rttfair_cca_min_rtt_seconds_bucket{cca=\"fairtt\",le=\"0.01\"} 0",
+            "rttfair_cca_min_rtt_seconds_bucket{cca=\"fairtt\",le=\"0.02\"} 1",
+            "rttfair_cca_min_rtt_seconds_bucket{cca=\"fairtt\",le=\"0.05\"} 2",
+            "rttfair_cca_min_rtt_seconds_bucket{cca=\"fairtt\",le=\"+Inf\"} 2",
+            "rttfair_cca_cwnd_segments_bucket{cca=\"fairtt\",le=\"16.0\"} 0",
+            "rttfair_cca_cwnd_segments_bucket{cca=\"fairtt\",le=\"64.0\"} 2",
             "rttfair_group_active_flows{cca=\"fairtt\",group=\"10.20.0.0/24\"} 2.0",
             "rttfair_group_throughput_bytes_per_second{cca=\"fairtt\",group=\"10.20.0.0/24\"} 3000000.0",
             "rttfair_flows_read 2.0",

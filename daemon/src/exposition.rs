@@ -22,7 +22,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use prometheus_client::registry::Registry;
+
+use crate::collector::FlowCollector;
 
 /// No scrape for this long: the background refresh pauses.
 pub const IDLE_AFTER: Duration = Duration::from_secs(120);
@@ -69,9 +70,9 @@ impl Body {
     }
 }
 
-/// The registry and the latest body encoded from it.
+/// The collector and the latest body encoded from it.
 pub struct Exposition {
-    registry: Registry,
+    collector: Arc<FlowCollector>,
     refresh: Duration,
     latest: Mutex<Option<Arc<Body>>>,
     /// Held while encoding: one encode at a time, waiters share its result.
@@ -90,9 +91,9 @@ pub struct Exposition {
 pub struct EncodeFailed;
 
 impl Exposition {
-    pub fn new(registry: Registry, refresh: Duration) -> Arc<Self> {
+    pub fn new(collector: Arc<FlowCollector>, refresh: Duration) -> Arc<Self> {
         Arc::new(Exposition {
-            registry,
+            collector,
             refresh,
             latest: Mutex::new(None),
             encoding: tokio::sync::Mutex::new(()),
@@ -151,7 +152,7 @@ impl Exposition {
             let started = Instant::now();
             let hint = me.last_len.load(Relaxed);
             let mut text = String::with_capacity(hint + hint / 8);
-            prometheus_client::encoding::text::encode(&mut text, &me.registry).ok()?;
+            me.collector.encode(&mut text).ok()?;
             me.last_len.store(text.len(), Relaxed);
             let body = Arc::new(Body {
                 started,
@@ -181,16 +182,67 @@ impl Exposition {
 }
 
 /// OpenMetrics -> Prometheus text 0.0.4: counter families are named with
-/// their `_total` samples' name, `# UNIT` and `# EOF` go.
+/// their `_total` samples' name, `# UNIT` and `# EOF` go, and a gauge
+/// histogram, a type 0.0.4 lacks, becomes three untyped families
+/// (`_bucket`, `_gcount`, `_gsum`, each with the help): a `histogram` type
+/// would bring back the counter semantics its buckets do not have.
 pub fn to_prometheus_text(om: &str) -> String {
     let counters: std::collections::HashSet<&str> = om
         .lines()
         .filter_map(|l| l.strip_prefix("# TYPE ")?.strip_suffix(" counter"))
         .collect();
+    let gauge_histograms: std::collections::HashSet<&str> = om
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE ")?.strip_suffix(" gaugehistogram"))
+        .collect();
     let mut out = String::with_capacity(om.len() + counters.len() * 16);
+    // The gauge histogram being read: name, help, its samples by suffix.
+    let mut block: Option<(&str, &str, [Vec<&str>; 3])> = None;
+    const SUFFIXES: [&str; 3] = ["_bucket", "_gcount", "_gsum"];
+    let flush = |out: &mut String, block: &mut Option<(&str, &str, [Vec<&str>; 3])>| {
+        let Some((name, help, parts)) = block.take() else {
+            return;
+        };
+        for (suffix, lines) in SUFFIXES.iter().zip(parts) {
+            if lines.is_empty() {
+                continue;
+            }
+            out.push_str(&format!("# HELP {name}{suffix} {help}\n"));
+            out.push_str(&format!("# TYPE {name}{suffix} untyped\n"));
+            for l in lines {
+                out.push_str(l);
+                out.push('\n');
+            }
+        }
+    };
     for line in om.lines() {
         if line == "# EOF" || line.starts_with("# UNIT ") {
             continue;
+        }
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            flush(&mut out, &mut block);
+            let (name, help) = rest.split_once(' ').unwrap_or((rest, ""));
+            if gauge_histograms.contains(name) {
+                block = Some((name, help, Default::default()));
+                continue;
+            }
+        } else if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let name = rest.split_once(' ').map_or(rest, |(n, _)| n);
+            if gauge_histograms.contains(name) {
+                // Its HELP opened the block (or it has none: open it here).
+                if block.is_none() {
+                    block = Some((name, "", Default::default()));
+                }
+                continue;
+            }
+            flush(&mut out, &mut block);
+        } else if let Some((name, _, parts)) = &mut block {
+            let rest = line.strip_prefix(*name).unwrap_or("");
+            if let Some(i) = SUFFIXES.iter().position(|s| rest.starts_with(s)) {
+                parts[i].push(line);
+                continue;
+            }
+            flush(&mut out, &mut block);
         }
         let renamed = ["# HELP ", "# TYPE "].iter().find_map(|p| {
             let rest = line.strip_prefix(p)?;
@@ -205,6 +257,7 @@ pub fn to_prometheus_text(om: &str) -> String {
         }
         out.push('\n');
     }
+    flush(&mut out, &mut block);
     out
 }
 
@@ -238,5 +291,27 @@ mod classic_text_tests {
         let om = "# HELP x_bytes Bytes.\n# TYPE x_bytes counter\nx_bytes_total{a=\"b\"} 3\n# HELP g A gauge.\n# TYPE g gauge\ng 1\n# EOF\n";
         let t = super::to_prometheus_text(om);
         assert_eq!(t, "# HELP x_bytes_total Bytes.\n# TYPE x_bytes_total counter\nx_bytes_total{a=\"b\"} 3\n# HELP g A gauge.\n# TYPE g gauge\ng 1\n");
+    }
+
+    /// A gauge histogram of two label sets becomes three untyped
+    /// families, each contiguous and described (promtool's linter asks for
+    /// help text, and refuses `_bucket`/`le` on a gauge).
+    #[test]
+    fn gauge_histograms_are_untyped_families_in_classic_text() {
+        let om = "# HELP h_seconds Now.\n# TYPE h_seconds gaugehistogram\n\
+                  h_seconds_bucket{cca=\"a\",le=\"+Inf\"} 2\nh_seconds_gcount{cca=\"a\"} 2\nh_seconds_gsum{cca=\"a\"} 0.5\n\
+                  h_seconds_bucket{cca=\"b\",le=\"+Inf\"} 1\nh_seconds_gcount{cca=\"b\"} 1\nh_seconds_gsum{cca=\"b\"} 0.25\n\
+                  # HELP g A gauge.\n# TYPE g gauge\ng 1\n# EOF\n";
+        let t = super::to_prometheus_text(om);
+        assert_eq!(
+            t,
+            "# HELP h_seconds_bucket Now.\n# TYPE h_seconds_bucket untyped\n\
+             h_seconds_bucket{cca=\"a\",le=\"+Inf\"} 2\nh_seconds_bucket{cca=\"b\",le=\"+Inf\"} 1\n\
+             # HELP h_seconds_gcount Now.\n# TYPE h_seconds_gcount untyped\n\
+             h_seconds_gcount{cca=\"a\"} 2\nh_seconds_gcount{cca=\"b\"} 1\n\
+             # HELP h_seconds_gsum Now.\n# TYPE h_seconds_gsum untyped\n\
+             h_seconds_gsum{cca=\"a\"} 0.5\nh_seconds_gsum{cca=\"b\"} 0.25\n\
+             # HELP g A gauge.\n# TYPE g gauge\ng 1\n"
+        );
     }
 }

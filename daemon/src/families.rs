@@ -5,10 +5,36 @@
 //! so a new family is one entry and the docs cannot drift (a unit test
 //! compares the file with the generated text).
 
-use prometheus_client::metrics::MetricType;
 use rttfair_loader::export::{Counters, Flow};
 
+use crate::process::Process;
 use crate::snapshot::{CcaRates, FlowSample, Snapshot};
+
+/// A family's OpenMetrics type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Type {
+    /// Only goes up (while the process and the flow live).
+    Counter,
+    Gauge,
+    /// A histogram of what is there now (OpenMetrics `gaugehistogram`:
+    /// `_bucket`, `_gcount`, `_gsum`), whose buckets may go down. The
+    /// per-CCA distributions are of the current flows, not of events, so a
+    /// `histogram`, whose buckets and `_count` are counters, would tell
+    /// `rate()` that a flow ending is a counter reset. prometheus-client
+    /// 0.22 has no such type: [`crate::encode`] writes these by hand.
+    GaugeHistogram,
+}
+
+impl Type {
+    /// The name in `# TYPE` lines and in the reference.
+    pub fn name(self) -> &'static str {
+        match self {
+            Type::Counter => "counter",
+            Type::Gauge => "gauge",
+            Type::GaugeHistogram => "gaugehistogram",
+        }
+    }
+}
 
 /// Which flows a per-flow family covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +90,13 @@ pub enum Source {
     PerGroup(fn(&[f64]) -> f64),
     /// One unlabelled value for the whole host.
     Host(fn(&Snapshot) -> f64),
+    /// One unlabelled value about the daemon's own process, read from
+    /// /proc/self at each encode (the standard `process_*` names); no
+    /// series if /proc cannot say.
+    Process(fn(&Process) -> Option<f64>),
+    /// `rttfair_build_info`: 1, labelled with what this daemon was built
+    /// from (version, git commit, BPF ABI).
+    Build,
 }
 
 impl Source {
@@ -78,7 +111,8 @@ impl Source {
             Source::Counters(_) | Source::Loaded | Source::PerCca(_) => "cca".into(),
             Source::Histogram(..) => "cca, le".into(),
             Source::PerGroup(_) => "cca, group".into(),
-            Source::Host(_) => String::new(),
+            Source::Host(_) | Source::Process(_) => String::new(),
+            Source::Build => "version, commit, abi".into(),
         }
     }
 
@@ -94,6 +128,7 @@ impl Source {
                 "per CCA and destination group, at most `max_groups` + 1 per CCA".into()
             }
             Source::Host(_) => "host".into(),
+            Source::Process(_) | Source::Build => "the daemon".into(),
         }
     }
 }
@@ -106,11 +141,11 @@ pub struct Family {
     pub help: &'static str,
     /// The unit, for the reference ("" for counts and ratios without one).
     pub unit: &'static str,
-    pub ty: MetricType,
+    pub ty: Type,
     pub source: Source,
 }
 
-use MetricType::{Counter, Gauge, Histogram};
+use Type::{Counter, Gauge, GaugeHistogram};
 
 /// RTT buckets, seconds: 100 us (veth) to 5 s (satellite, bufferbloat).
 pub static RTT_BUCKETS: &[f64] = &[
@@ -184,12 +219,14 @@ pub static FAMILIES: &[Family] = &[
     Family { name: "rttfair_bbr3_extra_acked_segments", help: "BBRv3 ACK-aggregation cwnd allowance extra_acked", unit: "segments", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.bbr3().map(|b| b.extra_acked as f64)) },
     Family { name: "rttfair_bbr3_inflight_too_high", help: "BBRv3 bandwidth probes ended by the loss/ECN bound (inflight_hi set there)", unit: "", ty: Counter, source: Source::Flow(Covers::Project, |s| s.flow.bbr3().map(|b| b.too_high_events as f64)) },
     Family { name: "rttfair_bbr3_lower_bound_cuts", help: "BBRv3 loss rounds outside probes that cut bw_lo and inflight_lo", unit: "", ty: Counter, source: Source::Flow(Covers::Project, |s| s.flow.bbr3().map(|b| b.lo_cuts as f64)) },
-    // Per CCA: distributions over every flow, whatever the per_flow setting.
-    Family { name: "rttfair_cca_min_rtt_seconds", help: "Distribution of the flows' minimum RTT, per CCA", unit: "seconds", ty: Histogram, source: Source::Histogram(|s| Some(secs(s.flow.min_rtt)), RTT_BUCKETS) },
-    Family { name: "rttfair_cca_smoothed_rtt_seconds", help: "Distribution of the flows' kernel smoothed RTT (srtt), per CCA", unit: "seconds", ty: Histogram, source: Source::Histogram(|s| Some(secs(s.flow.srtt)), RTT_BUCKETS) },
-    Family { name: "rttfair_cca_throughput_bytes_per_second", help: "Distribution of the flows' delivery rate between their two latest exports, per CCA", unit: "bytes/s", ty: Histogram, source: Source::Histogram(|s| Some(s.rate), RATE_BUCKETS) },
-    Family { name: "rttfair_cca_cwnd_segments", help: "Distribution of the flows' congestion window, per CCA", unit: "segments", ty: Histogram, source: Source::Histogram(|s| Some(s.flow.cwnd as f64), CWND_BUCKETS) },
+    // Per CCA: distributions over the flows there now, whatever the
+    // per_flow setting (gauge histograms: they go down when flows end).
+    Family { name: "rttfair_cca_min_rtt_seconds", help: "Distribution of the flows' minimum RTT, per CCA", unit: "seconds", ty: GaugeHistogram, source: Source::Histogram(|s| Some(secs(s.flow.min_rtt)), RTT_BUCKETS) },
+    Family { name: "rttfair_cca_smoothed_rtt_seconds", help: "Distribution of the flows' kernel smoothed RTT (srtt), per CCA", unit: "seconds", ty: GaugeHistogram, source: Source::Histogram(|s| Some(secs(s.flow.srtt)), RTT_BUCKETS) },
+    Family { name: "rttfair_cca_throughput_bytes_per_second", help: "Distribution of the flows' delivery rate between their two latest exports, per CCA", unit: "bytes/s", ty: GaugeHistogram, source: Source::Histogram(|s| Some(s.rate), RATE_BUCKETS) },
+    Family { name: "rttfair_cca_cwnd_segments", help: "Distribution of the flows' congestion window, per CCA", unit: "segments", ty: GaugeHistogram, source: Source::Histogram(|s| Some(s.flow.cwnd as f64), CWND_BUCKETS) },
     // Host level.
+    Family { name: "rttfair_build_info", help: "What this daemon was built from (always 1): crate version, git commit, BPF ABI version of its maps", unit: "", ty: Gauge, source: Source::Build },
     Family { name: "rttfair_cca_loaded", help: "1 if the CCA is registered by this installation", unit: "", ty: Gauge, source: Source::Loaded },
     Family { name: "rttfair_sockets", help: "Sockets currently using the CCA (init minus release)", unit: "", ty: Gauge, source: Source::Counters(|c| c.sockets() as f64) },
     Family { name: "rttfair_flows_started", help: "Flows the CCA initialised", unit: "", ty: Counter, source: Source::Counters(|c| c.flows_started as f64) },
@@ -202,6 +239,7 @@ pub static FAMILIES: &[Family] = &[
     // rate() scaled with the number of scrapers (an HA pair doubled it).
     Family { name: "rttfair_flows_omitted_last_scrape", help: "Flows denied per-flow series by the cap (per_flow top:N, max_flows) in this refresh; 0 while per_flow is off", unit: "", ty: Gauge, source: Source::Host(|s| s.omitted as f64) },
     Family { name: "rttfair_native_flows_readable", help: "1 if connections on kernel CCAs (cubic, native bbr) could be read this scrape", unit: "", ty: Gauge, source: Source::Host(|s| s.native_readable.is_ok() as u8 as f64) },
+    Family { name: "rttfair_ready", help: "1 if the daemon is ready (what /readyz answers): the loaded CCAs are of this build's ABI and the kernel let it open their maps; 0 on an ABI mismatch (rttfairctl swap) or a refused open", unit: "", ty: Gauge, source: Source::Host(|s| s.ready as u8 as f64) },
     Family { name: "rttfair_maps_present", help: "1 if the pinned maps exist (some CCA was loaded)", unit: "", ty: Gauge, source: Source::Host(|s| s.maps_present as u8 as f64) },
     Family { name: "rttfair_previous_scrape_duration_seconds", help: "Time the previous refresh spent reading the maps", unit: "seconds", ty: Gauge, source: Source::Host(|s| s.previous_scrape_seconds) },
     // Fairness: of per-flow throughput, over the flows with a sample.
@@ -210,13 +248,18 @@ pub static FAMILIES: &[Family] = &[
     Family { name: "rttfair_group_throughput_bytes_per_second", help: "Summed delivery rate of the group's active flows", unit: "bytes/s", ty: Gauge, source: Source::PerGroup(|v| v.iter().sum()) },
     Family { name: "rttfair_group_jain_index_ratio", help: "Jain's index of per-flow throughput within a destination group", unit: "ratio", ty: Gauge, source: Source::PerGroup(rttfair_loader::fairness::jain) },
     Family { name: "rttfair_active_flows", help: "Flows with a throughput sample, per CCA", unit: "", ty: Gauge, source: Source::PerCca(|c| c.rates.len() as f64) },
+    // The daemon's own process, the names every exporter uses.
+    Family { name: "process_cpu_seconds", help: "User and system CPU time the daemon spent", unit: "seconds", ty: Counter, source: Source::Process(|p| p.cpu_seconds) },
+    Family { name: "process_resident_memory_bytes", help: "Resident memory of the daemon", unit: "bytes", ty: Gauge, source: Source::Process(|p| p.resident_bytes) },
+    Family { name: "process_open_fds", help: "File descriptors the daemon holds open", unit: "", ty: Gauge, source: Source::Process(|p| p.open_fds) },
+    Family { name: "process_start_time_seconds", help: "When the daemon started, seconds since the Unix epoch", unit: "seconds", ty: Gauge, source: Source::Process(|p| p.start_time_seconds) },
     Family { name: "rttfair_groups_folded", help: "Destination groups of the CCA beyond its max_groups fastest, summed into group=\"other\" this refresh", unit: "", ty: Gauge, source: Source::PerCca(|c| c.groups_folded as f64) },
 ];
 
 /// The name a family's samples carry (counters end in `_total`).
 pub fn exposed_name(f: &Family) -> String {
     match f.ty {
-        MetricType::Counter => format!("{}_total", f.name),
+        Type::Counter => format!("{}_total", f.name),
         _ => f.name.to_string(),
     }
 }
@@ -236,13 +279,20 @@ pub fn reference() -> String {
          with the highest throughput (ties: lowest id), `per_flow = \"all\"`\n\
          for every flow up to `max_flows`; flows the cap leaves out are\n\
          counted in the gauge `rttfair_flows_omitted_last_scrape`.\n\n\
-         Series per host: about 15 + 90 per CCA with flows (4 histograms of\n\
-         10 to 16 buckets plus `_sum` and `_count`, counters) + 3 per CCA and\n\
+         The per-CCA distributions (`rttfair_cca_*`) are OpenMetrics gauge\n\
+         histograms (`_bucket`, `_gcount`, `_gsum`): they describe the flows\n\
+         there now, so a bucket goes down when a flow ends or moves, which a\n\
+         `histogram`'s counters must not. Use them as they are or with\n\
+         `histogram_quantile()`, never under `rate()`. Scraped as classic\n\
+         text (no OpenMetrics `Accept`), they are untyped.\n\n\
+         Series per host: about 20 (host, build and `process_*`) + 90 per CCA\n\
+         with flows (4 gauge histograms of 10 to 16 buckets plus `_gsum` and\n\
+         `_gcount`, counters) + 3 per CCA and\n\
          destination group kept. Per CCA, only the `max_groups` groups with\n\
          the highest summed throughput (default 20) keep their own group\n\
          series; the others are summed into `group=\"other\"` and counted in\n\
          `rttfair_groups_folded`. So by default a host exports at most\n\
-         15 + (90 + 3 x (`max_groups` + 1)) per CCA with flows, about 0.8k\n\
+         20 + (90 + 3 x (`max_groups` + 1)) per CCA with flows, about 0.8k\n\
          with 5 CCAs, whatever the number of flows and of distinct peer\n\
          prefixes. Each flow with per-flow series adds 8 (a kernel CCA's) to\n\
          26 (qfair's): info, core, mode and its CCA's own families; at 10k\n\
@@ -261,11 +311,7 @@ pub fn reference() -> String {
          |---|---|---|---|---|---|\n",
     );
     for f in FAMILIES {
-        let ty = match f.ty {
-            MetricType::Counter => "counter",
-            MetricType::Histogram => "histogram",
-            _ => "gauge",
-        };
+        let ty = f.ty.name();
         let _ = writeln!(
             s,
             "| `{}` | {ty} | {} | {} | {} | {} |",
@@ -306,8 +352,22 @@ mod tests {
     fn host_families_are_gauges_not_sums_over_scrapes() {
         for f in FAMILIES {
             if matches!(f.source, Source::Host(_)) {
-                assert!(matches!(f.ty, MetricType::Gauge), "{}", f.name);
+                assert_eq!(f.ty, Type::Gauge, "{}", f.name);
             }
+        }
+    }
+
+    /// The per-CCA distributions are of the flows there now: typed as
+    /// gauge histograms, and only they are.
+    #[test]
+    fn distributions_are_gauge_histograms() {
+        for f in FAMILIES {
+            assert_eq!(
+                matches!(f.source, Source::Histogram(..)),
+                f.ty == Type::GaugeHistogram,
+                "{}",
+                f.name
+            );
         }
     }
 

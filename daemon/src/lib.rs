@@ -4,7 +4,9 @@
 //! it can be killed and restarted at any time. It
 //! - loads the CCAs named in its config, all or nothing, adopting any
 //!   already registered ([`ownership`]);
-//! - serves `/metrics` (OpenMetrics text, prometheus-client) and `/healthz`;
+//! - serves `/metrics` (OpenMetrics text, prometheus-client), `/healthz`
+//!   (liveness: it serves) and `/readyz` (readiness: its maps are of this
+//!   build's ABI and readable);
 //! - reads the pinned maps while scraped ([`collector`]), at most every
 //!   `refresh_ms` and off the scrape path, so a closed flow's series is gone
 //!   within a refresh and an unscraped daemon does no work, and exports what
@@ -22,6 +24,7 @@ pub mod families;
 mod labels;
 mod ownership;
 pub mod peer;
+mod process;
 pub mod server;
 mod snapshot;
 

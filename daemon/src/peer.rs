@@ -47,9 +47,18 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 
 use anyhow::{anyhow, bail, Result};
+use serde::Deserialize;
 use siphasher::sip::SipHasher24;
 
-use crate::config::{Config, PeerAddresses};
+/// The config's `peer_addresses`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PeerAddresses {
+    #[default]
+    Full,
+    Hashed,
+    Dropped,
+}
 
 /// The 128-bit key of `hashed`. Its Debug never shows the key.
 #[derive(Clone, PartialEq, Eq)]
@@ -131,17 +140,17 @@ impl PeerKey {
         Ok(Some(key))
     }
 
-    /// The key `config` asks for: from `peer_hash_key_file` if set (and
-    /// there, unless optional and absent), else random.
-    pub fn from_config(config: &Config) -> Result<PeerKey> {
-        let Some(path) = &config.peer_hash_key_file else {
+    /// The key the config asks for: from `key_file` (`peer_hash_key_file`)
+    /// if set (and there, unless `optional` and absent), else random.
+    fn from_file_or_random(key_file: Option<&Path>, optional: bool) -> Result<PeerKey> {
+        let Some(path) = key_file else {
             tracing::info!(
                 "peer_addresses = \"hashed\" with a key drawn at this start (no \
                  peer_hash_key_file): hashed values change when the daemon restarts"
             );
             return PeerKey::random();
         };
-        match PeerKey::read(path, config.peer_hash_key_optional)? {
+        match PeerKey::read(path, optional)? {
             Some(key) => Ok(key),
             None => {
                 tracing::warn!(
@@ -181,15 +190,21 @@ impl PeerLabels {
         }
     }
 
-    /// The labels `config` asks for, reading the key only for `hashed`
-    /// (what the daemon does at start, before it binds or touches BPF).
-    pub fn from_config(config: &Config) -> Result<Self> {
-        let key = match config.peer_addresses {
-            PeerAddresses::Hashed => PeerKey::from_config(config)?,
+    /// The labels the config's `peer_addresses`, `peer_hash_key_file` and
+    /// `peer_hash_key_optional` ask for, reading the key only for `hashed`
+    /// (what the daemon does at start, before it binds or touches BPF;
+    /// [`crate::config::Config::peer_labels`]).
+    pub fn from_settings(
+        mode: PeerAddresses,
+        key_file: Option<&Path>,
+        key_optional: bool,
+    ) -> Result<Self> {
+        let key = match mode {
+            PeerAddresses::Hashed => PeerKey::from_file_or_random(key_file, key_optional)?,
             // Never used: these modes hash nothing.
             PeerAddresses::Full | PeerAddresses::Dropped => PeerKey([0; 16]),
         };
-        Ok(PeerLabels::new(config.peer_addresses, &key))
+        Ok(PeerLabels::new(mode, &key))
     }
 
     /// `h` and the 16 hex digits of SipHash-2-4 over `tag` then `bytes`.
@@ -388,26 +403,22 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("key");
         std::fs::write(&file, "000102030405060708090a0b0c0d0e0f\n").unwrap();
-        let config =
-            |extra: &str| Config::parse(&format!("peer_addresses = \"hashed\"\n{extra}")).unwrap();
         let a: SocketAddr = "203.0.113.7:443".parse().unwrap();
-        let from_file = format!("peer_hash_key_file = {:?}", file.display().to_string());
-        let labels = |c: &Config| PeerLabels::from_config(c).unwrap().address(a).0;
+        let labels = |file: Option<&Path>, optional: bool| {
+            PeerLabels::from_settings(PeerAddresses::Hashed, file, optional)
+                .unwrap()
+                .address(a)
+                .0
+        };
         // The file's key: the same value at every start.
-        assert_eq!(
-            labels(&config(&from_file)),
-            hashed(&test_key()).address(a).0
-        );
-        assert_eq!(labels(&config(&from_file)), labels(&config(&from_file)));
+        assert_eq!(labels(Some(&file), false), hashed(&test_key()).address(a).0);
+        assert_eq!(labels(Some(&file), false), labels(Some(&file), false));
         // No file: a new key at every start.
-        assert_ne!(labels(&config("")), labels(&config("")));
+        assert_ne!(labels(None, false), labels(None, false));
         // Optional and absent: a random key, not a refused start.
-        let absent = format!(
-            "peer_hash_key_file = {:?}\npeer_hash_key_optional = true",
-            dir.path().join("absent").display().to_string()
-        );
-        assert_ne!(labels(&config(&absent)), labels(&config(&absent)));
-        let e = PeerLabels::from_config(&config(&absent.replace("true", "false")))
+        let absent = dir.path().join("absent");
+        assert_ne!(labels(Some(&absent), true), labels(Some(&absent), true));
+        let e = PeerLabels::from_settings(PeerAddresses::Hashed, Some(&absent), false)
             .unwrap_err()
             .to_string();
         assert!(e.contains("absent"), "{e}");

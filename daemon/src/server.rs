@@ -1,6 +1,12 @@
-//! The HTTP side: /metrics and /healthz on a tokio runtime (axum), and the
-//! daemon's life: load, serve, stop on a signal, give back what it loaded
-//! ([`crate::ownership`]).
+//! The HTTP side: /metrics, /healthz and /readyz on a tokio runtime (axum),
+//! and the daemon's life: load, serve, stop on a signal, give back what it
+//! loaded ([`crate::ownership`]).
+//!
+//! Liveness and readiness differ: `/healthz` answers 200 whenever the
+//! process serves (a restart would not fix anything else), `/readyz` only
+//! while what it exports is right: 503 with the reason when the loaded CCAs
+//! are of another build's ABI (whose maps this build cannot read) or when
+//! the kernel refuses to open or read the pinned maps.
 
 use std::sync::Arc;
 
@@ -10,7 +16,6 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use prometheus_client::registry::Registry;
 use rttfair_loader::{BpfFs, Cca};
 
 use crate::collector::FlowCollector;
@@ -22,12 +27,15 @@ use crate::peer::PeerLabels;
 struct App {
     exposition: Arc<Exposition>,
     collector: Arc<FlowCollector>,
+    /// Why the start left the daemon unready for good (an ABI mismatch
+    /// found while loading: nothing was loaded or adopted).
+    start_error: Option<String>,
 }
 
 /// Run the daemon until SIGTERM/SIGINT.
 pub fn run(config: Config) -> Result<()> {
     // The hash key first: a bad key file is refused before anything starts.
-    let peer = PeerLabels::from_config(&config)?;
+    let peer = config.peer_labels()?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -54,18 +62,20 @@ async fn serve(config: Config, peer: PeerLabels) -> Result<()> {
         .collect::<rttfair_loader::Result<Vec<_>>>()?;
     // Dropped on every way out of this function below: unloads what this
     // daemon loaded if the config says unload_on_exit.
-    let owned = match Owned::load(&fs, &ccas, config.unload_on_exit, config.flow_map_entries) {
-        Ok(owned) => Some(owned),
-        // CCAs of another build's ABI are registered: nothing was loaded or
-        // adopted. Serve anyway, with /healthz failing on the same line,
-        // so probes and dashboards show it rather than a restart loop.
-        Err(e) if is_abi_mismatch(&e) => None,
-        Err(e) => return Err(e),
-    };
+    let (owned, start_error) =
+        match Owned::load(&fs, &ccas, config.unload_on_exit, config.flow_map_entries) {
+            Ok(owned) => (Some(owned), None),
+            // CCAs of another build's ABI are registered: nothing was loaded
+            // or adopted. Serve anyway, alive but not ready, with /readyz
+            // failing on the same line, so probes and dashboards show it
+            // rather than a restart loop.
+            Err(e) if is_abi_mismatch(&e) => (None, Some(format!("{e:#}"))),
+            Err(e) => return Err(e),
+        };
     if let Err(e) = rttfair_loader::installed::check(&fs) {
-        tracing::error!("{e} (then restart the daemon); /healthz fails until then");
+        tracing::error!("{e} (then restart the daemon); /readyz fails until then");
     }
-    let served = serve_until(&config, peer, fs, listener, stop).await;
+    let served = serve_until(&config, peer, fs, listener, stop, start_error).await;
     drop(owned);
     served?;
     tracing::info!("stopped");
@@ -79,13 +89,14 @@ fn is_abi_mismatch(e: &anyhow::Error) -> bool {
     )
 }
 
-/// Serve /metrics and /healthz until `stop` fires.
+/// Serve /metrics, /healthz and /readyz until `stop` fires.
 async fn serve_until(
     config: &Config,
     peer: PeerLabels,
     fs: BpfFs,
     listener: tokio::net::TcpListener,
     stop: Shutdown,
+    start_error: Option<String>,
 ) -> Result<()> {
     let collector = Arc::new(
         FlowCollector::new(
@@ -99,20 +110,20 @@ async fn serve_until(
         .with_peer_labels(peer)
         .with_max_groups(config.max_groups),
     );
-    let mut registry = Registry::default();
-    registry.register_collector(Box::new(SharedCollector(collector.clone())));
     let exposition = Exposition::new(
-        registry,
+        collector.clone(),
         std::time::Duration::from_millis(config.refresh_ms),
     );
     exposition.spawn_refresher();
     let app = Arc::new(App {
         exposition,
         collector,
+        start_error,
     });
     let router = Router::new()
         .route("/metrics", get(metrics))
         .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
         .with_state(app);
     tracing::info!(
         per_flow = ?config.per_flow,
@@ -124,19 +135,6 @@ async fn serve_until(
         .with_graceful_shutdown(stop.wait())
         .await
         .context("serve")
-}
-
-/// The registry owns its collectors; share ours with /healthz.
-#[derive(Debug)]
-struct SharedCollector(Arc<FlowCollector>);
-
-impl prometheus_client::collector::Collector for SharedCollector {
-    fn encode(
-        &self,
-        enc: prometheus_client::encoding::DescriptorEncoder,
-    ) -> Result<(), std::fmt::Error> {
-        self.0.encode(enc)
-    }
 }
 
 async fn metrics(State(app): State<Arc<App>>, headers: axum::http::HeaderMap) -> Response {
@@ -206,11 +204,22 @@ async fn metrics(State(app): State<Arc<App>>, headers: axum::http::HeaderMap) ->
     }
 }
 
-async fn healthz(State(app): State<Arc<App>>) -> Response {
+/// Liveness: the process serves HTTP. Nothing a restart would fix is
+/// checked here (an ABI mismatch survives restarts; restarting on it would
+/// only loop).
+async fn healthz() -> Response {
+    (StatusCode::OK, "ok\n").into_response()
+}
+
+/// Readiness: the maps it exports are of this build's ABI and readable.
+async fn readyz(State(app): State<Arc<App>>) -> Response {
+    if let Some(e) = &app.start_error {
+        return (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {e}\n")).into_response();
+    }
     match tokio::task::spawn_blocking(move || app.collector.healthy()).await {
-        Ok(Ok(())) => (StatusCode::OK, "ok\n").into_response(),
+        Ok(Ok(())) => (StatusCode::OK, "ready\n").into_response(),
         Ok(Err(e)) => {
-            (StatusCode::SERVICE_UNAVAILABLE, format!("unhealthy: {e}\n")).into_response()
+            (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {e}\n")).into_response()
         }
         Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "check failed\n").into_response(),
     }

@@ -68,6 +68,9 @@ pub struct Snapshot {
     pub loaded: Vec<(Cca, bool)>,
     pub capacity: u32,
     pub maps_present: bool,
+    /// What /readyz answers, as far as this refresh can tell: the loaded
+    /// CCAs are of this build's ABI and the pinned maps opened.
+    pub ready: bool,
     pub previous_scrape_seconds: f64,
     /// Destination groups per CCA with their own series (config
     /// `max_groups`); the rest are summed into [`OTHER_GROUP`].

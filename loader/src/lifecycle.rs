@@ -103,13 +103,24 @@ pub fn open(cca: Cca, fs: &BpfFs, opts: &LoadOptions) -> Result<Opened> {
         let name = map.name().to_string_lossy().into_owned();
         let pin = fs.map_pin(&name);
         if pin.exists() {
-            check_pinned_map_matches(&pin, map.map_type(), map.key_size(), map.value_size())
-                .map_err(|e| match e {
-                    Error::ForeignPin { reason, .. } if custom => object_error(format!(
-                        "its map {name} does not match the installed one ({reason}); build it against this rttfair's headers"
-                    )),
-                    e => e,
-                })?;
+            let pinned_entries =
+                check_pinned_map_matches(&pin, map.map_type(), map.key_size(), map.value_size())
+                    .map_err(|e| match e {
+                        Error::ForeignPin { reason, .. } if custom => object_error(format!(
+                            "its map {name} does not match the installed one ({reason}); build it against this rttfair's headers"
+                        )),
+                        e => e,
+                    })?;
+            // The flow map is the one map whose size a load may choose
+            // (`flows_max`); a later CCA reuses it at whatever size it was
+            // created with. libbpf reuses a pin only if the object's
+            // definition matches it, max_entries included, so the object
+            // takes the pinned size (else the second CCA of a daemon with
+            // flow_map_entries set failed: "error reusing pinned map").
+            if name == maps::FLOWS && map.max_entries() != pinned_entries {
+                map.set_max_entries(pinned_entries)
+                    .map_err(|e| Error::bpf("set flow map size", e))?;
+            }
         } else if name == maps::FLOWS {
             if let Some(n) = opts.flows_max {
                 map.set_max_entries(n)
@@ -130,12 +141,13 @@ fn object_error(reason: String) -> Error {
 
 /// A pin under our maps directory must be the map this build expects;
 /// anything else (a file from another tool, an older layout) is refused.
+/// Its number of entries, if it is.
 fn check_pinned_map_matches(
     pin: &Path,
     ty: libbpf_rs::MapType,
     key_size: u32,
     value_size: u32,
-) -> Result<()> {
+) -> Result<u32> {
     let foreign = |reason: String| Error::ForeignPin {
         path: pin.to_path_buf(),
         reason,
@@ -156,7 +168,7 @@ fn check_pinned_map_matches(
             handle.value_size()
         )));
     }
-    Ok(())
+    Ok(handle.max_entries())
 }
 
 static VERIFIER_LOG: Mutex<String> = Mutex::new(String::new());

@@ -14,8 +14,9 @@ use nix::sys::signal::Signal;
 use rttfair_lab::net::daemon_child::DaemonChild;
 use rttfair_loader::BpfFs;
 
-/// What a daemon must answer on /healthz before `Daemon::start` returns:
-/// `Healthy` (200, its maps readable) or `Serving` (any answer).
+/// What a daemon must answer before `Daemon::start` returns:
+/// `Healthy` (200 on /readyz, its maps readable) or `Serving` (any
+/// answer on /healthz).
 pub use rttfair_lab::net::daemon_child::Ready as Up;
 
 /// A running `rttfairctl daemon` of this test build.

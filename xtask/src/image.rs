@@ -1,14 +1,16 @@
 //! `cargo xtask image`: a minimal container image, built offline.
 //!
 //! FROM scratch (no base image is pulled): `rttfairctl` (debug info
-//! stripped), the tools the lab runs (ip, tc, ethtool, sysctl, iperf3), the
+//! stripped), the tools the lab runs ([`LAB_TOOLS`]), the
 //! shared libraries `ldd` says they link and the dynamic loader, copied from
 //! this host at their own paths, the font the lab's plots draw text with
 //! (see [`copy_font`]), and the default daemon config. Built with
 //! podman (Debian package, daemonless; `docker build` would need a running
-//! daemon) with `--pull=never --network=none`, tagged `rttfair:VERSION`, and
-//! saved as an OCI archive (`target/image/rttfair-VERSION.oci.tar`) that a
-//! cluster's nodes can import or a registry can take (docs/kubernetes.md).
+//! daemon) with `--pull=never --network=none`, tagged
+//! `localhost/rttfair:VERSION` (what podman names a bare `rttfair:VERSION`,
+//! and the name the manifests use), and saved as an OCI archive
+//! (`target/image/rttfair-VERSION.oci.tar`) that a cluster's nodes can
+//! import under that name or a registry can take (docs/kubernetes.md).
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -20,8 +22,20 @@ use anyhow::{bail, Context, Result};
 /// The image's version tag: the workspace version, like `rttfairctl --version`.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// Programs the lab executes (lab/src: netns, link, iperf, topology).
-const LAB_TOOLS: &[&str] = &["ip", "tc", "ethtool", "sysctl", "iperf3"];
+/// Programs the lab executes (lab/src: netns, link, iperf, topology,
+/// churn; `ss` for the receivers' byte counts in rcvbytes, `sh` for the
+/// delay element's RPS mask in topology, `dmesg` for the kernel warnings a
+/// run records in procfs). A unit test keeps this in step with lab/src.
+const LAB_TOOLS: &[&str] = &[
+    "ip", "tc", "ethtool", "sysctl", "iperf3", "ss", "sh", "dmesg",
+];
+
+/// The image's default name: podman names a bare `rttfair:VERSION`
+/// `localhost/rttfair:VERSION`, and a node importing the archive keeps
+/// that name, so the manifests say it in full.
+pub fn default_tag() -> String {
+    format!("localhost/rttfair:{VERSION}")
+}
 
 /// The paths the lab's plots load their font from (lab/src/results/plot.rs
 /// includes the same file).
@@ -31,7 +45,7 @@ const FONT_PATHS: &[&str] = include!("../../lab/src/results/font_paths.in");
 pub struct ImageArgs {
     /// A built rttfairctl; `None`: build the release one.
     pub binary: Option<PathBuf>,
-    /// Image name and tag; default `rttfair:VERSION`.
+    /// Image name and tag; default [`default_tag`].
     pub tag: String,
 }
 
@@ -39,7 +53,7 @@ impl ImageArgs {
     pub fn parse(rest: &[String]) -> Result<ImageArgs> {
         let mut args = ImageArgs {
             binary: None,
-            tag: format!("rttfair:{VERSION}"),
+            tag: default_tag(),
         };
         let mut it = rest.iter();
         while let Some(a) = it.next() {
@@ -143,7 +157,9 @@ pub fn build(root: &Path, dir: &Path, binary: &Path, tag: &str) -> Result<PathBu
         ])
         .arg(&containerfile)
         .arg(dir))?;
-    let name = tag.replace([':', '/'], "-");
+    // The archive is named after the image, not its registry:
+    // localhost/rttfair:0.1.0 -> rttfair-0.1.0.oci.tar.
+    let name = tag.rsplit('/').next().unwrap_or(tag).replace(':', "-");
     let archive = dir.join(format!("{name}.oci.tar"));
     let _ = fs::remove_file(&archive);
     run(Command::new("podman")
@@ -241,6 +257,53 @@ mod tests {
         let _ = fs::remove_dir_all(&d);
         fs::create_dir_all(&d).unwrap();
         d
+    }
+
+    /// Every program lab/src runs by a literal name (`exec("tc", ..)`,
+    /// `.command("ss")`, `Command::new("dmesg")`) is in [`LAB_TOOLS`]: the
+    /// image lacked `ss` once and a lab run in the container failed. The
+    /// benches under lab/src/bin run on a developer host, not in the image.
+    #[test]
+    fn the_image_has_every_tool_the_lab_runs() {
+        fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+            for e in fs::read_dir(dir).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    if p.file_name().is_some_and(|n| n != "bin") {
+                        sources(&p, out);
+                    }
+                } else if p.extension().is_some_and(|x| x == "rs") {
+                    out.push(p);
+                }
+            }
+        }
+        let mut files = Vec::new();
+        sources(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("../lab/src"),
+            &mut files,
+        );
+        let mut run = BTreeSet::new();
+        for f in &files {
+            let text = fs::read_to_string(f).unwrap();
+            for call in ["exec(", "command(", "Command::new("] {
+                for (i, _) in text.match_indices(call) {
+                    let rest = text[i + call.len()..].trim_start();
+                    let Some(lit) = rest.strip_prefix('"') else {
+                        continue;
+                    };
+                    let name = &lit[..lit.find('"').unwrap()];
+                    if !name.is_empty() && !name.contains(' ') {
+                        run.insert(name.to_string());
+                    }
+                }
+            }
+        }
+        assert!(run.contains("ss") && run.contains("tc"), "{run:?}");
+        let missing: Vec<&String> = run
+            .iter()
+            .filter(|t| !LAB_TOOLS.contains(&t.as_str()))
+            .collect();
+        assert!(missing.is_empty(), "lab runs {missing:?}, not in LAB_TOOLS");
     }
 
     /// The image gets the font at the path the lab loads it from; a host

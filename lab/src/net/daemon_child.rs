@@ -1,6 +1,6 @@
 //! `rttfairctl daemon` as a child process: the one place that starts it
 //! (on a loopback port, with a config text or arguments of the caller's),
-//! waits until /healthz answers, keeps its stderr, and stops it on drop.
+//! waits until /healthz (or /readyz) answers, keeps its stderr, and stops it on drop.
 //! Its users: `rttfairctl demo`, the soak and daemon benches, and the
 //! kernel integration tests (tests/common/daemon.rs).
 //!
@@ -10,7 +10,7 @@
 //! as a process (the `rttfairctl` binary the caller names), so the lab
 //! takes no dependency on the daemon crate.
 //!
-//! The /healthz probe is one HTTP/1.0 GET over loopback read up to its
+//! The probe is one HTTP/1.0 GET over loopback read up to its
 //! status line, with std's `TcpStream`: the workspace has no HTTP client,
 //! and one (ureq, reqwest) would bring its dependency tree into the lab for
 //! these few lines.
@@ -34,19 +34,28 @@ pub const UP_WITHIN: Duration = Duration::from_secs(15);
 /// How long it may take to stop after SIGTERM before it is killed.
 const STOP_WITHIN: Duration = Duration::from_secs(5);
 
-/// What the daemon must answer on /healthz before `start` returns.
+/// What the daemon must answer before `start` returns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ready {
-    /// Any answer: it is serving, with or without readable maps (503 until
-    /// a CCA has created them). What a tool that loads CCAs later needs.
+    /// Any answer on /healthz (liveness): it is serving, with or without
+    /// readable maps. What a tool that loads CCAs later needs.
     Serving,
-    /// 200: serving, and the maps it exports are readable. What a caller
-    /// that scrapes flows at once needs.
+    /// 200 on /readyz (readiness): serving, and the maps it exports are
+    /// of this build's ABI and readable. What a caller that scrapes flows
+    /// at once needs.
     Healthy,
 }
 
 impl Ready {
-    /// Does a /healthz answer with `status` mean the daemon is ready?
+    /// The path probed.
+    fn path(self) -> &'static str {
+        match self {
+            Ready::Serving => "/healthz",
+            Ready::Healthy => "/readyz",
+        }
+    }
+
+    /// Does an answer with `status` mean the daemon is ready?
     fn met_by(self, status: u16) -> bool {
         self == Ready::Serving || status == 200
     }
@@ -88,7 +97,7 @@ impl<'a> Launch<'a> {
         self
     }
 
-    /// What /healthz must answer before [`Launch::start`] returns
+    /// What the daemon must answer before [`Launch::start`] returns
     /// (default [`Ready::Serving`]).
     pub fn ready(mut self, ready: Ready) -> Self {
         self.ready = ready;
@@ -102,7 +111,7 @@ impl<'a> Launch<'a> {
     }
 
     /// Start `ctl --bpffs <fs> daemon [--config <file>] <args> --listen
-    /// 127.0.0.1:<port>` and wait until /healthz answers as
+    /// 127.0.0.1:<port>` and wait until it answers as
     /// [`Launch::ready`] says. An error, with the end of what the daemon
     /// wrote to stderr, if it exits first or is not ready in time; it is
     /// stopped then.
@@ -136,11 +145,12 @@ impl<'a> Launch<'a> {
         loop {
             if let Some(status) = daemon.child.try_wait()? {
                 bail!(
-                    "the daemon exited ({status}) before answering /healthz on port {port}: {}",
+                    "the daemon exited ({status}) before answering {} on port {port}: {}",
+                    self.ready.path(),
                     daemon.stderr_tail()
                 );
             }
-            last = healthz_status(port).or(last);
+            last = http_status(port, self.ready.path()).or(last);
             if last.is_some_and(|s| self.ready.met_by(s)) {
                 return Ok(daemon);
             }
@@ -150,7 +160,8 @@ impl<'a> Launch<'a> {
                     None => String::new(),
                 };
                 bail!(
-                    "the daemon did not answer /healthz{answer} on port {port} within {:?}: {}",
+                    "the daemon did not answer {}{answer} on port {port} within {:?}: {}",
+                    self.ready.path(),
                     self.up_within,
                     daemon.stderr_tail()
                 );
@@ -323,12 +334,12 @@ pub fn free_loopback_port(preferred: &[u16]) -> Result<u16> {
         .context("no free loopback port")
 }
 
-/// The status code of `GET /healthz` on loopback `port`, if it answered.
-fn healthz_status(port: u16) -> Option<u16> {
+/// The status code of `GET <path>` on loopback `port`, if it answered.
+fn http_status(port: u16, path: &str) -> Option<u16> {
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(s, "GET /healthz HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
     let mut head = [0u8; 16];
     let n = s.read(&mut head).ok()?;
     // "HTTP/1.x NNN ..."
@@ -481,7 +492,7 @@ mod tests {
         let msg = format!("{e:#}");
         assert!(
             msg.contains(&format!(
-                "did not answer /healthz with 200 (last answer 503) on port {port} within 500ms"
+                "did not answer /readyz with 200 (last answer 503) on port {port} within 500ms"
             )),
             "{msg}"
         );

@@ -70,7 +70,7 @@ pub struct Daemon(DaemonChild);
 
 impl Daemon {
     /// Start it on `maps` with `extra` config lines, and wait until its
-    /// maps are readable (/healthz 200).
+    /// maps are readable (/readyz 200).
     pub fn start(ctl: &Path, maps: &SyntheticMaps, extra: &str) -> Result<Daemon> {
         let port = free_loopback_port(&[])?;
         // Only the synthetic flows: the host's own connections on kernel
