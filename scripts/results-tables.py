@@ -10,6 +10,10 @@ A table that is computed from data is marked in the Markdown by a line
                              run, 0.1 BDP, lowest Jain, utilization, queue
   grid-points SCENARIO CCA   one CCA's grid per point, each run's Jain
   demo FILE                  the demo's table, docs/data/demo/FILE.txt
+  sweep FOLDER               a sweep's points, one row each (its swept
+                             parameters, then Jain, utilization, queue and
+                             each group's goodput): FOLDER under docs/data
+                             holds the sweep's sweep.csv
   readme                     README's one results table
 
 The grids' runs are listed, oldest first, in docs/data/grids/runs.csv
@@ -194,6 +198,34 @@ def readme():
     return lines
 
 
+FIXED = {"cca", "jain", "stdr", "group_ratio", "utilization", "qdelay_mean_ms",
+         "rtt_p95_ms", "retrans_ratio", "jain_worst", "utilization_worst",
+         "qdelay_mean_ms_worst", "retrans_ratio_worst", "reps"}
+
+
+def sweep_rows(folder):
+    """A sweep.csv (lab sweep or merge) as one Markdown row per point."""
+    csv_path = os.path.join(DATA, folder, "sweep.csv")
+    if not os.path.exists(path(csv_path)):
+        raise Fail(f"{csv_path} is missing")
+    with open(path(csv_path), newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        raise Fail(f"{csv_path} has no points")
+    cols = list(rows[0].keys())
+    params = [c for c in cols if c not in FIXED and not c.startswith("goodput_mbit_")]
+    groups = [c for c in cols if c.startswith("goodput_mbit_")]
+    head = ["cca"] + params + ["jain", "util", "queue"] + [g[len("goodput_mbit_"):] + " Mb/s" for g in groups]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        cells = [r["cca"]] + [r[p] for p in params]
+        cells += [f"{float(r['jain']):.3f}", f"{100 * float(r['utilization']):.1f} %",
+                  f"{float(r['qdelay_mean_ms']):.1f} ms"]
+        cells += [f"{float(r[g]):.2f}" for g in groups]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
 def generate(spec):
     kind, *args = spec.split()
     try:
@@ -205,6 +237,8 @@ def generate(spec):
             return demo_rows(args[0])[0]
         if kind == "readme" and not args:
             return readme()
+        if kind == "sweep" and len(args) == 1:
+            return sweep_rows(args[0])
     except KeyError as e:
         raise Fail(f"table {spec!r}: no {e} in its data")
     raise Fail(f"unknown table {spec!r}")

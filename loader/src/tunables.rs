@@ -439,8 +439,14 @@ mod tests {
             ("qfair.competitive", define(qfair, "QFAIR_DEF_COMPETITIVE")),
             ("qfair.o_cap", define(qfair, "QFAIR_DEF_O_CAP_X256")),
             ("qfair.exit_drains", define(qfair, "QFAIR_DEF_EXIT_DRAINS")),
-            ("qfair.drain_phase_ms", define(qfair, "QFAIR_DEF_DRAIN_PHASE_MS")),
-            ("qfair.tai_offset_s", define(qfair, "QFAIR_DEF_TAI_OFFSET_S")),
+            (
+                "qfair.drain_phase_ms",
+                define(qfair, "QFAIR_DEF_DRAIN_PHASE_MS"),
+            ),
+            (
+                "qfair.tai_offset_s",
+                define(qfair, "QFAIR_DEF_TAI_OFFSET_S"),
+            ),
         ];
         assert_eq!(expect.len(), ALL.len());
         for (name, stored) in expect {
