@@ -31,6 +31,10 @@
 //! - [`testkit`] (unit tests, and the `testkit` feature): run and sweep
 //!   folders written by the lab's own writers from made-up results.
 
+// The module docs name the crate-private modules too: they are the map of
+// the lab for whoever works on it (`cargo doc --document-private-items`).
+#![allow(rustdoc::private_intra_doc_links)]
+
 mod atomic;
 pub mod net;
 pub mod results;

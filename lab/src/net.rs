@@ -30,22 +30,22 @@
 //!   and daemon benches, kernel tests): up on /healthz before the caller
 //!   goes on, its stderr kept, stopped on drop.
 
-pub mod arrivals;
+pub(crate) mod arrivals;
 pub mod ccas;
 pub mod churn;
 pub mod clock;
 pub mod daemon_child;
 pub mod delay;
-pub mod delay_writer;
+pub(crate) mod delay_writer;
 pub mod iperf;
 pub mod link;
 pub mod netns;
 pub mod pathprobe;
 pub mod pathsched;
 pub mod procfs;
-pub mod qstats;
-pub mod rateload;
-pub mod rcvbytes;
+pub(crate) mod qstats;
+pub(crate) mod rateload;
+pub(crate) mod rcvbytes;
 pub mod selfcheck;
 pub mod sock;
 pub mod topology;

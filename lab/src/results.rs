@@ -22,17 +22,17 @@
 //!   Markdown table, repetitions pooled, mean and worst (`lab table`).
 //! - [`provenance`]: provenance.json, what a folder was produced with.
 
-pub mod accounting;
-pub mod drains;
-pub mod files;
+pub(crate) mod accounting;
+pub(crate) mod drains;
+pub(crate) mod files;
 pub mod gridtable;
-pub mod plot;
+pub(crate) mod plot;
 pub mod provenance;
 pub mod runtable;
-pub mod scoreboard;
+pub(crate) mod scoreboard;
 pub mod summary;
-pub mod sweep_plots;
-pub mod time_to_fair;
+pub(crate) mod sweep_plots;
+pub(crate) mod time_to_fair;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

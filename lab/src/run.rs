@@ -14,7 +14,7 @@
 
 pub mod fairness_grid;
 pub mod merge;
-pub mod resume;
+pub(crate) mod resume;
 pub mod resummarize;
 pub mod sweep;
 

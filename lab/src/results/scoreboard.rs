@@ -105,6 +105,7 @@ impl Scoreboard {
     }
 
     /// Bytes that arrived in all (the connection's unique payload so far).
+    #[cfg(test)]
     pub fn unique_bytes(&self) -> u64 {
         let below: u64 = self.below.iter().map(|r| (r.end - r.start) as u64).sum();
         below + (self.high - self.top) as u64

@@ -174,7 +174,9 @@ fn panel_caption(cca: &str, points: &[SweepPoint]) -> String {
     }
 }
 
-/// The file names [`plot`] writes for a sweep of `ccas`.
+/// The file names [`plot`] writes for a sweep of `ccas` (what tests check
+/// a merged folder against).
+#[cfg(test)]
 pub fn files(sweep: &Sweep, ccas: &[String]) -> Vec<String> {
     if sweep.y.is_none() {
         let mut f: Vec<String> = METRICS.iter().map(|m| format!("{}.png", m.name)).collect();

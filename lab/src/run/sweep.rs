@@ -27,7 +27,7 @@ pub fn run(
     run_shard(base, sweep, ccas, None, opts)
 }
 
-/// As [`run`], only the points of `shard` (all of them with `None`). A
+/// As [`run()`], only the points of `shard` (all of them with `None`). A
 /// shard's folder holds its own points only.
 pub fn run_shard(
     base: &Scenario,
@@ -69,7 +69,7 @@ pub fn dir_of(out_dir: &Path, base: &Scenario) -> PathBuf {
     ))
 }
 
-/// As [`run`], the points `sel` selects; writes the sweep's files and its
+/// As [`run()`], the points `sel` selects; writes the sweep's files and its
 /// provenance.json (one record per point).
 pub fn run_selected(
     base: &Scenario,
