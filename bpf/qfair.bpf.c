@@ -755,8 +755,8 @@ static __always_inline void qfair_end_drain(struct sock *sk, struct rf_bbr *bbr,
 		qf->drains_ok++;
 		qf->noise_us = qf_noise_next_us(qf->noise_us, qf->drain_bkt_sum_us,
 						qf->drain_bkt_cnt, bbr->min_rtt_us);
-		qf->excess_us = qf_noise_next_us(qf->excess_us, tcp_sk(sk)->srtt_us >> 3, 1,
-						 bbr->min_rtt_us);
+		qf->excess_us = qf_noise_next_us(qf->excess_us, tcp_sk(sk)->srtt_us >> 3,
+						 qf->drain_bkt_cnt ? 1 : 0, bbr->min_rtt_us);
 		qfair_update_competitive(qf, competitive,
 					 qfair_exit_verdict(qf, qfair_tun_exit_drains(set),
 							    QF_VERDICT_EMPTIED));
@@ -798,8 +798,10 @@ static __always_inline struct qfair_flow *qfair_close_bucket(struct sock *sk,
 	qf->last_bkt_idx = hot->bkt_idx;
 	if (hot->flags & QF_IN_DRAIN) {
 		qf->drain_min_us = rf_min(qf->drain_min_us, hot->bkt_min_us);
-		/* settled: the flow's inflight is down to the drain's window */
-		if (bbr->probe_rtt_done_ms) {
+		/* settled: a round since the flow's inflight came down to the
+		 * drain's window, so these samples are of packets sent with its
+		 * backlog gone (a long path may have none before the drain ends) */
+		if (bbr->probe_rtt_done_ms && bbr->probe_rtt_round_done) {
 			qf->drain_bkt_sum_us += hot->bkt_min_us;
 			qf->drain_bkt_cnt++;
 		}
