@@ -33,7 +33,8 @@
  * Drains. Every flow halves its rate and holds half its pipe x^ P at UTC
  * multiples of the drain period (CLOCK_TAI less the host's TAI offset,
  * plus a phase), for 200 ms and a round. The queue qfair flows hold empties,
- * and what a flow reads in the drain's settled part sets its baselines:
+ * and what a flow reads in the drain's settled part (from a round after its
+ * inflight came down) sets its baselines:
  *   R^    a running minimum of the RTT (BBR's 10 s expiry disarmed);
  *   nu    its bucket minima's mean above R^: the path's own delay noise
  *         (jitter, ACK batching) as Eq. 4 reads it, which is no queue;
