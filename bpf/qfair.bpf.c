@@ -33,8 +33,8 @@
  * Drains. Every flow halves its rate and holds half its pipe x^ P at UTC
  * multiples of the drain period (CLOCK_TAI less the host's TAI offset,
  * plus a phase), for 200 ms and a round. The queue qfair flows hold empties,
- * and what a flow reads in the drain's settled part (from a round after its
- * inflight came down) sets its baselines:
+ * and what a flow reads in the drain's settled part (its last 64 ms, a round
+ * or more after its inflight came down) sets its baselines:
  *   R^    a running minimum of the RTT (BBR's 10 s expiry disarmed);
  *   nu    its bucket minima's mean above R^: the path's own delay noise
  *         (jitter, ACK batching) as Eq. 4 reads it, which is no queue;
@@ -107,6 +107,7 @@ _Static_assert(QF_GAIN_UNIT == BBR_UNIT, "qfair_math.h's gain unit must be the c
 #define QFAIR_FULL_LOSS_PCT 2
 #define QFAIR_FIRST_DRAIN_MS 2000              /* local clock: first drain */
 #define QFAIR_NEAR_MIN_US 500                  /* local clock: near-min sample */
+#define QFAIR_SETTLED_MS 64                    /* a drain's noise readings: its last 64 ms */
 
 RTTFAIR_TUNABLES_ARRAY(QFAIR_TUNABLES_MAP, struct qfair_tunables);
 
@@ -800,9 +801,11 @@ static __always_inline struct qfair_flow *qfair_close_bucket(struct sock *sk,
 	if (hot->flags & QF_IN_DRAIN) {
 		qf->drain_min_us = rf_min(qf->drain_min_us, hot->bkt_min_us);
 		/* settled: a round since the flow's inflight came down to the
-		 * drain's window, so these samples are of packets sent with its
-		 * backlog gone (a long path may have none before the drain ends) */
-		if (bbr->probe_rtt_done_ms && bbr->probe_rtt_round_done) {
+		 * drain's window (samples of packets sent with its backlog gone),
+		 * and the dwell's last QFAIR_SETTLED_MS (what every flow's backlog
+		 * has had longest to leave); a long path may have none */
+		if (bbr->probe_rtt_done_ms && bbr->probe_rtt_round_done &&
+		    !rf_before(tcp_now_ms(tcp_sk(sk)), bbr->probe_rtt_done_ms - QFAIR_SETTLED_MS)) {
 			qf->drain_bkt_sum_us += hot->bkt_min_us;
 			qf->drain_bkt_cnt++;
 		}
