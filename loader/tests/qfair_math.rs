@@ -1240,7 +1240,10 @@ fn drain_verdict_allows_the_paths_own_spread() {
     let noisy = unsafe { host_qf_drain_emptied(24_000, 27_000, r, 900, spread, 0) };
     assert_eq!(noisy, 1, "the path's own noise is no queue");
     let clean = unsafe { host_qf_drain_emptied(24_000, 27_000, r, 900, 0, 0) };
-    assert_eq!(clean, 0, "without the spread the same minimum reads as a queue");
+    assert_eq!(
+        clean, 0,
+        "without the spread the same minimum reads as a queue"
+    );
     // cubic's standing queue of 30 ms, spread 2 ms from its growth in the drain
     let cubic = unsafe { host_qf_drain_emptied(r + 30_000, r + 33_000, r, 900, 2_000, 1) };
     assert_eq!(cubic, 0);
@@ -1248,8 +1251,16 @@ fn drain_verdict_allows_the_paths_own_spread() {
     // of R^ plus the spread: cubic refilled by the end still fails
     let refilled = unsafe { host_qf_drain_emptied(r, r + 3_500, r, 4_550, 1_000, 1) };
     assert_eq!(refilled, 0);
-    assert_eq!(unsafe { host_qf_drain_spread_us(0, 0, 24_000) }, 0, "no settled bucket");
-    assert_eq!(unsafe { host_qf_drain_spread_us(23_000 * 3, 3, 24_000) }, 0, "never negative");
+    assert_eq!(
+        unsafe { host_qf_drain_spread_us(0, 0, 24_000) },
+        0,
+        "no settled bucket"
+    );
+    assert_eq!(
+        unsafe { host_qf_drain_spread_us(23_000 * 3, 3, 24_000) },
+        0,
+        "never negative"
+    );
 }
 
 /// The noise nu: the drain's mean of bucket minima above R^ (never
@@ -1258,7 +1269,10 @@ fn drain_verdict_allows_the_paths_own_spread() {
 fn noise_is_the_last_drains_reading() {
     let r = 20_000u32;
     assert_eq!(unsafe { host_qf_noise_next_us(0, 28_000 * 4, 4, r) }, 8_000);
-    assert_eq!(unsafe { host_qf_noise_next_us(8_000, 20_100 * 4, 4, r) }, 100);
+    assert_eq!(
+        unsafe { host_qf_noise_next_us(8_000, 20_100 * 4, 4, r) },
+        100
+    );
     assert_eq!(unsafe { host_qf_noise_next_us(6_000, 0, 0, r) }, 6_000);
     assert_eq!(unsafe { host_qf_noise_next_us(6_000, 19_000 * 2, 2, r) }, 0);
 }
