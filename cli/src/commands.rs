@@ -23,7 +23,15 @@ pub fn run(cli: Cli) -> Result<()> {
             ccas,
             flows_max,
             object,
-        } => load(&fs, &out, &ccas, flows_max, object.as_deref()),
+            name,
+        } => load(
+            &fs,
+            &out,
+            &ccas,
+            flows_max,
+            object.as_deref(),
+            name.as_deref(),
+        ),
         Command::Unload {
             ccas,
             force,
@@ -315,8 +323,13 @@ fn load(
     names: &[String],
     flows_max: Option<u32>,
     object: Option<&Path>,
+    name: Option<&str>,
 ) -> Result<()> {
-    let ccas = parse_ccas(names)?;
+    let ccas = match (parse_ccas(names)?.as_slice(), name) {
+        (ccas, None) => ccas.to_vec(),
+        (&[cca], Some(name)) => vec![cca.second_name(name)?],
+        (_, Some(_)) => bail!("--name takes exactly one CCA"),
+    };
     // What the host lacks, said before anything is touched.
     crate::doctor::check_before_load(fs, &ccas)?;
     let object = match object {
@@ -458,6 +471,13 @@ fn flows(
     native: bool,
 ) -> Result<()> {
     let filter = cca.map(str::parse::<Cca>).transpose()?;
+    if let Some(c) = filter.filter(|c| *c != c.base()) {
+        bail!(
+            "{c}'s flows export as {}'s: `flows --cca {}` lists them with the others",
+            c.base(),
+            c.base()
+        );
+    }
     // Another ABI's CCAs export into maps this build cannot see.
     rttfair_loader::installed::check(fs)?;
     let sockets = native

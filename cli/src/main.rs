@@ -61,6 +61,11 @@ pub enum Command {
         /// the CCA; it must define `<cca>_ops`). Only with a single CCA.
         #[arg(long, value_name = "PATH")]
         object: Option<std::path::PathBuf>,
+        /// Register the CCA a second time under this name, with tunables of
+        /// its own (`rttfairctl set qfair_b.drain_phase_ms 1000`): qfair
+        /// only, named qfair_<suffix>. Only with a single CCA.
+        #[arg(long, value_name = "NAME")]
+        name: Option<String>,
     },
     /// Unregister congestion controls (refused while sockets use them).
     Unload {

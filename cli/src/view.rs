@@ -61,7 +61,11 @@ impl Status {
             .and_then(|r| r.flows().ok())
             .unwrap_or_default();
         let mut ccas = Vec::new();
-        for cca in Cca::ALL {
+        // Then the second names loaded (qfair_b), whose sockets and flows
+        // count as their base's.
+        let second = lifecycle::pinned(fs).into_iter().filter(|c| *c != c.base());
+        for cca in Cca::ALL.into_iter().chain(second) {
+            let known = known && cca == cca.base();
             let counters = reader
                 .as_ref()
                 .and_then(|r| r.counters(cca).ok())

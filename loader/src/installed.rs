@@ -27,9 +27,8 @@ use crate::loaded;
 /// registered and pinned while this build's maps are absent, the error
 /// names them, the ABI(s) whose maps are pinned and the fix.
 pub fn check(fs: &BpfFs) -> Result<()> {
-    let loaded: Vec<Cca> = Cca::ALL
-        .iter()
-        .copied()
+    let loaded: Vec<Cca> = loaded::pinned(fs)
+        .into_iter()
         .filter(|c| loaded::is_loaded(*c, fs))
         .collect();
     loaded_ccas_check(fs, &loaded)

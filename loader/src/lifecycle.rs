@@ -21,7 +21,7 @@ use crate::cca::Cca;
 use crate::error::{Error, Result};
 use crate::{flows, installed, kernel, objects, preflight, stack_depth};
 
-pub use crate::loaded::is_loaded;
+pub use crate::loaded::{is_loaded, pinned};
 
 /// The capacities the per-flow export map may be given, by `load
 /// --flows-max` and the daemon's `flow_map_entries` alike: from 1024 (a
@@ -101,7 +101,16 @@ pub fn open(cca: Cca, fs: &BpfFs, opts: &LoadOptions) -> Result<Opened> {
     }
     for mut map in obj.maps_mut() {
         let name = map.name().to_string_lossy().into_owned();
-        let pin = fs.map_pin(&name);
+        let pin = match crate::tunables::pin_of(cca) {
+            // a second name's tunables: pinned at their own path
+            Some(own) if crate::tunables::map_of(cca) == Some(name.as_str()) && own != name => {
+                let pin = fs.map_pin(&own);
+                map.set_pin_path(&pin)
+                    .map_err(|e| Error::bpf(format!("pin {cca}'s tunables"), e))?;
+                pin
+            }
+            _ => fs.map_pin(&name),
+        };
         if pin.exists() {
             let pinned_entries =
                 check_pinned_map_matches(&pin, map.map_type(), map.key_size(), map.value_size())
@@ -128,7 +137,53 @@ pub fn open(cca: Cca, fs: &BpfFs, opts: &LoadOptions) -> Result<Opened> {
             }
         }
     }
+    if cca != cca.base() {
+        set_ops_name(&mut obj, cca)?;
+    }
     Ok(Opened { cca, obj, custom })
+}
+
+/// The kernel's TCP_CA_NAME_MAX: the size of `tcp_congestion_ops.name`.
+const CA_NAME_SIZE: usize = 16;
+
+/// Make the object's struct_ops register under `cca`'s name, a second name
+/// (`qfair_b`) rather than the one compiled in: its initial value is the
+/// object's `struct tcp_congestion_ops`, whose `name` field the object's
+/// BTF places.
+fn set_ops_name(obj: &mut OpenObject, cca: Cca) -> Result<()> {
+    use libbpf_rs::btf::types::{MemberAttr, Struct};
+    use libbpf_rs::AsRawLibbpf;
+    let missing = |what: &str| Error::NoStructOps(format!("{cca}: the object's {what}"));
+    let offset = {
+        // SAFETY: the pointer is the live object's, borrowed for this block.
+        let raw = unsafe { obj.as_libbpf_object().as_ref() };
+        let btf = libbpf_rs::btf::Btf::from_bpf_object(raw)
+            .map_err(|e| Error::bpf("read the object's BTF", e))?
+            .ok_or_else(|| missing("BTF is missing"))?;
+        let ops: Struct = btf
+            .type_by_name("tcp_congestion_ops")
+            .ok_or_else(|| missing("BTF has no struct tcp_congestion_ops"))?;
+        let attr = ops
+            .iter()
+            .find(|m| m.name.is_some_and(|n| n == "name"))
+            .map(|m| m.attr);
+        match attr {
+            Some(MemberAttr::Normal { offset }) => offset as usize / 8,
+            _ => return Err(missing("tcp_congestion_ops has no name field")),
+        }
+    };
+    let ops = cca.ops_map();
+    let mut map = obj
+        .maps_mut()
+        .find(|m| m.name() == ops.as_str())
+        .ok_or_else(|| missing(&format!("map {ops} is missing")))?;
+    let field = map
+        .initial_value_mut()
+        .and_then(|v| v.get_mut(offset..offset + CA_NAME_SIZE))
+        .ok_or_else(|| missing(&format!("map {ops} has no name field")))?;
+    field.fill(0);
+    field[..cca.name().len()].copy_from_slice(cca.name().as_bytes());
+    Ok(())
 }
 
 /// A refusal of the developer's `--object`.
@@ -463,24 +518,25 @@ fn unregister_locked(cca: Cca, fs: &BpfFs, force: bool, _lock: &LockGuard) -> Re
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    if !Cca::ALL.iter().any(|c| fs.link_pin(*c).exists()) {
+    if crate::loaded::pinned(fs).is_empty() {
         remove_shared_maps(fs);
     } else {
         // Its own state goes with it, so a reload starts from the defaults
         // (a lab's fairtt.scope must not leak into an operator's fairtt).
         // Sockets still on it (--force) keep the maps they hold.
         for map in own_maps(cca) {
-            let _ = fs::remove_file(fs.map_pin(map));
+            let _ = fs::remove_file(fs.map_pin(&map));
         }
     }
     Ok(())
 }
 
-/// The maps only `cca`'s object has (the rest are shared by every CCA).
-fn own_maps(cca: Cca) -> Vec<&'static str> {
-    let mut own: Vec<&'static str> = crate::tunables::map_of(cca).into_iter().collect();
+/// The pins of the maps only `cca` has (the rest are shared by every CCA,
+/// qfair's second names sharing all but their tunables with qfair).
+fn own_maps(cca: Cca) -> Vec<String> {
+    let mut own: Vec<String> = crate::tunables::pin_of(cca).into_iter().collect();
     if cca == Cca::Fairtt {
-        own.push(maps::FAIRTT_REGISTRY);
+        own.push(maps::FAIRTT_REGISTRY.to_string());
     }
     own
 }
@@ -710,7 +766,7 @@ fn map_pins(fs: &BpfFs) -> Vec<std::path::PathBuf> {
 /// After a failed load or swap: remove the map pins it made (those not in
 /// `before`), or every pin when no CCA is left to use them.
 fn remove_new_maps(fs: &BpfFs, before: &[std::path::PathBuf]) {
-    if !Cca::ALL.iter().any(|c| fs.link_pin(*c).exists()) {
+    if crate::loaded::pinned(fs).is_empty() {
         return remove_shared_maps(fs);
     }
     for p in map_pins(fs) {
@@ -820,7 +876,7 @@ pub fn create_shared_maps(fs: &BpfFs, opts: &LoadOptions) -> Result<()> {
 /// tree too). Says whether there were maps to remove.
 pub fn remove_unused(fs: &BpfFs) -> bool {
     let stale = remove_stale_maps(fs);
-    if !Cca::ALL.iter().any(|c| fs.link_pin(*c).exists()) {
+    if crate::loaded::pinned(fs).is_empty() {
         fs.remove_if_empty();
     }
     stale
@@ -833,7 +889,7 @@ pub fn remove_unused(fs: &BpfFs) -> bool {
 /// other pin (another tool's, another layout's) is left for [`open`] to
 /// refuse by name, never deleted.
 fn remove_stale_maps(fs: &BpfFs) -> bool {
-    if Cca::ALL.iter().any(|c| fs.link_pin(*c).exists()) {
+    if !crate::loaded::pinned(fs).is_empty() {
         return false;
     }
     let pins = map_pins(fs);
@@ -873,8 +929,15 @@ fn is_one_of(pin: &Path, ours: &[(String, libbpf_rs::MapType, u32, u32)]) -> boo
     let Some(name) = pin.file_name().and_then(|n| n.to_str()) else {
         return false;
     };
+    // a second name's tunables: "<map>_<name>" (tunables::pin_of)
+    let second = |n: &str| {
+        name.strip_prefix(n)
+            .and_then(|r| r.strip_prefix('_'))
+            .and_then(|r| r.parse::<Cca>().ok())
+            .is_some_and(|c| c != c.base() && crate::tunables::map_of(c) == Some(n))
+    };
     ours.iter()
-        .find(|(n, ..)| n == name)
+        .find(|(n, ..)| n == name || second(n))
         .is_some_and(|&(_, ty, k, v)| check_pinned_map_matches(pin, ty, k, v).is_ok())
 }
 

@@ -24,7 +24,7 @@ pub fn cca(cca: Cca) -> &'static [u8] {
         Cca::Bbr1 => BBR1,
         Cca::Fairtt => FAIRTT,
         Cca::Adbbr => ADBBR,
-        Cca::Qfair => QFAIR,
+        Cca::Qfair | Cca::QfairAs(_) => QFAIR,
         Cca::BbrNative => BBR_NATIVE,
         Cca::Bbr3 => BBR3,
     }

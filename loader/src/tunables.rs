@@ -41,12 +41,22 @@ macro_rules! field {
 /// The pinned map and the struct size of a CCA's tunables, if it has any.
 fn tunables_map(cca: Cca) -> Option<(&'static str, usize)> {
     use std::mem::size_of;
-    match cca {
+    match cca.base() {
         Cca::Fairtt => Some((maps::FAIRTT_TUNABLES, size_of::<RawFairttTunables>())),
         Cca::Adbbr => Some((maps::ADBBR_TUNABLES, size_of::<RawAdbbrTunables>())),
         Cca::Qfair => Some((maps::QFAIR_TUNABLES, size_of::<RawQfairTunables>())),
-        Cca::Bbr1 | Cca::BbrNative | Cca::Bbr3 => None,
+        Cca::Bbr1 | Cca::BbrNative | Cca::Bbr3 | Cca::QfairAs(_) => None,
     }
+}
+
+/// Where `cca`'s tunables are pinned: the map's own name, or for a second
+/// name (`qfair_b`) that name after it, so each name has its own.
+pub(crate) fn pin_of(cca: Cca) -> Option<String> {
+    let (map, _) = tunables_map(cca)?;
+    Some(match cca {
+        Cca::QfairAs(name) => format!("{map}_{name}"),
+        _ => map.to_string(),
+    })
 }
 
 /// Every tunable of every CCA.
@@ -83,52 +93,62 @@ impl Tunable {
         format!("{}.{}", self.cca, self.name)
     }
 
-    /// Look up "cca.name". An unknown name is refused listing the CCA's
-    /// own tunables, or, for a CCA without any (or not one of rttfair's),
+    /// Look up "cca.name" (a second name's, "qfair_b.alpha0", is qfair's
+    /// tunable). An unknown name is refused listing the CCA's own
+    /// tunables, or, for a CCA without any (or not one of rttfair's),
     /// saying so and naming the CCAs that have some.
     pub fn find(full: &str) -> Result<&'static Tunable> {
-        let bad = |reason: String| Error::InvalidValue {
-            name: full.to_string(),
-            reason,
-        };
-        let names = |of: &dyn Fn(&Tunable) -> bool| {
-            ALL.iter()
-                .filter(|t| of(t))
-                .map(Tunable::full_name)
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let (cca, name) = full.split_once('.').ok_or_else(|| {
+        resolve(full).map(|(_, t)| t)
+    }
+}
+
+/// "cca.name" as the CCA it names (a second name as itself) and the tunable.
+fn resolve(full: &str) -> Result<(Cca, &'static Tunable)> {
+    let bad = |reason: String| Error::InvalidValue {
+        name: full.to_string(),
+        reason,
+    };
+    let names = |of: &dyn Fn(&Tunable) -> bool| {
+        ALL.iter()
+            .filter(|t| of(t))
+            .map(Tunable::full_name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let (cca, name) = full.split_once('.').ok_or_else(|| {
+        bad(format!(
+            "expected <cca>.<tunable>; tunables: {}",
+            names(&|_| true)
+        ))
+    })?;
+    let cca = cca
+        .parse::<Cca>()
+        .ok()
+        .filter(|c| ALL.iter().any(|t| t.cca == c.base()))
+        .ok_or_else(|| {
+            let with: Vec<&str> = Cca::ALL
+                .into_iter()
+                .filter(|c| tunables_map(*c).is_some())
+                .map(Cca::name)
+                .collect();
             bad(format!(
-                "expected <cca>.<tunable>; tunables: {}",
-                names(&|_| true)
+                "{cca} has no tunables; CCAs with tunables: {}",
+                with.join(", ")
             ))
         })?;
-        let cca = cca
-            .parse::<Cca>()
-            .ok()
-            .filter(|c| ALL.iter().any(|t| t.cca == *c))
-            .ok_or_else(|| {
-                let with: Vec<&str> = Cca::ALL
-                    .into_iter()
-                    .filter(|c| tunables_map(*c).is_some())
-                    .map(Cca::name)
-                    .collect();
-                bad(format!(
-                    "{cca} has no tunables; CCAs with tunables: {}",
-                    with.join(", ")
-                ))
-            })?;
-        ALL.iter()
-            .find(|t| t.cca == cca && t.name == name)
-            .ok_or_else(|| {
-                bad(format!(
-                    "no such tunable of {cca}; its tunables: {}",
-                    names(&|t| t.cca == cca)
-                ))
-            })
-    }
+    ALL.iter()
+        .find(|t| t.cca == cca.base() && t.name == name)
+        .map(|t| (cca, t))
+        .ok_or_else(|| {
+            bad(format!(
+                "no such tunable of {cca}; its tunables: {}",
+                names(&|t| t.cca == cca.base())
+                    .replace(&format!("{}.", cca.base()), &format!("{cca}."))
+            ))
+        })
+}
 
+impl Tunable {
     /// Parse and validate a user's value into the stored u32.
     pub fn parse(&self, text: &str) -> Result<u32> {
         let bad = |reason: String| Error::InvalidValue {
@@ -165,12 +185,6 @@ impl Tunable {
         Ok(stored as u32)
     }
 
-    fn map_name(&self) -> &'static str {
-        tunables_map(self.cca)
-            .expect("a tunable's CCA has a tunables map")
-            .0
-    }
-
     /// The stored u32 as the user's number.
     pub fn display(&self, stored: u32) -> f64 {
         if stored == 0 {
@@ -191,9 +205,10 @@ pub struct Value {
     pub help: &'static str,
 }
 
-/// The CCA's whole tunables entry as its u32 fields.
-fn read_raw(fs: &BpfFs, t: &Tunable) -> Result<Vec<u32>> {
-    let map = open_map(fs, t)?;
+/// `cca`'s whole tunables entry (`t` is one of its tunables) as its u32
+/// fields.
+fn read_raw(fs: &BpfFs, cca: Cca, t: &Tunable) -> Result<Vec<u32>> {
+    let map = open_map(fs, cca, t)?;
     let size = tunables_map(t.cca).map_or(0, |(_, size)| size);
     let bytes = map
         .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)
@@ -206,9 +221,9 @@ fn read_raw(fs: &BpfFs, t: &Tunable) -> Result<Vec<u32>> {
         .collect())
 }
 
-/// The pinned map of `cca`'s tunables, if it has any: its own, so it goes
-/// when `cca` is unloaded (`lifecycle::unregister`) and a reload starts
-/// from the defaults.
+/// The name of the map of `cca`'s tunables in its object, if it has any
+/// (pinned at [`pin_of`]: its own, so it goes when `cca` is unloaded
+/// (`lifecycle::unregister`) and a reload starts from the defaults).
 pub(crate) fn map_of(cca: Cca) -> Option<&'static str> {
     tunables_map(cca).map(|(name, _)| name)
 }
@@ -216,9 +231,9 @@ pub(crate) fn map_of(cca: Cca) -> Option<&'static str> {
 /// `t`'s CCA must be loaded: a map pin alone (a CCA being unloaded) is not.
 /// A read-modify-write of the whole struct with one field changed; the
 /// caller holds the installation lock.
-fn write_field(fs: &BpfFs, t: &Tunable, stored: u32) -> Result<()> {
-    let map = open_map(fs, t)?;
-    let mut fields = read_raw(fs, t)?;
+fn write_field(fs: &BpfFs, cca: Cca, t: &Tunable, stored: u32) -> Result<()> {
+    let map = open_map(fs, cca, t)?;
+    let mut fields = read_raw(fs, cca, t)?;
     fields[t.field] = stored;
     let bytes: Vec<u8> = fields.iter().flat_map(|v| v.to_ne_bytes()).collect();
     map.update(&0u32.to_ne_bytes(), &bytes, MapFlags::ANY)
@@ -242,52 +257,56 @@ pub fn host_tai_offset_s() -> Result<u32> {
 /// of the period on every host whatever its NTP daemon set (the caller
 /// holds the installation lock). A no-op for the other CCAs.
 pub(crate) fn write_host_facts(fs: &BpfFs, cca: Cca) -> Result<()> {
-    if cca != Cca::Qfair {
+    if cca.base() != Cca::Qfair {
         return Ok(());
     }
     let t = Tunable::find("qfair.tai_offset_s")?;
-    write_field(fs, t, host_tai_offset_s()?)
+    write_field(fs, cca, t, host_tai_offset_s()?)
 }
 
-fn check_loaded(fs: &BpfFs, t: &Tunable) -> Result<()> {
-    if !crate::loaded::is_loaded(t.cca, fs) {
+fn check_loaded(fs: &BpfFs, cca: Cca) -> Result<()> {
+    if !crate::loaded::is_loaded(cca, fs) {
         return Err(Error::NotLoaded {
-            cca: format!("{} (its tunables exist while it is loaded)", t.cca),
+            cca: format!("{cca} (its tunables exist while it is loaded)"),
         });
     }
     Ok(())
 }
 
-fn open_map(fs: &BpfFs, t: &Tunable) -> Result<libbpf_rs::MapHandle> {
-    if !fs.map_pin(t.map_name()).exists() {
+fn open_map(fs: &BpfFs, cca: Cca, t: &Tunable) -> Result<libbpf_rs::MapHandle> {
+    let pin = pin_of(cca).unwrap_or_else(|| panic!("{} is not a tunable of {cca}", t.full_name()));
+    if !fs.map_pin(&pin).exists() {
         return Err(Error::NotLoaded {
-            cca: format!("{} (its tunables live in its pinned map)", t.cca),
+            cca: format!("{cca} (its tunables live in its pinned map)"),
         });
     }
-    fs.open_map(t.map_name())
+    fs.open_map(&pin)
 }
 
-/// Current values of every tunable of `cca` (or all loaded CCAs). Naming a
-/// CCA that is not loaded is an error.
+/// Current values of every tunable of `cca` (or all loaded CCAs, second
+/// names too). Naming a CCA that is not loaded is an error.
 pub fn get(fs: &BpfFs, filter: Option<&str>) -> Result<Vec<Value>> {
     fs.check_access("reading tunables")?;
-    let selected: Vec<&Tunable> = match filter {
-        None => ALL
-            .iter()
-            .filter(|t| crate::loaded::is_loaded(t.cca, fs))
+    let of = |cca: Cca| {
+        ALL.iter()
+            .filter(move |t| t.cca == cca.base())
+            .map(move |t| (cca, t))
+    };
+    let selected: Vec<(Cca, &Tunable)> = match filter {
+        None => crate::loaded::pinned(fs)
+            .into_iter()
+            .filter(|c| crate::loaded::is_loaded(*c, fs))
+            .flat_map(of)
             .collect(),
-        Some(f) if f.contains('.') => vec![Tunable::find(f)?],
-        Some(f) => {
-            let cca: Cca = f.parse()?;
-            ALL.iter().filter(|t| t.cca == cca).collect()
-        }
+        Some(f) if f.contains('.') => vec![resolve(f)?],
+        Some(f) => of(f.parse()?).collect(),
     };
     let mut out = Vec::new();
-    for t in selected {
-        check_loaded(fs, t)?;
-        let stored = read_raw(fs, t)?[t.field];
+    for (cca, t) in selected {
+        check_loaded(fs, cca)?;
+        let stored = read_raw(fs, cca, t)?[t.field];
         out.push(Value {
-            name: t.full_name(),
+            name: format!("{cca}.{}", t.name),
             value: t.display(stored),
             is_default: stored == 0,
             unit: t.unit,
@@ -300,15 +319,22 @@ pub fn get(fs: &BpfFs, filter: Option<&str>) -> Result<Vec<Value>> {
 /// Validate and store one tunable; returns the value now in effect.
 pub fn set(fs: &BpfFs, full: &str, text: &str) -> Result<Value> {
     crate::preflight::require(&format!("setting {full}"), crate::preflight::WRITE_TUNABLES)?;
-    let t = Tunable::find(full)?;
-    let stored = t.parse(text)?;
-    check_loaded(fs, t)?;
+    let (cca, t) = resolve(full)?;
+    // A second name's refusal names it (`qfair_b.x`), not qfair's.
+    let stored = t.parse(text).map_err(|e| match e {
+        Error::InvalidValue { reason, .. } => Error::InvalidValue {
+            name: full.to_string(),
+            reason,
+        },
+        e => e,
+    })?;
+    check_loaded(fs, cca)?;
     // Under the installation lock, so a concurrent `set` of another field of
     // the same CCA is not lost.
     let _lock = fs.lock(crate::bpffs::LOCK_WAIT)?;
-    write_field(fs, t, stored)?;
+    write_field(fs, cca, t, stored)?;
     Ok(Value {
-        name: t.full_name(),
+        name: format!("{cca}.{}", t.name),
         value: t.display(stored),
         is_default: false,
         unit: t.unit,

@@ -362,11 +362,14 @@ impl CcaSession {
     /// tunables as read back, whatever they are.
     pub fn expected_tunables(&self, set: &Tunables) -> Tunables {
         let mut out = Tunables::new();
-        for t in rttfair_loader::tunables::ALL
-            .iter()
-            .filter(|t| self.known.contains(&t.cca))
-        {
-            out.insert(t.full_name(), t.default);
+        // A second name (qfair_b) has its base's tunables under its name.
+        for &cca in &self.known {
+            for t in rttfair_loader::tunables::ALL
+                .iter()
+                .filter(|t| t.cca == cca.base())
+            {
+                out.insert(format!("{cca}.{}", t.name), t.default);
+            }
         }
         if self.known.contains(&Cca::Fairtt) {
             out.insert("fairtt.scope".to_string(), LAB_FAIRTT_SCOPE);

@@ -113,7 +113,10 @@ pub fn tunables(fs: &BpfFs, names: &[String]) -> Result<BTreeMap<String, f64>> {
         let Ok(cca) = name.parse::<Cca>() else {
             continue;
         };
-        if !rttfair_loader::tunables::ALL.iter().any(|t| t.cca == cca) {
+        if !rttfair_loader::tunables::ALL
+            .iter()
+            .any(|t| t.cca == cca.base())
+        {
             continue;
         }
         for v in rttfair_loader::tunables::get(fs, Some(cca.name()))

@@ -191,6 +191,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "real-vs-cubic",
         include_str!("../../../scenarios/real-vs-cubic.toml"),
     ),
+    (
+        "real-drain-groups",
+        include_str!("../../../scenarios/real-drain-groups.toml"),
+    ),
 ];
 
 /// Resolve a scenario argument: a file path if it exists (read by
@@ -260,6 +264,27 @@ mod tests {
             let file = std::fs::read_to_string(dir.join(format!("{name}.toml"))).unwrap();
             assert_eq!(*text, file, "{name} embeds another file's text");
         }
+    }
+
+    /// The per-phase files of real-drain-groups (run by path, not
+    /// embedded) are valid scenarios too.
+    #[test]
+    fn every_real_drain_groups_file_is_valid() {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/real-drain-groups");
+        let mut n = 0;
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            let s = super::resolve(p.to_str().unwrap())
+                .unwrap_or_else(|e| panic!("{}: {e:#}", p.display()));
+            assert!(
+                s.flows.iter().any(|f| f.cca == "qfair_b"),
+                "{}",
+                p.display()
+            );
+            n += 1;
+        }
+        assert_eq!(n, 12);
     }
 
     /// Each way a scenario argument fails names where the text came from,
