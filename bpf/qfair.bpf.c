@@ -24,7 +24,7 @@
  *   g    = 1 + clamp(e min(D / tau_g, 2^v al_b / (2 x^ P)), +-g_cap),
  *          e = (al_b - a^) / al_b, g = 1 inside al_b <= a^ <= 2 al_b       (8)
  *   o   <- o + clamp(al_b - a^, +-al_b/4) dt / tau_i, |o| <= o_cap al   (8b)
- *   w    = g x^ P + al + o,  P = R^ + nu_p;  cwnd = max(4, w) + b      (1)
+ *   w    = g x^ P + al + o,  P = R^ + nu;  cwnd = max(4, w) + b        (1)
  *   pace = 1.1 (w + b) / D  ((w + b) / D below 6 packets)              (9)
  *
  * al_b = al + b, b the TSO burst room (three bursts where the pipe holds
@@ -37,8 +37,8 @@
  * or more after its inflight came down) sets its baselines:
  *   R^    a running minimum of the RTT (BBR's 10 s expiry disarmed);
  *   nu    its bucket minima's mean above R^: the path's own delay noise
- *         (jitter, ACK batching) as Eq. 4 reads it, which is no queue;
- *   nu_p  its srtt above R^: the same noise as the pipe carries it.
+ *         (jitter, ACK batching) as Eq. 4 reads it, which is no queue
+ *         (Eq. 5) and which the window must carry (Eq. 1's pipe).
  * The drain's lowest RTT m judges the queue. Within max(1 ms, q^'/2) plus
  * the drain's own spread of R^, it emptied. Otherwise someone else holds a
  * queue (a loss-based flow, or a longer path): the flow turns competitive
@@ -170,7 +170,6 @@ struct qfair_flow {
 	__u64 drain_bkt_sum_us;    /* bucket minima of the drain's settled part */
 	__u32 drain_bkt_cnt;
 	__u32 noise_us;            /* nu: the estimator's reading above R^ at an empty queue */
-	__u32 excess_us;           /* nu_p: srtt above R^ at an empty queue */
 	__u32 w_before_drain;      /* w, restored when the drain ends */
 };
 
@@ -375,7 +374,6 @@ static __noinline void qfair_enter_cruise(struct sock *sk, struct rf_bbr *bbr,
 	qf->push_rounds = 0;
 	qf->offset_x65536 = 0;
 	qf->noise_us = 0;
-	qf->excess_us = 0;
 	qf_path_step_forget(&qf->path); /* Startup's queue is not a path */
 	/* BBR's Drain was a drain: the rise from it to the cruise window's
 	 * refill is the flow's own */
@@ -536,7 +534,7 @@ static __noinline __u32 qfair_round_window(struct sock *sk, struct rf_bbr *bbr,
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	const struct qfair_tunables *set = qfair_tunables_set();
-	__u32 rtprop = bbr->min_rtt_us + qf->excess_us, room_pkts, target, dir;
+	__u32 rtprop = bbr->min_rtt_us + qf->noise_us, room_pkts, target, dir;
 	__u64 pipe;
 
 	/* Eq. 8-9: correction, window, pacing. The backlog the window really
@@ -664,7 +662,7 @@ static __always_inline void qfair_begin_drain(struct sock *sk, struct rf_bbr *bb
 	qf->drain_bkt_cnt = 0;
 	/* the drain holds half the pipe, whatever alpha (cca_probe_rtt_cwnd) */
 	qf->w_before_drain = hot->w;
-	hot->w = (__u32)rf_min(qf_pkts_x1024(qf->xhat, bbr->min_rtt_us + qf->excess_us) / QF_UNIT,
+	hot->w = (__u32)rf_min(qf_pkts_x1024(qf->xhat, bbr->min_rtt_us + qf->noise_us) / QF_UNIT,
 			       0xffffffffULL);
 	hot->bkt_min_us = rtt_us ?: ~0U;
 	qf->drain_q_before_us =
@@ -757,8 +755,6 @@ static __always_inline void qfair_end_drain(struct sock *sk, struct rf_bbr *bbr,
 		qf->drains_ok++;
 		qf->noise_us = qf_noise_next_us(qf->noise_us, qf->drain_bkt_sum_us,
 						qf->drain_bkt_cnt, bbr->min_rtt_us);
-		qf->excess_us = qf_noise_next_us(qf->excess_us, tcp_sk(sk)->srtt_us >> 3,
-						 qf->drain_bkt_cnt ? 1 : 0, bbr->min_rtt_us);
 		qfair_update_competitive(qf, competitive,
 					 qfair_exit_verdict(qf, qfair_tun_exit_drains(set),
 							    QF_VERDICT_EMPTIED));
@@ -1007,7 +1003,6 @@ static __always_inline void cca_export(struct sock *sk, struct rf_bbr *bbr,
 	f->qfair_drains_failed = qf->drains_failed;
 	f->qfair_drain_min_us = qf->last_drain_min_us;
 	f->qfair_noise_us = qf->noise_us;
-	f->qfair_excess_us = qf->excess_us;
 	f->qfair_gain_x256 = qf->gain_x256;
 	f->qfair_competitive = qf->competitive;
 	/* the pacer's own test, on the window it paces (w and its room) */

@@ -175,10 +175,7 @@ struct rttfair_flow {
 	__u8 bbr3_phase;            /* enum rttfair_bbr3_phase */
 	__u8 bbr3_ecn_eligible;     /* 1 when ECN drives the model (negotiated, min RTT <= 5 ms) */
 	__u32 qfair_noise_us;       /* nu: the flow's own delay noise, its bucket estimator's
-				     * reading above R^ at an empty queue (taken out of q^) */
-	__u32 qfair_excess_us;      /* nu_p: its mean RTT (srtt) above R^ at an empty queue,
-				     * added to R^ where the window sizes the pipe */
-	__u32 _pad2;
+				     * reading above R^ at an empty queue (out of q^, into the pipe) */
 };
 
 /* Per-CCA host-wide counters (ARRAY indexed by enum rttfair_cca_id). */

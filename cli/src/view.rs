@@ -260,8 +260,6 @@ pub struct QfairRow {
     pub drain_min_rtt_seconds: Option<f64>,
     /// nu, the flow's own delay noise taken out of q^.
     pub noise_seconds: f64,
-    /// nu_p, its mean RTT above R^ at an empty queue, added to the pipe.
-    pub excess_seconds: f64,
 }
 
 impl From<&Qfair> for QfairRow {
@@ -281,7 +279,6 @@ impl From<&Qfair> for QfairRow {
             drains_failed: q.drains_failed,
             drain_min_rtt_seconds: q.drain_min_rtt.map(|m| m.as_secs_f64()),
             noise_seconds: q.noise.as_secs_f64(),
-            excess_seconds: q.excess.as_secs_f64(),
         }
     }
 }

@@ -91,8 +91,6 @@ pub struct BpfSample {
     pub qfair_drain_min_ms: f64,
     /// nu, the flow's own delay noise, taken out of its queue estimate.
     pub qfair_noise_ms: f64,
-    /// nu_p, its mean RTT above R^ at an empty queue, added to the pipe.
-    pub qfair_excess_ms: f64,
     #[serde(serialize_with = "zero_one")]
     pub qfair_pacing_floor: bool,
     /// bbr3's ProbeBW phase ("cruise", ...; "" for other CCAs): with the
@@ -152,7 +150,6 @@ impl BpfSample {
             qfair_drains_failed: q.drains_failed,
             qfair_drain_min_ms: q.drain_min_rtt.map_or(0.0, ms),
             qfair_noise_ms: ms(q.noise),
-            qfair_excess_ms: ms(q.excess),
             qfair_pacing_floor: q.pacing_floor,
             bbr3_phase: b3.map_or("", |b| b.phase.name()),
             bbr3_bw_hi_mbit: b3.map_or(0.0, |b| mbit(b.bw_hi_bps)),

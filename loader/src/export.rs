@@ -127,9 +127,6 @@ pub struct Qfair {
     /// above R^ with the queue empty (measured in emptied drains and taken
     /// out of q^); zero on a clean path and before the first drain.
     pub noise: Duration,
-    /// nu_p: its mean RTT (srtt) above R^ with the queue empty, which the
-    /// window adds to R^ where it sizes the flow's pipe.
-    pub excess: Duration,
     /// g, the rate correction of the last round.
     pub gain: f64,
     /// Whether the flow is in competitive mode.
@@ -642,7 +639,6 @@ fn decode_state(r: &RawFlow) -> CcaState {
             drains_failed: r.qfair_drains_failed,
             drain_min_rtt: (r.qfair_drain_min_us != 0).then(|| us(r.qfair_drain_min_us)),
             noise: us(r.qfair_noise_us),
-            excess: us(r.qfair_excess_us),
             gain: x256(r.qfair_gain_x256),
             competitive: r.qfair_competitive != 0,
             pacing_floor: r.qfair_pacing_floor != 0,
@@ -693,7 +689,6 @@ fn encode_state(s: &CcaState, r: &mut RawFlow) {
             r.qfair_drains_failed = q.drains_failed;
             r.qfair_drain_min_us = q.drain_min_rtt.map_or(0, to_us);
             r.qfair_noise_us = to_us(q.noise);
-            r.qfair_excess_us = to_us(q.excess);
             r.qfair_gain_x256 = to_fixed(q.gain, 256.0) as u16;
             r.qfair_competitive = q.competitive as u8;
             r.qfair_pacing_floor = q.pacing_floor as u8;
@@ -793,7 +788,6 @@ mod tests {
                     drains_failed: 1,
                     drain_min_rtt: Some(Duration::from_micros(40_077)),
                     noise: Duration::from_micros(2_250),
-                    excess: Duration::from_micros(3_125),
                     gain: 1.125,
                     competitive: true,
                     pacing_floor: false,
