@@ -85,6 +85,7 @@
 //!   folders written by the lab's own writers from made-up results.
 
 pub mod accounting;
+pub mod aqm;
 pub mod arrivals;
 pub mod builtin;
 pub mod ccas;
