@@ -24,7 +24,9 @@
  *    packet to c0's ingress right after the qdisc released it and the
  *    veth transmitted it (same softirq, no queue in between at these
  *    rates), so now - stamp is the packet's sojourn in the bottleneck plus
- *    one transmission and a few microseconds. There CoDel (per queue for
+ *    the hop's own cost: 8 us mean, 19 us max measured on an idle
+ *    100 Mbit/s link (tests/aqm.rs; HTB sends an idle link's packet at
+ *    once and the veth does not serialise). There CoDel (per queue for
  *    FQ-CoDel) or the step threshold decides: pass, CE-mark
  *    (bpf_skb_ecn_set_ce) or drop (TC_ACT_SHOT). It runs before the
  *    arrival counter (lower tc priority), so a dropped packet never
