@@ -7,10 +7,11 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use rttfair_lab::net::aqm::{self, Aqm, Discipline};
+use rttfair_lab::net::aqm::{self, Aqm};
 use rttfair_lab::net::iperf::{self, ClientSpec};
 use rttfair_lab::net::link::Bottleneck;
 use rttfair_lab::net::topology::{self, Dumbbell, FlowPath};
+use rttfair_lab::scenario::aqm::{parse, Discipline};
 
 const RATE: u64 = 100_000_000;
 
@@ -80,7 +81,7 @@ fn run(d: &Discipline, tcp_ecn: bool) -> (Vec<aqm::QueueStats>, Vec<aqm::FlowSta
 #[test]
 fn codel_drops_a_standing_queue_and_ecn_marks_reach_the_sender() {
     let _t = KernelTest::new();
-    let codel = aqm::parse(&"aqm = \"codel\"".parse().unwrap()).unwrap();
+    let codel = parse(&"aqm = \"codel\"".parse().unwrap()).unwrap();
     let (q, f, _) = run(&codel, false);
     println!("codel: queue {q:?} flow {f:?}");
     assert_eq!(f.len(), 1, "the flow's counters");
@@ -92,7 +93,7 @@ fn codel_drops_a_standing_queue_and_ecn_marks_reach_the_sender() {
     // Nearly every packet carried a stamp across the veth.
     assert!(f.unstamped * 100 <= f.packets, "{f:?}");
 
-    let codel_ecn = aqm::parse(&"aqm = \"codel\"\necn = true".parse().unwrap()).unwrap();
+    let codel_ecn = parse(&"aqm = \"codel\"\necn = true".parse().unwrap()).unwrap();
     let (q, f, ce) = run(&codel_ecn, true);
     println!("codel ecn: queue {q:?} flow {f:?} sender DeliveredCE {ce}");
     let f = f[0];

@@ -65,6 +65,7 @@
 //! [`Scenario::validate`] after deserialization, where only the document's
 //! spans can turn a field path back into a line.
 
+pub mod aqm;
 pub mod builtin;
 mod error;
 pub mod grid;
@@ -121,6 +122,11 @@ pub struct Scenario {
         skip_serializing_if = "tunables::Tunables::is_empty"
     )]
     pub tunables: tunables::Tunables,
+    /// `net.ipv4.tcp_ecn = 1` in the sender and receiver namespaces: the
+    /// flows negotiate ECN (needed when the bottleneck marks; see [`aqm`]).
+    /// Written back only when set.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub tcp_ecn: bool,
     /// The grid, for `lab sweep`; a resolved point has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<Sweep>,
@@ -172,6 +178,54 @@ pub struct Bottleneck {
     /// its comparisons).
     #[serde(default, skip_serializing_if = "is_false")]
     pub segment_gso: bool,
+    /// The queue discipline (see [`aqm`]): `fifo` (drop-tail, the default),
+    /// `codel`, `fq_codel`, `ecn_step`; the keys below are its parameters,
+    /// read through [`aqm::parse`] ([`Bottleneck::discipline`]). All are
+    /// written back only when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aqm: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ecn: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantum: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flows: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub k_packets: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub k_ms: Option<f64>,
+}
+
+impl Bottleneck {
+    /// The queue discipline its keys give; errors are one line naming the
+    /// key (`bottleneck.<key>: reason`).
+    pub fn discipline(&self) -> Result<aqm::Discipline, String> {
+        let mut t = toml::Table::new();
+        let mut put = |k: &str, v: Option<toml::Value>| {
+            if let Some(v) = v {
+                t.insert(k.to_string(), v);
+            }
+        };
+        put("aqm", self.aqm.clone().map(toml::Value::String));
+        put("target_ms", self.target_ms.map(toml::Value::Float));
+        put("interval_ms", self.interval_ms.map(toml::Value::Float));
+        put("ecn", self.ecn.map(toml::Value::Boolean));
+        put("quantum", self.quantum.map(toml::Value::Integer));
+        put("flows", self.flows.map(toml::Value::Integer));
+        put("k_packets", self.k_packets.map(toml::Value::Integer));
+        put("k_ms", self.k_ms.map(toml::Value::Float));
+        if self.aqm.is_none() && !t.is_empty() {
+            let k = t.keys().next().cloned().unwrap_or_default();
+            return Err(format!(
+                "bottleneck.{k}: a parameter of a queue discipline, but bottleneck.aqm is not given"
+            ));
+        }
+        aqm::parse(&t)
+    }
 }
 
 fn is_false(v: &bool) -> bool {
@@ -428,7 +482,20 @@ impl Scenario {
         }
         let ccas: Vec<&str> = self.flows.iter().map(|f| f.cca.as_str()).collect();
         tunables::validate(&self.tunables, &ccas)?;
-        self.validate_segment_gso()
+        self.validate_segment_gso()?;
+        self.validate_aqm(&ccas)
+    }
+
+    /// The bottleneck's discipline: its parameters, ECN against `tcp_ecn`
+    /// and the flows' CCAs, and what the dumbbell can build.
+    fn validate_aqm(&self, ccas: &[&str]) -> Result<(), ScenarioError> {
+        let keyed = |e: String| match e.split_once(": ") {
+            Some((field, reason)) => err(field, reason),
+            None => err("bottleneck.aqm", e),
+        };
+        let d = self.bottleneck.discipline().map_err(keyed)?;
+        aqm::check_ecn(&d, self.tcp_ecn, ccas).map_err(keyed)?;
+        aqm::check_build(&d, self.bottleneck.segment_gso).map_err(keyed)
     }
 
     /// `segment_gso` without random loss: the loss program sits before the

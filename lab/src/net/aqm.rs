@@ -22,23 +22,12 @@
 use std::net::Ipv4Addr;
 use std::os::fd::AsFd;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use libbpf_rs::{MapCore, MapFlags, Object, ObjectBuilder};
 
 use crate::net::link::{self, Bottleneck};
 use crate::net::netns::Netns;
-
-/// RFC 8289's TARGET and INTERVAL.
-pub const DEFAULT_TARGET_MS: f64 = 5.0;
-pub const DEFAULT_INTERVAL_MS: f64 = 100.0;
-/// RFC 8290's quantum (one MTU, bytes) and flow queues (1024); the lab
-/// builds an HTB leaf class per queue, so it defaults to [`DEFAULT_FLOWS`]
-/// and refuses more than [`MAX_FLOWS`] (the program's queue map).
-pub const DEFAULT_QUANTUM: u32 = 1514;
-pub const DEFAULT_FLOWS: u32 = 16;
-pub const MAX_FLOWS: u32 = 64;
-/// Largest interval the control law takes (its square in ns fits 64 bits).
-const MAX_INTERVAL_MS: f64 = 4000.0;
+use crate::scenario::aqm::{Discipline, StepK, MAX_FLOWS};
 
 // bpf/include/lab_aqm.h
 const MODE_FIFO: u32 = 0;
@@ -51,207 +40,6 @@ const LEAF_MINOR_BASE: u32 = 0x100;
 /// (0x17) on c0's ingress, so a dropped packet never counts as goodput.
 const TC_HANDLE: u32 = 0x44;
 const TC_PRIORITY: u32 = 0x10;
-
-/// The bottleneck's queue discipline, `[bottleneck] aqm = "..."`.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Discipline {
-    /// Drop-tail only (the lab's default); no program.
-    Fifo,
-    Codel {
-        target_ms: f64,
-        interval_ms: f64,
-        ecn: bool,
-    },
-    FqCodel {
-        target_ms: f64,
-        interval_ms: f64,
-        ecn: bool,
-        quantum: u32,
-        flows: u32,
-    },
-    /// Mark ECT packets whose sojourn exceeds K (K packets are turned into
-    /// their time at the bottleneck's rate: `k_packets` x packet time).
-    EcnStep { k: StepK },
-}
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum StepK {
-    Packets(u32),
-    Ms(f64),
-}
-
-impl Discipline {
-    /// Whether the discipline marks packets (and so wants ECN negotiated).
-    pub fn marks(&self) -> bool {
-        match self {
-            Discipline::Fifo => false,
-            Discipline::Codel { ecn, .. } | Discipline::FqCodel { ecn, .. } => *ecn,
-            Discipline::EcnStep { .. } => true,
-        }
-    }
-}
-
-/// Read the discipline from a scenario's `[bottleneck]` table. Errors are
-/// one line naming the key.
-pub fn parse(t: &toml::Table) -> std::result::Result<Discipline, String> {
-    let name = match t.get("aqm") {
-        None => return Ok(Discipline::Fifo),
-        Some(v) => v
-            .as_str()
-            .ok_or("bottleneck.aqm: expected a string (fifo, codel, fq_codel, ecn_step)")?,
-    };
-    let float = |key: &str, default: f64| -> std::result::Result<f64, String> {
-        match t.get(key) {
-            None => Ok(default),
-            Some(v) => v
-                .as_float()
-                .or_else(|| v.as_integer().map(|i| i as f64))
-                .ok_or(format!("bottleneck.{key}: expected a number")),
-        }
-    };
-    let uint = |key: &str, default: u32| -> std::result::Result<u32, String> {
-        match t.get(key) {
-            None => Ok(default),
-            Some(v) => v
-                .as_integer()
-                .and_then(|i| u32::try_from(i).ok())
-                .ok_or(format!("bottleneck.{key}: expected a whole number >= 0")),
-        }
-    };
-    let ecn = match t.get("ecn") {
-        None => false,
-        Some(v) => v
-            .as_bool()
-            .ok_or("bottleneck.ecn: expected true or false")?,
-    };
-    let allowed: &[&str] = match name {
-        "fifo" => &["aqm"],
-        "codel" => &["aqm", "target_ms", "interval_ms", "ecn"],
-        "fq_codel" => &["aqm", "target_ms", "interval_ms", "ecn", "quantum", "flows"],
-        "ecn_step" => &["aqm", "k_packets", "k_ms"],
-        other => {
-            return Err(format!(
-                "bottleneck.aqm: unknown discipline {other:?} (fifo, codel, fq_codel, ecn_step)"
-            ))
-        }
-    };
-    const AQM_KEYS: &[&str] = &[
-        "target_ms",
-        "interval_ms",
-        "ecn",
-        "quantum",
-        "flows",
-        "k_packets",
-        "k_ms",
-    ];
-    for k in t.keys() {
-        if AQM_KEYS.contains(&k.as_str()) && !allowed.contains(&k.as_str()) {
-            return Err(format!("bottleneck.{k}: not a parameter of aqm = {name:?}"));
-        }
-    }
-    let times = || -> std::result::Result<(f64, f64), String> {
-        let target = float("target_ms", DEFAULT_TARGET_MS)?;
-        let interval = float("interval_ms", DEFAULT_INTERVAL_MS)?;
-        if !(target > 0.0 && target.is_finite()) {
-            return Err(format!("bottleneck.target_ms: must be > 0 (got {target})"));
-        }
-        if !(interval > 0.0 && interval <= MAX_INTERVAL_MS) {
-            return Err(format!(
-                "bottleneck.interval_ms: must be in (0, {MAX_INTERVAL_MS}] (got {interval})"
-            ));
-        }
-        if target >= interval {
-            return Err(format!(
-                "bottleneck.target_ms: must be below interval_ms ({target} >= {interval})"
-            ));
-        }
-        Ok((target, interval))
-    };
-    Ok(match name {
-        "fifo" => Discipline::Fifo,
-        "codel" => {
-            let (target_ms, interval_ms) = times()?;
-            Discipline::Codel {
-                target_ms,
-                interval_ms,
-                ecn,
-            }
-        }
-        "fq_codel" => {
-            let (target_ms, interval_ms) = times()?;
-            let quantum = uint("quantum", DEFAULT_QUANTUM)?;
-            if quantum == 0 {
-                return Err("bottleneck.quantum: must be > 0".into());
-            }
-            let flows = uint("flows", DEFAULT_FLOWS)?;
-            if flows == 0 || flows > MAX_FLOWS {
-                return Err(format!(
-                    "bottleneck.flows: must be 1..={MAX_FLOWS} (got {flows})"
-                ));
-            }
-            Discipline::FqCodel {
-                target_ms,
-                interval_ms,
-                ecn,
-                quantum,
-                flows,
-            }
-        }
-        _ => {
-            let k = match (t.contains_key("k_packets"), t.contains_key("k_ms")) {
-                (true, true) => {
-                    return Err("bottleneck.k_ms: give k_packets or k_ms, not both".into())
-                }
-                (false, false) => {
-                    return Err("bottleneck.k_packets: ecn_step needs k_packets or k_ms".into())
-                }
-                (true, false) => {
-                    let k = uint("k_packets", 0)?;
-                    if k == 0 {
-                        return Err("bottleneck.k_packets: must be > 0".into());
-                    }
-                    StepK::Packets(k)
-                }
-                (false, true) => {
-                    let k = float("k_ms", 0.0)?;
-                    if !(k > 0.0 && k.is_finite()) {
-                        return Err(format!("bottleneck.k_ms: must be > 0 (got {k})"));
-                    }
-                    StepK::Ms(k)
-                }
-            };
-            Discipline::EcnStep { k }
-        }
-    })
-}
-
-/// CCAs whose response to ECN echoes the lab can rely on: the kernel's
-/// Reno and CUBIC (tcp_enter_cwr). BBR v1 and the project's BBR-based
-/// CCAs keep their model's cwnd whatever ECE says.
-pub fn cca_uses_ecn(cca: &str) -> bool {
-    matches!(cca, "cubic" | "reno")
-}
-
-/// The scenario-level check: a discipline that marks needs `tcp_ecn` on and
-/// CCAs that react to marks; `tcp_ecn` without marks is allowed (it only
-/// negotiates). One line naming the key.
-pub fn check_ecn(d: &Discipline, tcp_ecn: bool, ccas: &[&str]) -> std::result::Result<(), String> {
-    if !d.marks() {
-        return Ok(());
-    }
-    if !tcp_ecn {
-        return Err(
-            "tcp_ecn: the bottleneck marks ECN (bottleneck.ecn or ecn_step), set tcp_ecn = true"
-                .into(),
-        );
-    }
-    if let Some(c) = ccas.iter().find(|c| !cca_uses_ecn(c)) {
-        return Err(format!(
-            "bottleneck.ecn: CCA {c} does not react to ECN marks (only cubic, reno)"
-        ));
-    }
-    Ok(())
-}
 
 /// `net.ipv4.tcp_ecn` in a namespace: 1 requests and accepts ECN, 2 (the
 /// kernel's default) only accepts it.
@@ -301,6 +89,24 @@ pub fn shape_fq(ns: &Netns, ifname: &str, b: Bottleneck, flows: u32, quantum: u3
             "tc",
             &[
                 "qdisc", "add", "dev", ifname, "parent", &classid, "handle", &handle, "bfifo",
+                "limit", &limit,
+            ],
+        )?;
+    }
+    Ok(())
+}
+
+/// Every flow queue's bfifo limit (see [`shape_fq`]).
+pub fn set_fq_buffers(ns: &Netns, ifname: &str, flows: u32, limit_bytes: u64) -> Result<()> {
+    let limit = limit_bytes.to_string();
+    for i in 0..flows {
+        let minor = LEAF_MINOR_BASE + i;
+        let classid = format!("1:{minor:x}");
+        let handle = format!("{minor:x}:");
+        ns.exec(
+            "tc",
+            &[
+                "qdisc", "change", "dev", ifname, "parent", &classid, "handle", &handle, "bfifo",
                 "limit", &limit,
             ],
         )?;
@@ -538,6 +344,11 @@ impl<W: std::io::Write> AqmCsv<W> {
         })
     }
 
+    /// The writer, after the last row.
+    pub fn into_inner(self) -> W {
+        self.out
+    }
+
     pub fn sample(&mut self, t_s: f64, stats: &[(Ipv4Addr, FlowStats)]) -> Result<()> {
         for (a, s) in stats {
             let prev = self.last.get(a).copied().unwrap_or_default();
@@ -562,94 +373,9 @@ impl<W: std::io::Write> AqmCsv<W> {
     }
 }
 
-/// Refuse a discipline the dumbbell cannot build, before anything runs.
-pub fn check_build(d: &Discipline, segment_at_bottleneck: bool) -> Result<()> {
-    if segment_at_bottleneck && *d != Discipline::Fifo {
-        bail!("bottleneck.aqm: cannot be combined with segment_at_bottleneck (GSO packets reach the stamp before TBF cuts them)");
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn table(s: &str) -> toml::Table {
-        s.parse().unwrap()
-    }
-
-    #[test]
-    fn defaults_are_the_rfcs() {
-        assert_eq!(parse(&table("")).unwrap(), Discipline::Fifo);
-        assert_eq!(
-            parse(&table("aqm = \"codel\"")).unwrap(),
-            Discipline::Codel {
-                target_ms: 5.0,
-                interval_ms: 100.0,
-                ecn: false
-            }
-        );
-        assert_eq!(
-            parse(&table("aqm = \"fq_codel\"\necn = true\nflows = 8")).unwrap(),
-            Discipline::FqCodel {
-                target_ms: 5.0,
-                interval_ms: 100.0,
-                ecn: true,
-                quantum: 1514,
-                flows: 8
-            }
-        );
-        assert_eq!(
-            parse(&table("aqm = \"ecn_step\"\nk_packets = 65")).unwrap(),
-            Discipline::EcnStep {
-                k: StepK::Packets(65)
-            }
-        );
-    }
-
-    #[test]
-    fn bad_parameters_name_the_key() {
-        for (s, key) in [
-            ("aqm = \"red\"", "bottleneck.aqm"),
-            ("aqm = 3", "bottleneck.aqm"),
-            ("aqm = \"ecn_step\"\nk_packets = 0", "bottleneck.k_packets"),
-            ("aqm = \"ecn_step\"\nk_ms = 0", "bottleneck.k_ms"),
-            ("aqm = \"ecn_step\"", "bottleneck.k_packets"),
-            (
-                "aqm = \"ecn_step\"\nk_ms = 1\nk_packets = 3",
-                "bottleneck.k_ms",
-            ),
-            ("aqm = \"codel\"\ntarget_ms = 0", "bottleneck.target_ms"),
-            (
-                "aqm = \"codel\"\ninterval_ms = 5000",
-                "bottleneck.interval_ms",
-            ),
-            ("aqm = \"codel\"\ntarget_ms = 200", "bottleneck.target_ms"),
-            ("aqm = \"codel\"\nflows = 4", "bottleneck.flows"),
-            ("aqm = \"fq_codel\"\nflows = 0", "bottleneck.flows"),
-            ("aqm = \"fq_codel\"\nflows = 65", "bottleneck.flows"),
-            ("aqm = \"fq_codel\"\nquantum = 0", "bottleneck.quantum"),
-            ("aqm = \"fifo\"\necn = true", "bottleneck.ecn"),
-        ] {
-            let e = parse(&table(s)).unwrap_err();
-            assert!(e.starts_with(&format!("{key}:")), "{s:?}: {e}");
-            assert!(!e.contains('\n'), "{e}");
-        }
-    }
-
-    #[test]
-    fn ecn_needs_tcp_ecn_and_a_cca_that_reacts() {
-        let codel_ecn = parse(&table("aqm = \"codel\"\necn = true")).unwrap();
-        assert!(check_ecn(&codel_ecn, true, &["cubic", "reno"]).is_ok());
-        assert!(check_ecn(&codel_ecn, false, &["cubic"])
-            .unwrap_err()
-            .starts_with("tcp_ecn:"));
-        assert!(check_ecn(&codel_ecn, true, &["cubic", "bbr1"])
-            .unwrap_err()
-            .starts_with("bottleneck.ecn:"));
-        let codel = parse(&table("aqm = \"codel\"")).unwrap();
-        assert!(check_ecn(&codel, false, &["bbr1"]).is_ok());
-    }
 
     #[test]
     fn step_k_in_packets_is_their_time_at_the_rate() {
