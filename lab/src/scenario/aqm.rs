@@ -281,7 +281,7 @@ pub fn check_ecn(d: &Discipline, tcp_ecn: bool, ccas: &[&str]) -> std::result::R
 /// Refuse a discipline the dumbbell cannot build, before anything runs.
 pub fn check_build(d: &Discipline, segment_at_bottleneck: bool) -> Result<(), String> {
     if segment_at_bottleneck && *d != Discipline::Fifo {
-        return Err("bottleneck.aqm: cannot be combined with segment_at_bottleneck (GSO packets reach the stamp before TBF cuts them)".into());
+        return Err("bottleneck.aqm: cannot be combined with segment_gso (the GSO super-packets would be stamped whole, before TBF cuts them)".into());
     }
     Ok(())
 }
