@@ -1,7 +1,8 @@
 //! Bottlenecks beyond drop-tail (issue 44): CoDel, FQ-CoDel and ECN step
 //! marking at the dumbbell's bottleneck, from the lab's own tc-BPF
 //! programs (`bpf/lab_aqm.bpf.c`; the decisions are `bpf/include/aqm_math.h`,
-//! tested against RFC 8289's pseudocode in loader/tests/aqm_math.rs).
+//! tested against RFC 8289's pseudocode in loader/tests/aqm_math.rs). The
+//! discipline and its scenario keys are [`crate::scenario::aqm`]'s.
 //!
 //! Where each piece runs (the programs' file comment says why):
 //! - the rate limit and the drop-tail backstop stay HTB + bfifo on the
