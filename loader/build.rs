@@ -35,6 +35,7 @@ const OBJECTS: &[&str] = &[
     "cgroup_cca",
     "lab_loss",
     "lab_arrivals",
+    "lab_aqm",
     "testdata/reject",
     "testdata/abi_layout",
 ];

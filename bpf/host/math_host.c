@@ -87,3 +87,12 @@ int host_fairtt_leave_slot(struct fairtt_slot *slots, struct fairtt_member *m)
 __u32 host_fairtt_registry_slots(void) { return FAIRTT_REGISTRY_SLOTS; }
 __u32 host_fairtt_slot_size(void) { return sizeof(struct fairtt_slot); }
 __u32 host_fairtt_member_size(void) { return sizeof(struct fairtt_member); }
+#include "aqm_math.h"
+__u32 host_aqm_codel_packet(struct aqm_codel_vars *v, const struct aqm_codel_params *p, __u64 now, __u64 soj, __u64 backlog, int ect) { return aqm_codel_packet(v, p, now, soj, backlog, ect); }
+void host_aqm_codel_empty(struct aqm_codel_vars *v) { aqm_codel_empty(v); }
+__u64 host_aqm_codel_control_law(__u64 t, __u64 i, __u32 c) { return aqm_codel_control_law(t, i, c); }
+__u32 host_aqm_step_packet(__u64 soj, __u32 ahead, __u32 k, __u64 k_ns, int ect) { return aqm_step_packet(soj, ahead, k, k_ns, ect); }
+__u64 host_aqm_pkts_to_ns(__u32 p, __u32 w, __u64 r) { return aqm_pkts_to_ns(p, w, r); }
+__u32 host_aqm_fq_queue(__u32 h, __u32 n) { return aqm_fq_queue(h, n); }
+__u32 host_aqm_codel_vars_size(void) { return sizeof(struct aqm_codel_vars); }
+__u32 host_aqm_codel_params_size(void) { return sizeof(struct aqm_codel_params); }

@@ -17,6 +17,8 @@
 //! - [`selfcheck`]: measures base RTTs and rate before a run reports.
 //! - [`rateload`]: the rate check's load, UDP paced above the rate.
 //! - [`qstats`]: the bottleneck qdisc's counters, sampled over a run.
+//! - [`aqm`]: CoDel, FQ-CoDel and ECN step marking at the bottleneck
+//!   (the lab's tc-BPF programs), their parameters and counters.
 //! - [`arrivals`]: the data segments arriving at the receivers (tc
 //!   ingress BPF), tallied per sender between the window's edges.
 //! - [`rcvbytes`]: the receivers' in-order byte counters (via `ss`).
@@ -30,6 +32,7 @@
 //!   and daemon benches, kernel tests): up on /healthz before the caller
 //!   goes on, its stderr kept, stopped on drop.
 
+pub mod aqm;
 pub(crate) mod arrivals;
 pub mod ccas;
 pub mod churn;

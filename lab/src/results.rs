@@ -326,6 +326,27 @@ pub struct RepResult {
     /// the summary can be computed again from the folder.
     pub random_loss_at_edges: Option<[u64; 2]>,
     pub summary: Summary,
+    /// The bottleneck discipline's counters per flow over the window
+    /// (empty with drop-tail, and in a folder summarized again: they are
+    /// read from the programs, not from the files).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aqm: Vec<AqmFlow>,
+}
+
+/// What the bottleneck's discipline did to one flow between the window's
+/// edges (the lab's AQM programs' counters, `crate::net::aqm`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct AqmFlow {
+    pub flow: usize,
+    /// Packets that left the bottleneck (judged or not).
+    pub packets: u64,
+    pub drops: u64,
+    /// CE marks.
+    pub marks: u64,
+    /// Packets without an enqueue stamp (passed unjudged).
+    pub unstamped: u64,
+    /// Mean time in the bottleneck queue of the judged packets, ms.
+    pub mean_sojourn_ms: f64,
 }
 
 /// A whole run of a scenario.

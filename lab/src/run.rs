@@ -27,6 +27,7 @@ use anyhow::{bail, Context, Result};
 use rttfair_loader::flows::FlowReader;
 use rttfair_loader::BpfFs;
 
+use crate::net::aqm::{AqmCsv, FlowStats};
 use crate::net::arrivals::ArrivalCounter;
 use crate::net::ccas::CcaSession;
 use crate::net::iperf::{self, ClientSpec};
@@ -37,13 +38,18 @@ use crate::net::selfcheck::{self, RttCheck};
 use crate::net::topology::{Dumbbell, FlowPath, Options, RECEIVER, RECEIVER_IF};
 use crate::results::accounting::{self, EdgeCounts, FlowSpan};
 use crate::results::provenance::{Environment, RunProvenance, SelfCheck};
-use crate::results::{BpfSample, FlowResult};
+use crate::results::{AqmFlow, BpfSample, FlowResult};
 use crate::scenario::plan::Plan;
 use crate::scenario::{FlowSpec, Scenario, MSS, WIRE_PACKET};
 
 pub use crate::results::summary::{mean_summary, one_line, summarize, worst_of};
 pub use crate::results::{RepResult, RunResult, Summary};
 pub use crate::scenario::plan::label_of;
+
+/// How often a run with a queue discipline writes a row per flow to its
+/// aqm.csv (the main thread's wake-ups, which drain the arrival counter at
+/// least every 0.25 s).
+const AQM_SAMPLE: Duration = Duration::from_millis(250);
 
 /// How to run.
 #[derive(Debug, Clone)]
@@ -134,6 +140,8 @@ pub fn build_checked_network(plan: &Plan) -> Result<(Dumbbell, Vec<RttCheck>)> {
     };
     let opts = Options {
         segment_at_bottleneck: plan.segment_gso,
+        aqm: plan.aqm,
+        tcp_ecn: plan.tcp_ecn,
         ..Options::default()
     };
     let net = Dumbbell::build_opts(&paths, bottleneck, opts)?;
@@ -163,7 +171,7 @@ fn run_reps(
     let mut reps = Vec::new();
     for rep in 0..plan.repetitions {
         let base = rep as u64 * plan.duration_s.ceil() as u64;
-        let r = run_rep(
+        let (r, aqm_csv) = run_rep(
             plan,
             net,
             counter,
@@ -172,6 +180,9 @@ fn run_reps(
         )?;
         let rep_dir = dir.join(format!("rep{rep}"));
         crate::results::files::write_rep(&rep_dir, &r)?;
+        if let Some(csv) = aqm_csv {
+            crate::atomic::write_file(&rep_dir.join("aqm.csv"), csv)?;
+        }
         if rep == 0 {
             crate::results::plot::throughput(&rep_dir.join("throughput.png"), plan, &r)?;
             crate::results::plot::queue(&rep_dir.join("queue.png"), plan, &r)?;
@@ -231,14 +242,15 @@ fn check_rate(net: &Dumbbell, plan: &Plan) -> Result<selfcheck::RateCheck> {
 }
 
 /// One repetition: every flow from its start to its stop time, the queue
-/// and the BPF export sampled meanwhile.
+/// and the BPF export sampled meanwhile; with a queue discipline, also the
+/// text of its aqm.csv.
 fn run_rep(
     plan: &Plan,
     net: &Dumbbell,
     counter: &ArrivalCounter,
     fs: &BpfFs,
     bar: Option<(&indicatif::ProgressBar, u64)>,
-) -> Result<RepResult> {
+) -> Result<(RepResult, Option<Vec<u8>>)> {
     let reader = net.queue_reader()?;
     let t0 = Instant::now();
     // Jitter, ACK batching and RTT changes run on this repetition's clock.
@@ -254,9 +266,13 @@ fn run_rep(
     let bpf_thread = spawn_bpf_sampler(fs, &plan.flows, net, t0, stop.clone());
     counter.restart()?;
 
+    let mut aqm_csv = match net.aqm() {
+        Some(_) => Some(AqmCsv::new(Vec::new())?),
+        None => None,
+    };
     let handles = start_flows(plan, net, t0);
     let clock = RunClock { t0, start_ns };
-    let edges = read_window_edges(plan, net, clock, &handles, counter, bar)?;
+    let edges = read_window_edges(plan, net, clock, &handles, counter, bar, &mut aqm_csv)?;
     let mut runs = Vec::new();
     for (h, spec) in handles.into_iter().zip(&plan.flows) {
         let r = h
@@ -306,13 +322,75 @@ fn run_rep(
         .map(|(i, (spec, r))| flow_result(spec, r, window.flow_goodput_bps[i]))
         .collect::<Result<_>>()?;
     let summary = summarize(plan, &flows, &queue, &window, Some(edges.random_loss));
-    Ok(RepResult {
+    let aqm = match &edges.aqm {
+        Some([a, b]) => {
+            let rows = aqm_window(plan, net, a, b);
+            check_aqm(&rows)?;
+            rows
+        }
+        None => Vec::new(),
+    };
+    let rep = RepResult {
         flows,
         queue,
         bpf,
         random_loss_at_edges: Some(edges.random_loss),
         summary,
-    })
+        aqm,
+    };
+    Ok((rep, aqm_csv.map(AqmCsv::into_inner)))
+}
+
+/// The discipline's counters of each flow between the window's edges.
+fn aqm_window(
+    plan: &Plan,
+    net: &Dumbbell,
+    a: &[(std::net::Ipv4Addr, FlowStats)],
+    b: &[(std::net::Ipv4Addr, FlowStats)],
+) -> Vec<AqmFlow> {
+    let at = |v: &[(std::net::Ipv4Addr, FlowStats)], addr| {
+        v.iter()
+            .find(|(x, _)| *x == addr)
+            .map(|(_, s)| *s)
+            .unwrap_or_default()
+    };
+    plan.flows
+        .iter()
+        .map(|f| {
+            let addr = net.sender(f.index);
+            let (s0, s1) = (at(a, addr), at(b, addr));
+            let judged = (s1.packets - s1.unstamped).saturating_sub(s0.packets - s0.unstamped);
+            AqmFlow {
+                flow: f.index,
+                packets: s1.packets - s0.packets,
+                drops: s1.drops - s0.drops,
+                marks: s1.marks - s0.marks,
+                unstamped: s1.unstamped - s0.unstamped,
+                mean_sojourn_ms: if judged > 0 {
+                    (s1.sojourn_sum_ns - s0.sojourn_sum_ns) as f64 / judged as f64 / 1e6
+                } else {
+                    0.0
+                },
+            }
+        })
+        .collect()
+}
+
+/// The discipline's self-check: the decision program saw the flows' packets,
+/// and nearly all of them carried the enqueue stamp (an unstamped packet
+/// passes unjudged, so more than 1 % would be a discipline not applied).
+fn check_aqm(rows: &[AqmFlow]) -> Result<()> {
+    let packets: u64 = rows.iter().map(|r| r.packets).sum();
+    let unstamped: u64 = rows.iter().map(|r| r.unstamped).sum();
+    if packets == 0 {
+        bail!("self-check failed: the queue discipline's program saw no packet of the flows in the window; no results reported");
+    }
+    if unstamped * 100 > packets {
+        bail!(
+            "self-check failed: {unstamped} of {packets} packets reached the queue discipline's decision without an enqueue stamp (more than 1 %); no results reported"
+        );
+    }
+    Ok(())
 }
 
 /// One iperf3 client thread per flow, each starting at its start time
@@ -401,11 +479,14 @@ struct WindowEdges {
     in_order: [EdgeCounts; 2],
     /// The random-loss program's drop counter read right after.
     random_loss: [u64; 2],
+    /// The queue discipline's per-sender counters read right after.
+    aqm: Option<[Vec<(std::net::Ipv4Addr, FlowStats)>; 2]>,
 }
 
 /// Wait for the flows while draining the arrival counter and marking the
 /// window's start and end on it (and reading the in-order counters there,
-/// and moving the progress bar).
+/// and moving the progress bar); with a queue discipline, a row of its
+/// counters per flow into `aqm_csv` every [`AQM_SAMPLE`].
 fn read_window_edges(
     plan: &Plan,
     net: &Dumbbell,
@@ -413,11 +494,21 @@ fn read_window_edges(
     flows: &[std::thread::JoinHandle<Result<iperf::FullResult>>],
     counter: &ArrivalCounter,
     bar: Option<(&indicatif::ProgressBar, u64)>,
+    aqm_csv: &mut Option<AqmCsv<Vec<u8>>>,
 ) -> Result<WindowEdges> {
     let due = [plan.window.start_s, plan.window.end_s];
     let mut t_s = Vec::new();
     let mut in_order = Vec::new();
     let mut random_loss = Vec::new();
+    let mut aqm_edges = Vec::new();
+    let senders: Vec<std::net::Ipv4Addr> = plan.flows.iter().map(|f| net.sender(f.index)).collect();
+    // Only the flows' senders (the self-check's load has its own address).
+    let aqm_stats = || -> Option<Vec<(std::net::Ipv4Addr, FlowStats)>> {
+        let mut v = net.aqm()?.flow_stats();
+        v.retain(|(a, _)| senders.contains(a));
+        Some(v)
+    };
+    let mut next_aqm = 0.0;
     let mut mark = |t_s: &mut Vec<f64>| -> Result<()> {
         // Marked before anything stamped later is drained (Tally::mark_edge).
         let ns = crate::net::clock::clock_ns();
@@ -425,11 +516,19 @@ fn read_window_edges(
         t_s.push(ns.saturating_sub(clock.start_ns) as f64 / 1e9);
         in_order.push(edge_counts(plan, net, clock.t0)?);
         random_loss.push(net.random_loss_drops());
+        aqm_edges.push(aqm_stats());
         Ok(())
     };
     while !flows.iter().all(|h| h.is_finished()) || t_s.len() < due.len() {
         counter.drain()?;
         let now = clock.t0.elapsed().as_secs_f64();
+        if let (Some(csv), Some(stats)) = (
+            aqm_csv.as_mut(),
+            (now >= next_aqm).then(aqm_stats).flatten(),
+        ) {
+            csv.sample(now, &stats)?;
+            next_aqm = now + AQM_SAMPLE.as_secs_f64();
+        }
         if let Some(&d) = due.get(t_s.len()) {
             if now >= d {
                 mark(&mut t_s)?;
@@ -450,10 +549,18 @@ fn read_window_edges(
     let [ia, ib]: [EdgeCounts; 2] = in_order
         .try_into()
         .map_err(|_| anyhow::anyhow!("window edges not read"))?;
+    let aqm = match (
+        aqm_edges.first().cloned().flatten(),
+        aqm_edges.get(1).cloned().flatten(),
+    ) {
+        (Some(a), Some(b)) => Some([a, b]),
+        _ => None,
+    };
     Ok(WindowEdges {
         t_s: [t_s[0], t_s[1]],
         in_order: [ia, ib],
         random_loss: [random_loss[0], random_loss[1]],
+        aqm,
     })
 }
 

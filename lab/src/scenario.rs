@@ -9,6 +9,9 @@
 //! name = "fairtt-paper"
 //! duration_s = 120
 //! repetitions = 5
+//! # optional (false when absent): the flows negotiate ECN (tcp_ecn = 1 in
+//! # the sender and receiver namespaces); needed when the bottleneck marks
+//! # tcp_ecn = true
 //!
 //! [bottleneck]
 //! rate_mbit = 10
@@ -16,6 +19,16 @@
 //! # optional (false when absent): the senders send GSO super-packets, cut
 //! # into MTU packets on enqueue at the bottleneck (TBF + the same bfifo)
 //! segment_gso = true
+//! # optional: the queue discipline (issue 44; see [`aqm`] for every key):
+//! # "fifo" (drop-tail, the default), "codel", "fq_codel", "ecn_step"
+//! # (not with segment_gso)
+//! # aqm = "codel"
+//! # target_ms = 5.0      # codel, fq_codel: RFC 8289's target and interval
+//! # interval_ms = 100.0
+//! # ecn = true           # codel, fq_codel: CE-mark instead of drop (needs tcp_ecn)
+//! # quantum = 1514       # fq_codel: bytes per DRR turn
+//! # flows = 16           # fq_codel: flow queues, 1..=64
+//! # k_packets = 20       # ecn_step: mark above K packets (or k_ms = 5.0)
 //!
 //! [[flows]]
 //! group = "elephant"
@@ -35,6 +48,13 @@
 //! [tunables]
 //! "fairtt.beta" = 0.7
 //! ```
+//!
+//! The queue discipline runs in the lab's tc programs around the
+//! bottleneck's HTB ([`crate::net::aqm`]); a discipline that marks needs
+//! `tcp_ecn = true` and CCAs that answer CE ([`aqm::ecn_response`]:
+//! cubic, reno, dctcp, bbr3; qfair is refused until it has a CE path), and
+//! no discipline combines with `segment_gso`. The buffer stays the
+//! drop-tail backstop behind it (per flow queue with fq_codel).
 //!
 //! Jitter, batching and the RTT change apply during each repetition (from
 //! its start); the self-check before the run measures the plain base RTT.
@@ -65,6 +85,7 @@
 //! [`Scenario::validate`] after deserialization, where only the document's
 //! spans can turn a field path back into a line.
 
+pub mod aqm;
 pub mod builtin;
 mod error;
 pub mod grid;
@@ -121,6 +142,11 @@ pub struct Scenario {
         skip_serializing_if = "tunables::Tunables::is_empty"
     )]
     pub tunables: tunables::Tunables,
+    /// `net.ipv4.tcp_ecn = 1` in the sender and receiver namespaces: the
+    /// flows negotiate ECN (needed when the bottleneck marks; see [`aqm`]).
+    /// Written back only when set.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub tcp_ecn: bool,
     /// The grid, for `lab sweep`; a resolved point has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<Sweep>,
@@ -172,6 +198,54 @@ pub struct Bottleneck {
     /// its comparisons).
     #[serde(default, skip_serializing_if = "is_false")]
     pub segment_gso: bool,
+    /// The queue discipline (see [`aqm`]): `fifo` (drop-tail, the default),
+    /// `codel`, `fq_codel`, `ecn_step`; the keys below are its parameters,
+    /// read through [`aqm::parse`] ([`Bottleneck::discipline`]). All are
+    /// written back only when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aqm: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ecn: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantum: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flows: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub k_packets: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub k_ms: Option<f64>,
+}
+
+impl Bottleneck {
+    /// The queue discipline its keys give; errors are one line naming the
+    /// key (`bottleneck.<key>: reason`).
+    pub fn discipline(&self) -> Result<aqm::Discipline, String> {
+        let mut t = toml::Table::new();
+        let mut put = |k: &str, v: Option<toml::Value>| {
+            if let Some(v) = v {
+                t.insert(k.to_string(), v);
+            }
+        };
+        put("aqm", self.aqm.clone().map(toml::Value::String));
+        put("target_ms", self.target_ms.map(toml::Value::Float));
+        put("interval_ms", self.interval_ms.map(toml::Value::Float));
+        put("ecn", self.ecn.map(toml::Value::Boolean));
+        put("quantum", self.quantum.map(toml::Value::Integer));
+        put("flows", self.flows.map(toml::Value::Integer));
+        put("k_packets", self.k_packets.map(toml::Value::Integer));
+        put("k_ms", self.k_ms.map(toml::Value::Float));
+        if self.aqm.is_none() && !t.is_empty() {
+            let k = t.keys().next().cloned().unwrap_or_default();
+            return Err(format!(
+                "bottleneck.{k}: a parameter of a queue discipline, but bottleneck.aqm is not given"
+            ));
+        }
+        aqm::parse(&t)
+    }
 }
 
 fn is_false(v: &bool) -> bool {
@@ -428,7 +502,20 @@ impl Scenario {
         }
         let ccas: Vec<&str> = self.flows.iter().map(|f| f.cca.as_str()).collect();
         tunables::validate(&self.tunables, &ccas)?;
-        self.validate_segment_gso()
+        self.validate_segment_gso()?;
+        self.validate_aqm(&ccas)
+    }
+
+    /// The bottleneck's discipline: its parameters, ECN against `tcp_ecn`
+    /// and the flows' CCAs, and what the dumbbell can build.
+    fn validate_aqm(&self, ccas: &[&str]) -> Result<(), ScenarioError> {
+        let keyed = |e: String| match e.split_once(": ") {
+            Some((field, reason)) => err(field, reason),
+            None => err("bottleneck.aqm", e),
+        };
+        let d = self.bottleneck.discipline().map_err(keyed)?;
+        aqm::check_ecn(&d, self.tcp_ecn, ccas).map_err(keyed)?;
+        aqm::check_build(&d, self.bottleneck.segment_gso).map_err(keyed)
     }
 
     /// `segment_gso` without random loss: the loss program sits before the
@@ -848,6 +935,64 @@ one_way_delay_ms = 5
 
     fn error_of(text: &str) -> ScenarioError {
         Scenario::from_toml(text).unwrap_err()
+    }
+
+    /// The queue discipline's keys in `[bottleneck]`: read through
+    /// aqm::parse, checked against tcp_ecn, the CCAs and segment_gso before
+    /// anything runs, each error one line naming its key and line.
+    #[test]
+    fn bottleneck_aqm_keys_are_checked_with_their_line() {
+        let cubic = OK.replace("cca = \"bbr\"", "cca = \"cubic\"");
+        let with =
+            |keys: &str| cubic.replace("rate_mbit = 10\n", &format!("rate_mbit = 10\n{keys}\n"));
+        let s = Scenario::from_toml(&with("aqm = \"fq_codel\"\nflows = 8")).unwrap();
+        assert_eq!(
+            s.bottleneck.discipline().unwrap(),
+            aqm::Discipline::FqCodel {
+                target_ms: 5.0,
+                interval_ms: 100.0,
+                ecn: false,
+                quantum: 1514,
+                flows: 8
+            }
+        );
+        // Written back as given: the run folder's scenario.toml reads back.
+        let again = Scenario::from_toml(&toml::to_string(&s).unwrap()).unwrap();
+        assert_eq!(again.bottleneck.discipline(), s.bottleneck.discipline());
+        for (keys, field, line) in [
+            ("aqm = \"red\"", "bottleneck.aqm", 6),
+            ("aqm = \"codel\"\ntarget_ms = 0", "bottleneck.target_ms", 7),
+            ("aqm = \"fq_codel\"\nflows = 100", "bottleneck.flows", 7),
+            ("target_ms = 3", "bottleneck.target_ms", 6),
+            // A missing key: the line of the table it is missing from.
+            ("aqm = \"codel\"\necn = true", "tcp_ecn", 1),
+            ("aqm = \"ecn_step\"\nk_ms = 2", "tcp_ecn", 1),
+            ("aqm = \"codel\"\nsegment_gso = true", "bottleneck.aqm", 6),
+        ] {
+            let e = error_of(&with(keys));
+            assert_eq!(
+                (e.field.as_str(), e.line),
+                (field, Some(line)),
+                "{keys}: {e}"
+            );
+            assert!(!e.to_string().contains('\n'), "{e}");
+        }
+        let ecn = |cca: &str| {
+            OK.replace("cca = \"bbr\"", &format!("cca = \"{cca}\""))
+                .replace("duration_s = 10\n", "duration_s = 10\ntcp_ecn = true\n")
+                .replace(
+                    "rate_mbit = 10\n",
+                    "rate_mbit = 10\naqm = \"codel\"\necn = true\n",
+                )
+        };
+        Scenario::from_toml(&ecn("bbr3")).unwrap();
+        let e = error_of(&ecn("qfair"));
+        assert!(
+            e.field == "bottleneck.ecn" && e.reason.contains("qfair"),
+            "{e}"
+        );
+        let e = error_of(&ecn("bbr"));
+        assert_eq!(e.field, "bottleneck.ecn", "{e}");
     }
 
     #[test]

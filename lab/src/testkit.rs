@@ -161,6 +161,7 @@ fn write_run_summary(dir: &Path, scenario: &Scenario, prov: &RunProvenance, f: F
             bpf: vec![],
             random_loss_at_edges: None,
             summary: s.clone(),
+            aqm: vec![],
         })
         .collect();
     for (n, r) in reps.iter().enumerate() {

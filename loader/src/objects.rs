@@ -37,6 +37,10 @@ pub mod lab {
     /// tc ingress program recording each data segment that reaches the
     /// receivers (records: [`crate::lab_arrival`]).
     pub static ARRIVALS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/lab_arrivals.bpf.o"));
+    /// tc programs around the bottleneck: enqueue stamp (and flow queue)
+    /// on its egress, CoDel / FQ-CoDel / ECN step decision on the next
+    /// hop's ingress (`bpf/lab_aqm.bpf.c`).
+    pub static AQM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/lab_aqm.bpf.o"));
 }
 
 /// Objects for tests of the failure paths (not CCAs anyone should load).

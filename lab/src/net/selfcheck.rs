@@ -23,11 +23,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use crate::net::link::{self, Bottleneck};
+use crate::net::link::Bottleneck;
 use crate::net::netns::Netns;
 use crate::net::qstats::QdiscStats;
 use crate::net::rateload;
-use crate::net::topology::{Dumbbell, BOTTLENECK_IF, RECEIVER};
+use crate::net::topology::{Dumbbell, RECEIVER};
 
 /// Port of the RTT probe listener on the receiver.
 const PROBE_PORT: u16 = 9;
@@ -197,9 +197,9 @@ pub fn measure_rate(
 ) -> Result<RateCheck> {
     let bdp = (b.rate_bit as f64 / 8.0 * flow0_rtt.as_secs_f64()) as u64;
     let check_buffer = (b.rate_bit / 8 / 10).max(bdp).max(b.limit_bytes);
-    link::set_buffer(&net.router, BOTTLENECK_IF, check_buffer)?;
+    net.set_buffer(check_buffer)?;
     let r = busy_rate_under_load(net, b.rate_bit, port, seconds);
-    link::set_buffer(&net.router, BOTTLENECK_IF, b.limit_bytes)?;
+    net.set_buffer(b.limit_bytes)?;
     r
 }
 

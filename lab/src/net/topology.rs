@@ -16,6 +16,9 @@
 //!   senders' super-packets cross s0 -> r0 -> r1 whole, and the bottleneck
 //!   is TBF + the same bfifo, which cuts them into MTU packets on enqueue:
 //!   the buffer still queues and drops MTU packets.
+//! - Option ([`Options::aqm`]): a queue discipline at the bottleneck, the
+//!   lab's tc programs (stamp on r1 egress, decision on c0 ingress; see
+//!   [`crate::net::aqm`]); FQ-CoDel's flow queues are HTB leaves.
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
@@ -25,14 +28,18 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use libbpf_rs::{MapCore, MapFlags, ObjectBuilder};
 
+use crate::net::aqm::{self, Aqm};
 use crate::net::delay::{self, DelayElement};
 use crate::net::link::{self, Bottleneck};
 use crate::net::netns::Netns;
 use crate::net::qstats::QdiscReader;
+use crate::scenario::aqm::{check_build, Discipline};
 
 /// Handle of the bfifo under the bottleneck's class 1:1 ("10:"; HTB, or TBF
 /// with [`Options::segment_at_bottleneck`]).
 pub const BUFFER_QDISC_HANDLE: u32 = 0x0010_0000; // tc handles are hex
+/// Handle of the bottleneck's HTB root ("1:").
+pub const HTB_ROOT_HANDLE: u32 = 0x0001_0000;
 /// The router interface facing the receivers, where the bottleneck is.
 pub const BOTTLENECK_IF: &str = "r1";
 /// The receivers' interface, right after the bottleneck (where the
@@ -57,6 +64,9 @@ pub struct Dumbbell {
     pub delay: DelayElement,
     senders: Vec<Ipv4Addr>,
     _loss: Option<libbpf_rs::Object>,
+    /// The AQM programs, when the bottleneck has a discipline.
+    aqm: Option<Aqm>,
+    discipline: Discipline,
 }
 
 /// The sender address of flow `i` (0-based).
@@ -66,7 +76,7 @@ pub fn sender_addr(i: usize) -> Ipv4Addr {
 
 /// How the dumbbell is built, beyond its flows and bottleneck. The default
 /// is the lab's: the element's default threads, offloads off everywhere.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Options {
     /// The delay element's threads.
     pub threads: delay::Threads,
@@ -81,6 +91,15 @@ pub struct Options {
     /// random loss, whose tc program (before the bottleneck) would drop
     /// whole super-packets.
     pub segment_at_bottleneck: bool,
+    /// The bottleneck's queue discipline ([`crate::net::aqm`]): drop-tail
+    /// (the default, no program), or CoDel, FQ-CoDel (one HTB leaf per
+    /// flow queue, [`aqm::shape_fq`]), ECN step marking, from the lab's
+    /// tc programs on `r1` egress and `c0` ingress. Refused with
+    /// [`Options::segment_at_bottleneck`].
+    pub aqm: Discipline,
+    /// `net.ipv4.tcp_ecn = 1` in the sender and receiver namespaces (2, the
+    /// kernel's default, otherwise: accept ECN, never ask for it).
+    pub tcp_ecn: bool,
 }
 
 impl Dumbbell {
@@ -108,6 +127,7 @@ impl Dumbbell {
         bottleneck: Bottleneck,
         opts: Options,
     ) -> Result<Dumbbell> {
+        check_build(&opts.aqm, opts.segment_at_bottleneck).map_err(anyhow::Error::msg)?;
         if opts.segment_at_bottleneck && flows.iter().any(|f| f.loss_pct > 0.0) {
             anyhow::bail!(
                 "random loss cannot be combined with GSO to the bottleneck: it would drop whole super-packets"
@@ -171,9 +191,24 @@ impl Dumbbell {
         if opts.segment_at_bottleneck {
             link::gso_on(&snd, "s0")?;
             link::shape_segmenting(&router, BOTTLENECK_IF, bottleneck)?;
+        } else if let Discipline::FqCodel { flows, quantum, .. } = opts.aqm {
+            aqm::shape_fq(&router, BOTTLENECK_IF, bottleneck, flows, quantum)?;
         } else {
             link::shape(&router, BOTTLENECK_IF, bottleneck)?;
         }
+        aqm::set_tcp_ecn(&snd, opts.tcp_ecn)?;
+        aqm::set_tcp_ecn(&rcv, opts.tcp_ecn)?;
+        let aqm = match opts.aqm {
+            Discipline::Fifo => None,
+            d => Some(Aqm::attach(
+                &d,
+                bottleneck.rate_bit,
+                &router,
+                BOTTLENECK_IF,
+                &rcv,
+                RECEIVER_IF,
+            )?),
+        };
 
         let loss = if flows.iter().any(|f| f.loss_pct > 0.0) {
             Some(attach_loss(&router, "r0", &senders, flows)?)
@@ -187,6 +222,8 @@ impl Dumbbell {
             delay,
             senders,
             _loss: loss,
+            aqm,
+            discipline: opts.aqm,
         })
     }
 
@@ -223,9 +260,39 @@ impl Dumbbell {
         self.senders[i]
     }
 
-    /// A reader of the bottleneck buffer's counters.
+    /// A reader of the bottleneck buffer's counters: the bfifo `10:`, or
+    /// with FQ-CoDel (one bfifo per flow queue, no `10:`) the HTB root
+    /// `1:`, whose counters are its leaves' sums (HTB counts every packet
+    /// it queues, sends and drops in its own qlen, backlog, bytes and
+    /// drops).
     pub fn queue_reader(&self) -> Result<QdiscReader> {
-        QdiscReader::open(&self.router, BOTTLENECK_IF, BUFFER_QDISC_HANDLE)
+        let handle = match self.discipline {
+            Discipline::FqCodel { .. } => HTB_ROOT_HANDLE,
+            _ => BUFFER_QDISC_HANDLE,
+        };
+        QdiscReader::open(&self.router, BOTTLENECK_IF, handle)
+    }
+
+    /// Change the drop-tail buffer (the self-check's rate measurement
+    /// widens it): the bfifo `10:`, or every flow queue's.
+    pub fn set_buffer(&self, limit_bytes: u64) -> Result<()> {
+        match self.discipline {
+            Discipline::FqCodel { flows, .. } => {
+                aqm::set_fq_buffers(&self.router, BOTTLENECK_IF, flows, limit_bytes)
+            }
+            _ => link::set_buffer(&self.router, BOTTLENECK_IF, limit_bytes),
+        }
+    }
+
+    /// The bottleneck's queue discipline.
+    pub fn discipline(&self) -> &Discipline {
+        &self.discipline
+    }
+
+    /// The AQM programs' handle (their counters), when there is a
+    /// discipline.
+    pub fn aqm(&self) -> Option<&Aqm> {
+        self.aqm.as_ref()
     }
 }
 

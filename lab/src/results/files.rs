@@ -353,6 +353,7 @@ mod tests {
             bpf: vec![],
             random_loss_at_edges: None,
             summary: Summary::default(),
+            aqm: vec![],
         };
         write_rep(dir, &rep).unwrap();
         let rows = read(&dir.join("goodput.csv"));

@@ -508,6 +508,7 @@ mod tests {
             bpf: vec![],
             random_loss_at_edges: None,
             summary: Summary::default(),
+            aqm: vec![],
         }
     }
 

@@ -507,6 +507,7 @@ mod tests {
             bpf: vec![],
             queue,
             flows,
+            aqm: vec![],
         }
     }
 

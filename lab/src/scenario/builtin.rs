@@ -195,6 +195,19 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "real-drain-groups",
         include_str!("../../../scenarios/real-drain-groups.toml"),
     ),
+    ("aqm-fifo", include_str!("../../../scenarios/aqm-fifo.toml")),
+    (
+        "aqm-codel",
+        include_str!("../../../scenarios/aqm-codel.toml"),
+    ),
+    (
+        "aqm-fq-codel",
+        include_str!("../../../scenarios/aqm-fq-codel.toml"),
+    ),
+    (
+        "aqm-ecn-step",
+        include_str!("../../../scenarios/aqm-ecn-step.toml"),
+    ),
 ];
 
 /// Resolve a scenario argument: a file path if it exists (read by

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::scenario::aqm::Discipline;
 use crate::scenario::{FlowSpec, Scenario, ScenarioError, MSS, WIRE_PACKET};
 
 /// The part of every repetition the summary measures: the same interval of
@@ -58,6 +59,11 @@ pub struct Plan {
     /// GSO from the senders, segmented at the bottleneck (the scenario's
     /// `bottleneck.segment_gso`).
     pub segment_gso: bool,
+    /// The bottleneck's queue discipline (the scenario's `[bottleneck]`
+    /// `aqm` and its keys, see [`crate::scenario::aqm`]).
+    pub aqm: Discipline,
+    /// ECN negotiated by the flows (the scenario's `tcp_ecn`).
+    pub tcp_ecn: bool,
     pub flows: Vec<FlowSpec>,
     /// The distinct CCAs of the flows, sorted.
     pub ccas: Vec<String>,
@@ -83,11 +89,21 @@ impl Plan {
         ccas.dedup();
         let mut scenario = s.clone();
         scenario.sweep = None;
+        // Validated above, so this parses; an error still names its key.
+        let aqm = s
+            .bottleneck
+            .discipline()
+            .map_err(|e| match e.split_once(": ") {
+                Some((field, reason)) => crate::scenario::error::err(field, reason),
+                None => crate::scenario::error::err("bottleneck.aqm", e),
+            })?;
         Ok(Plan {
             label: ccas.join("+"),
             rate_bit: s.rate_bit(),
             buffer_bytes: s.buffer_bytes(),
             segment_gso: s.bottleneck.segment_gso,
+            aqm,
+            tcp_ecn: s.tcp_ecn,
             flows,
             ccas,
             tunables: s.tunables.clone(),
@@ -167,6 +183,7 @@ stop_s = 15
         assert_eq!(p.rate_bit, 10_000_000);
         assert_eq!(p.buffer_bytes, 10 * WIRE_PACKET);
         assert!(!p.segment_gso);
+        assert_eq!((p.aqm, p.tcp_ecn), (Discipline::Fifo, false));
         assert_eq!(p.label, "bbr+cubic");
         assert_eq!(p.ccas, ["bbr", "cubic"]);
         assert_eq!(p.flows.len(), 3);
@@ -188,6 +205,19 @@ stop_s = 15
             Plan::resolve(&Scenario::from_toml(&gso).unwrap())
                 .unwrap()
                 .segment_gso
+        );
+        let codel = TWO.replace(
+            "rate_mbit = 10\n",
+            "rate_mbit = 10\naqm = \"codel\"\ntarget_ms = 2\n",
+        );
+        let p = Plan::resolve(&Scenario::from_toml(&codel).unwrap()).unwrap();
+        assert_eq!(
+            p.aqm,
+            Discipline::Codel {
+                target_ms: 2.0,
+                interval_ms: 100.0,
+                ecn: false
+            }
         );
     }
 }

@@ -100,6 +100,7 @@ pub fn run(args: &[String]) -> Result<()> {
         let opts = Options {
             threads,
             segment_at_bottleneck,
+            ..Options::default()
         };
         let net = Dumbbell::build_opts(&paths, b, opts)?;
         net.receiver_gro(receiver_gro)?;
