@@ -47,7 +47,7 @@ pub mod pathprobe;
 pub mod pathsched;
 pub mod procfs;
 pub(crate) mod qstats;
-pub(crate) mod rateload;
+pub mod rateload;
 pub(crate) mod rcvbytes;
 pub mod selfcheck;
 pub mod sock;
