@@ -68,14 +68,14 @@ pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
                 return dry_run_plan(&s, &sweep, &cca, shard, json);
             }
             let sel = rttfair_lab::run::sweep::Selection { shard, resume };
-            let (points, dir) = rttfair_lab::run::sweep::run_selected(
+            let swept = rttfair_lab::run::sweep::run_selected(
                 &s,
                 &sweep,
                 &cca,
                 sel,
                 &options(fs, &common),
             )?;
-            report_sweep(&sweep, &cca, &points, &dir, json)
+            report_sweep(&sweep, &cca, &swept, json)
         }
         LabCommand::Merge { dirs, out } => {
             let (merged, dir) = rttfair_lab::run::merge::merge(&dirs, &out)?;
@@ -160,19 +160,24 @@ pub fn run(fs: &BpfFs, cmd: LabCommand, json: bool) -> Result<()> {
     }
 }
 
-/// A sweep's (or a merge's) points and folder: one JSON document with
-/// `json` (each point with its mean summary and worst repetition), else
-/// a Markdown table per metric (per CCA for a 2-D grid: rows y, columns
-/// x; Jain as "mean (worst)") and the folder.
+/// A sweep's points and folder: one JSON document with `json` (each point
+/// with its mean summary and worst repetition, and the sweep's progress
+/// as provenance.json records it), else a Markdown table per metric (per
+/// CCA for a 2-D grid: rows y, columns x; Jain as "mean (worst)") and the
+/// folder.
 fn report_sweep(
     sweep: &rttfair_lab::scenario::Sweep,
     ccas: &[String],
-    points: &[rttfair_lab::run::sweep::Point],
-    dir: &Path,
+    swept: &rttfair_lab::run::sweep::Swept,
     json: bool,
 ) -> Result<()> {
+    let (points, dir) = (&swept.points, &swept.dir);
     if json {
-        let doc = serde_json::json!({ "points": points, "dir": dir });
+        let doc = serde_json::json!({
+            "points": points,
+            "dir": dir,
+            "progress": swept.progress,
+        });
         println!("{}", serde_json::to_string(&doc)?);
         return Ok(());
     }

@@ -228,6 +228,7 @@ pub fn write_sweep_folder(
                 self_check: passed_self_check(),
             })
             .collect(),
+        progress: None,
     };
     edit(&mut prov);
     let dir = crate::run::sweep::dir_of(out, base);

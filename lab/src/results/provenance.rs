@@ -185,6 +185,23 @@ pub struct SweepProvenance {
     pub sources: Vec<CcaSource>,
     /// Every point in the folder, in the grid's order.
     pub points: Vec<PointProvenance>,
+    /// How the sweep that wrote the folder went (`None` for a merge, and
+    /// in folders from before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<SweepProgress>,
+}
+
+/// A sweep's points and time, as recorded at its end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepProgress {
+    /// The points of the grid (of the shard) the sweep covers.
+    pub points_total: usize,
+    /// The points it ran.
+    pub points_run: usize,
+    /// The points `--resume` kept from an earlier sweep.
+    pub points_resumed: usize,
+    /// Wall-clock seconds from the first point to the last.
+    pub elapsed_s: f64,
 }
 
 /// Where one CCA's points of a sweep folder came from: the build that ran

@@ -382,6 +382,7 @@ pub fn combine(folders: &[Folder]) -> Result<Merged> {
         merged_from: folders.iter().map(name).collect(),
         sources,
         points: records,
+        progress: None,
     };
     Ok(Merged {
         scenario,

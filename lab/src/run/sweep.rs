@@ -4,10 +4,13 @@
 //! [`crate::scenario::Sweep`]), expanded to plans by [`crate::scenario::grid`].
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use crate::results::provenance::{CcaObject, Environment, PointProvenance, SweepProvenance};
+use crate::results::provenance::{
+    CcaObject, Environment, PointProvenance, SweepProgress, SweepProvenance,
+};
 use crate::results::SweepPoint;
 use crate::run::{self, RunOptions};
 use crate::scenario::grid;
@@ -18,12 +21,7 @@ pub use crate::scenario::{Axis, Sweep};
 
 /// Run the grid for every CCA; writes sweep.csv, sweep.json and plots
 /// under `out/<name>-sweep`, each point's run under its `runs/`.
-pub fn run(
-    base: &Scenario,
-    sweep: &Sweep,
-    ccas: &[String],
-    opts: &RunOptions,
-) -> Result<(Vec<SweepPoint>, PathBuf)> {
+pub fn run(base: &Scenario, sweep: &Sweep, ccas: &[String], opts: &RunOptions) -> Result<Swept> {
     run_shard(base, sweep, ccas, None, opts)
 }
 
@@ -35,7 +33,7 @@ pub fn run_shard(
     ccas: &[String],
     shard: Option<grid::Shard>,
     opts: &RunOptions,
-) -> Result<(Vec<SweepPoint>, PathBuf)> {
+) -> Result<Swept> {
     run_selected(
         base,
         sweep,
@@ -77,7 +75,7 @@ pub fn run_selected(
     ccas: &[String],
     sel: Selection,
     opts: &RunOptions,
-) -> Result<(Vec<SweepPoint>, PathBuf)> {
+) -> Result<Swept> {
     let mut plans =
         grid::expand(base, sweep, ccas).map_err(|e| anyhow::anyhow!("{}: {e}", base.name))?;
     crate::net::ccas::check_available(ccas)?;
@@ -106,36 +104,49 @@ pub fn run_selected(
         out_dir: dir.join("runs"),
         ..opts.clone()
     };
+    // The points kept are known before the first runs, so the ETA counts
+    // only the points still to run.
+    let earlier: Vec<_> = plans
+        .iter()
+        .map(|p| {
+            let run_dir = inner.out_dir.join(p.plan.dir_name());
+            sel.resume
+                .then(|| crate::run::resume::finished(&run_dir, &p.plan, &build))
+                .flatten()
+        })
+        .collect();
+    let mut tally = Tally {
+        total: plans.len(),
+        resumed: earlier.iter().filter(|e| e.is_some()).count(),
+        ran: 0,
+        ran_s: 0.0,
+    };
+    let start = Instant::now();
     let mut points = Vec::new();
     let mut records = Vec::new();
     let mut ran = Vec::new();
-    for p in &plans {
+    for (k, (p, earlier)) in plans.iter().zip(earlier).enumerate() {
         let run_dir = p.plan.dir_name();
-        let earlier = sel
-            .resume
-            .then(|| crate::run::resume::finished(&inner.out_dir.join(&run_dir), &p.plan, &build))
-            .flatten();
+        let at = format!("[{}/{}] {}", k + 1, tally.total, point_text(&p.key));
         let (summary, worst, prov) = match earlier {
             Some(done) => {
                 // Always said (on stderr, beside the progress bar; stdout may
                 // be --json): a resumed sweep shows what it kept.
-                eprintln!(
-                    "{} x={} y={:?}: complete in {}, not rerun",
-                    p.key.cca, p.key.x, p.key.y, run_dir
-                );
+                eprintln!("{at}: complete in {run_dir}, not rerun");
                 (done.summary, done.worst, done.provenance)
             }
             None => {
+                if opts.progress {
+                    // A plain line, not a bar: it stays in a CI log.
+                    eprintln!("{at} ... {}", tally.line(start.elapsed()));
+                }
+                let point_start = Instant::now();
                 let r = run::run_plan(&p.plan, &inner)?;
+                tally.ran += 1;
+                tally.ran_s += point_start.elapsed().as_secs_f64();
                 if opts.verbose {
                     // stderr: stdout may be --json.
-                    eprintln!(
-                        "{} x={} y={:?}: {}",
-                        p.key.cca,
-                        p.key.x,
-                        p.key.y,
-                        run::one_line(&r.summary)
-                    );
+                    eprintln!("{at}: {}", run::one_line(&r.summary));
                 }
                 let reps: Vec<_> = r.reps.iter().map(|rep| rep.summary.clone()).collect();
                 let worst = crate::results::summary::worst_of(&reps)
@@ -160,6 +171,8 @@ pub fn run_selected(
             worst: Some(worst),
         });
     }
+    let elapsed = start.elapsed();
+    let progress = tally.progress(elapsed);
     let provenance = SweepProvenance {
         environment: Environment::current(),
         ccas: ccas.iter().map(|c| object_run(c, &ran)).collect(),
@@ -168,9 +181,97 @@ pub fn run_selected(
         merged_from: Vec::new(),
         sources: Vec::new(),
         points: records,
+        progress: Some(progress.clone()),
     };
+    if opts.progress {
+        eprintln!("{}", tally.done_line(elapsed));
+    }
     write_outputs(&dir, base, sweep, ccas, &points, &provenance)?;
-    Ok((points, dir))
+    Ok(Swept {
+        points,
+        dir,
+        progress,
+    })
+}
+
+/// What [`run_selected`] did: the points (in grid order), the folder it
+/// wrote them to and how the sweep went.
+#[derive(Debug)]
+pub struct Swept {
+    pub points: Vec<SweepPoint>,
+    pub dir: PathBuf,
+    pub progress: SweepProgress,
+}
+
+/// A point as the progress lines name it: `cubic x=10` or `cubic x=10 y=2`.
+fn point_text(key: &grid::PointKey) -> String {
+    match key.y {
+        Some(y) => format!("{} x={} y={y}", key.cca, key.x),
+        None => format!("{} x={}", key.cca, key.x),
+    }
+}
+
+/// A sweep's count of its points as it goes: the ETA's arithmetic.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Tally {
+    /// The points of the sweep.
+    total: usize,
+    /// The points `--resume` kept: done, but not in the mean time per point.
+    resumed: usize,
+    /// The points run so far, and the seconds they took.
+    ran: usize,
+    ran_s: f64,
+}
+
+impl Tally {
+    /// The points still to run.
+    fn left(&self) -> usize {
+        self.total.saturating_sub(self.resumed + self.ran)
+    }
+
+    /// Seconds until the last point is done: the mean time of the points
+    /// run so far times the points left; `None` (unknown) before the
+    /// first one finished, unless none is left.
+    fn eta_s(&self) -> Option<f64> {
+        match (self.left(), self.ran) {
+            (0, _) => Some(0.0),
+            (_, 0) => None,
+            (left, ran) => Some(self.ran_s / ran as f64 * left as f64),
+        }
+    }
+
+    /// `elapsed HH:MM:SS, ETA HH:MM:SS` (ETA `unknown` before a point ran).
+    fn line(&self, elapsed: Duration) -> String {
+        let eta = self.eta_s().map_or_else(|| "unknown".to_string(), hms);
+        format!("elapsed {}, ETA {eta}", hms(elapsed.as_secs_f64()))
+    }
+
+    /// The sweep's last line: what it ran and kept, in how long.
+    fn done_line(&self, elapsed: Duration) -> String {
+        format!(
+            "[{n}/{n}] sweep done: {} run, {} kept, elapsed {}",
+            self.ran,
+            self.resumed,
+            hms(elapsed.as_secs_f64()),
+            n = self.total
+        )
+    }
+
+    /// The record provenance.json keeps.
+    fn progress(&self, elapsed: Duration) -> SweepProgress {
+        SweepProgress {
+            points_total: self.total,
+            points_run: self.ran,
+            points_resumed: self.resumed,
+            elapsed_s: elapsed.as_secs_f64(),
+        }
+    }
+}
+
+/// `secs` (rounded to the second) as `HH:MM:SS`; hours past 99 widen.
+fn hms(secs: f64) -> String {
+    let s = secs.max(0.0).round() as u64;
+    format!("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
 }
 
 /// The object `cca` ran in a sweep's points (`ran`: every point's run
@@ -259,6 +360,112 @@ mod tests {
         assert_eq!(object_run("qfair", &ran), other("ab"));
         assert_eq!(object_run("cubic", &ran), CcaObject::of("cubic"));
         assert_eq!(object_run("qfair", &[other("ab"), other("cd")]), unknown);
+    }
+
+    fn tally(total: usize, resumed: usize, ran: usize, ran_s: f64) -> Tally {
+        Tally {
+            total,
+            resumed,
+            ran,
+            ran_s,
+        }
+    }
+
+    /// k of N points run in T seconds: T/k per point for the N-k left.
+    #[test]
+    fn the_eta_is_the_mean_point_time_times_the_points_left() {
+        assert_eq!(tally(10, 0, 2, 60.0).eta_s(), Some(240.0));
+        assert_eq!(tally(3, 0, 1, 45.5).eta_s(), Some(91.0));
+        // All run: nothing left.
+        assert_eq!(tally(4, 0, 4, 100.0).eta_s(), Some(0.0));
+        let line = tally(10, 0, 2, 60.0).line(Duration::from_secs(61));
+        assert_eq!(line, "elapsed 00:01:01, ETA 00:04:00");
+    }
+
+    /// Before the first point finished there is no mean: the ETA is unknown.
+    #[test]
+    fn the_eta_is_unknown_before_a_point_ran() {
+        assert_eq!(tally(5, 0, 0, 0.0).eta_s(), None);
+        assert_eq!(tally(5, 3, 0, 0.0).eta_s(), None);
+        let line = tally(5, 0, 0, 0.0).line(Duration::from_millis(300));
+        assert_eq!(line, "elapsed 00:00:00, ETA unknown");
+        // An empty sweep, or one all kept by --resume, is done.
+        assert_eq!(tally(0, 0, 0, 0.0).eta_s(), Some(0.0));
+        assert_eq!(tally(4, 4, 0, 0.0).eta_s(), Some(0.0));
+    }
+
+    /// Points kept by --resume are done (not left) and took no time (not
+    /// in the mean).
+    #[test]
+    fn resumed_points_are_neither_left_nor_in_the_mean() {
+        // 10 points, 4 kept, 2 run in 60 s: 4 left at 30 s each, not
+        // (60 s / 6 done) x 4 = 40 s.
+        let t = tally(10, 4, 2, 60.0);
+        assert_eq!(t.left(), 4);
+        assert_eq!(t.eta_s(), Some(120.0));
+        let p = t.progress(Duration::from_secs_f64(75.5));
+        assert_eq!(
+            (p.points_total, p.points_run, p.points_resumed, p.elapsed_s),
+            (10, 2, 4, 75.5)
+        );
+        assert_eq!(
+            t.done_line(Duration::from_secs(75)),
+            "[10/10] sweep done: 2 run, 4 kept, elapsed 00:01:15"
+        );
+    }
+
+    #[test]
+    fn durations_read_as_hours_minutes_seconds() {
+        assert_eq!(hms(0.0), "00:00:00");
+        assert_eq!(hms(59.6), "00:01:00");
+        assert_eq!(hms(3661.0), "01:01:01");
+        assert_eq!(hms(100.0 * 3600.0 + 5.0), "100:00:05");
+        assert_eq!(hms(-3.0), "00:00:00");
+    }
+
+    #[test]
+    fn points_are_named_by_cca_and_coordinates() {
+        let key = |y| grid::PointKey {
+            cca: "cubic".into(),
+            x: 10.0,
+            y,
+        };
+        assert_eq!(point_text(&key(None)), "cubic x=10");
+        assert_eq!(point_text(&key(Some(0.5))), "cubic x=10 y=0.5");
+    }
+
+    /// provenance.json keeps a sweep's progress; a folder without one (a
+    /// merge, an older sweep) still reads.
+    #[test]
+    fn the_progress_survives_provenance_json() {
+        let root_dir = testkit::temp_folder("sweep-progress");
+        let base = Scenario::from_toml(&testkit::grid_toml("c", 1, None, &[10, 40])).unwrap();
+        let ccas = ["cubic".to_string()];
+        let point = |_: usize, _: &grid::PointPlan| {
+            MadeUp::Repetitions(vec![crate::results::Summary::default()])
+        };
+        let progress = tally(2, 1, 1, 30.0).progress(Duration::from_secs(31));
+        let kept = progress.clone();
+        let dir = testkit::write_sweep_folder(root_dir.path(), &base, &ccas, None, point, |p| {
+            p.progress = Some(kept)
+        });
+        let read: SweepProvenance = crate::results::provenance::read(&dir).unwrap();
+        assert_eq!(read.progress, Some(progress));
+        let text = std::fs::read_to_string(dir.join(crate::results::provenance::FILE)).unwrap();
+        assert!(text.contains("\"points_resumed\": 1"), "{text}");
+
+        let old = testkit::write_sweep_folder(
+            &root_dir.path().join("old"),
+            &base,
+            &ccas,
+            None,
+            point,
+            |_| {},
+        );
+        let text = std::fs::read_to_string(old.join(crate::results::provenance::FILE)).unwrap();
+        assert!(!text.contains("progress"), "{text}");
+        let read: SweepProvenance = crate::results::provenance::read(&old).unwrap();
+        assert_eq!(read.progress, None);
     }
 
     /// A scenario named to climb out of `--out` gets a folder inside it.
