@@ -14,6 +14,9 @@ A table that is computed from data is marked in the Markdown by a line
                              parameters, then Jain, utilization, queue and
                              each group's goodput): FOLDER under docs/data
                              holds the sweep's sweep.csv
+  runs FOLDER                single runs, one row per subfolder of FOLDER
+                             (under docs/data) holding a run's summary.json:
+                             Jain, utilization, queue, goodput per group
   readme                     README's one results table
 
 The grids' runs are listed, oldest first, in docs/data/grids/runs.csv
@@ -226,6 +229,26 @@ def sweep_rows(folder):
     return lines
 
 
+def runs_rows(folder):
+    """Each subfolder's summary.json (a lab run's) as one Markdown row."""
+    base = os.path.join(DATA, folder)
+    if not os.path.isdir(path(base)):
+        raise Fail(f"{base} is missing")
+    names = sorted(d for d in os.listdir(path(base))
+                   if os.path.exists(path(os.path.join(base, d, "summary.json"))))
+    if not names:
+        raise Fail(f"{base} holds no run's summary.json")
+    lines = ["| run | jain | util | queue | goodput per group, Mb/s |", "|---|---|---|---|---|"]
+    import json
+    for n in names:
+        with open(path(os.path.join(base, n, "summary.json"))) as f:
+            s = json.load(f)["summary"]
+        groups = ", ".join(f"{g} {v:.2f}" for g, v in sorted(s["goodput_mbit_by_group"].items()))
+        lines.append(f"| {n} | {s['jain']:.3f} | {100 * s['utilization']:.1f} % | "
+                     f"{s['qdelay_mean_ms']:.1f} ms | {groups} |")
+    return lines
+
+
 def generate(spec):
     kind, *args = spec.split()
     try:
@@ -239,6 +262,8 @@ def generate(spec):
             return readme()
         if kind == "sweep" and len(args) == 1:
             return sweep_rows(args[0])
+        if kind == "runs" and len(args) == 1:
+            return runs_rows(args[0])
     except KeyError as e:
         raise Fail(f"table {spec!r}: no {e} in its data")
     raise Fail(f"unknown table {spec!r}")
