@@ -70,12 +70,131 @@ fn dashboard_queries() -> Vec<String> {
         .collect()
 }
 
+/// `promtool check metrics` accepts `metrics` (an exposition body).
+fn assert_promtool_accepts(metrics: &str) {
+    let mut pt = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    pt.stdin
+        .take()
+        .unwrap()
+        .write_all(metrics.as_bytes())
+        .unwrap();
+    let out = pt.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "promtool check metrics: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Prometheus scraping the daemon on `dport` every second, serving its
+/// API on `pport`, its config and storage in `tmp`; killed on drop
+/// (common::Proc), on every way out of the test.
+fn start_prometheus(tmp: &std::path::Path, dport: u16, pport: u16) -> Proc {
+    std::fs::create_dir_all(tmp.join("data")).unwrap();
+    std::fs::write(
+        tmp.join("prometheus.yml"),
+        format!("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: rttfair\n    static_configs:\n      - targets: ['127.0.0.1:{dport}']\n"),
+    )
+    .unwrap();
+    let prom = Proc(
+        Command::new("prometheus")
+            .arg(format!(
+                "--config.file={}",
+                tmp.join("prometheus.yml").display()
+            ))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                tmp.join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{pport}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start prometheus (apt package prometheus)"),
+    );
+    assert!(wait_http(pport, "/-/ready"), "prometheus did not come up");
+    prom
+}
+
+/// The RTTs (ms) of [`FairttPair`]'s two flows, sender 0 first.
+const FAIRTT_PAIR_RTTS_MS: [f64; 2] = [10.0, 40.0];
+
+/// Two fairtt flows, 10 ms and 40 ms, through a 20 Mbit/s bottleneck,
+/// sending for 14 s to receivers on ports `base_port` and `base_port + 1`.
+struct FairttPair {
+    net: Dumbbell,
+    senders: Vec<std::thread::JoinHandle<anyhow::Result<u64>>>,
+    sinks: Vec<std::thread::JoinHandle<anyhow::Result<u64>>>,
+}
+
+impl FairttPair {
+    fn start(base_port: u16) -> FairttPair {
+        let net = Dumbbell::build(
+            &FAIRTT_PAIR_RTTS_MS.map(|r| FlowPath {
+                rtt: Duration::from_secs_f64(r / 1e3),
+                loss_pct: 0.0,
+            }),
+            Bottleneck {
+                rate_bit: 20_000_000,
+                limit_bytes: 100_000,
+            },
+        )
+        .unwrap();
+        let mut sinks = Vec::new();
+        let mut senders = Vec::new();
+        for i in 0..2 {
+            let port = base_port + i;
+            let l = net
+                .rcv
+                .run(move || TcpListener::bind(SocketAddrV4::new(RECEIVER, port)).unwrap())
+                .unwrap();
+            sinks.push(net.rcv.spawn(move || sink_once(l)).unwrap());
+            let src = net.sender(i as usize);
+            senders.push(
+                net.snd
+                    .spawn(move || {
+                        let mut s = connect_from(src, SocketAddr::from((RECEIVER, port)), "fairtt");
+                        blast(&mut s, Duration::from_secs(14))
+                    })
+                    .unwrap(),
+            );
+        }
+        FairttPair {
+            net,
+            senders,
+            sinks,
+        }
+    }
+
+    /// Waits for both flows to end, and for both ends to finish closing
+    /// (FIN exchange) before the links go away: a sender cut off mid-close
+    /// sits in FIN_WAIT2 holding its CCA.
+    fn finish(self, fs: &rttfair_loader::BpfFs) {
+        for s in self.senders {
+            s.join().unwrap().unwrap();
+        }
+        for s in self.sinks {
+            s.join().unwrap().unwrap();
+        }
+        assert!(wait_until(Duration::from_secs(10), || {
+            rttfair_loader::flows::live_sockets(fs, rttfair_loader::Cca::Fairtt).unwrap() == 0
+        }));
+        drop(self.net);
+    }
+}
+
 #[test]
 fn prometheus_scrapes_per_flow_min_rtt_and_fairness() {
     let t = KernelTest::new();
     let tmp_dir = rttfair_lab::testkit::temp_folder("prom");
     let tmp = tmp_dir.path();
-    std::fs::create_dir_all(tmp.join("data")).unwrap();
     let (dport, pport) = (free_port(), free_port());
     std::fs::write(
         tmp.join("daemon.toml"),
@@ -93,60 +212,11 @@ fn prometheus_scrapes_per_flow_min_rtt_and_fairness() {
         "daemon did not load fairtt from its config"
     );
 
-    std::fs::write(
-        tmp.join("prometheus.yml"),
-        format!("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: rttfair\n    static_configs:\n      - targets: ['127.0.0.1:{dport}']\n"),
-    )
-    .unwrap();
-    let _prom = Proc(
-        Command::new("prometheus")
-            .arg(format!(
-                "--config.file={}",
-                tmp.join("prometheus.yml").display()
-            ))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                tmp.join("data").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{pport}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start prometheus (apt package prometheus)"),
-    );
-    assert!(wait_http(pport, "/-/ready"), "prometheus did not come up");
+    let _prom = start_prometheus(tmp, dport, pport);
 
     // Two fairtt flows, 10 ms and 40 ms, through a 20 Mbit/s bottleneck.
-    let rtts = [10.0, 40.0];
-    let net = Dumbbell::build(
-        &rtts.map(|r| FlowPath {
-            rtt: Duration::from_secs_f64(r / 1e3),
-            loss_pct: 0.0,
-        }),
-        Bottleneck {
-            rate_bit: 20_000_000,
-            limit_bytes: 100_000,
-        },
-    )
-    .unwrap();
-    let mut sinks = Vec::new();
-    let mut senders = Vec::new();
-    for i in 0..2 {
-        let l = net
-            .rcv
-            .run(move || TcpListener::bind(SocketAddrV4::new(RECEIVER, 6100 + i)).unwrap())
-            .unwrap();
-        sinks.push(net.rcv.spawn(move || sink_once(l)).unwrap());
-        let src = net.sender(i as usize);
-        senders.push(
-            net.snd
-                .spawn(move || {
-                    let mut s = connect_from(src, SocketAddr::from((RECEIVER, 6100 + i)), "fairtt");
-                    blast(&mut s, Duration::from_secs(14))
-                })
-                .unwrap(),
-        );
-    }
+    let rtts = FAIRTT_PAIR_RTTS_MS;
+    let flows = FairttPair::start(6100);
 
     // While they run, Prometheus must have each flow's min_rtt and a Jain's index.
     let deadline = Instant::now() + Duration::from_secs(12);
@@ -168,18 +238,7 @@ fn prometheus_scrapes_per_flow_min_rtt_and_fairness() {
         }
     }
     let metrics = http_get(dport, "/metrics").unwrap().1;
-    for s in senders {
-        s.join().unwrap().unwrap();
-    }
-    for s in sinks {
-        s.join().unwrap().unwrap();
-    }
-    // Let both ends finish closing (FIN exchange) before the links go away;
-    // a sender cut off mid-close sits in FIN_WAIT2 holding its CCA.
-    assert!(wait_until(Duration::from_secs(10), || {
-        rttfair_loader::flows::live_sockets(&t.fs, rttfair_loader::Cca::Fairtt).unwrap() == 0
-    }));
-    drop(net);
+    flows.finish(&t.fs);
 
     assert_eq!(
         got.len(),
@@ -211,25 +270,7 @@ fn prometheus_scrapes_per_flow_min_rtt_and_fairness() {
     assert!(jain[0].1 > 0.0 && jain[0].1 <= 1.0, "jain {}", jain[0].1);
 
     // promtool accepts the exposition.
-    let mut pt = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    pt.stdin
-        .take()
-        .unwrap()
-        .write_all(metrics.as_bytes())
-        .unwrap();
-    let out = pt.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "promtool check metrics: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_promtool_accepts(&metrics);
 
     // SIGTERM: the daemon stops and leaves the CCA registered.
     daemon.signal(nix::sys::signal::Signal::SIGTERM);
@@ -324,7 +365,6 @@ fn shipped_config_feeds_every_aggregate_panel_and_alert() {
     let t = KernelTest::new();
     let tmp_dir = rttfair_lab::testkit::temp_folder("prom-shipped");
     let tmp = tmp_dir.path();
-    std::fs::create_dir_all(tmp.join("data")).unwrap();
     let (dport, pport) = (free_port(), free_port());
     let shipped = concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/systemd/daemon.toml");
     let config = std::fs::read_to_string(shipped).unwrap();
@@ -336,60 +376,10 @@ fn shipped_config_feeds_every_aggregate_panel_and_alert() {
     for cca in ["fairtt", "adbbr", "bbr1"] {
         assert!(registered(cca), "the shipped config did not load {cca}");
     }
-    std::fs::write(
-        tmp.join("prometheus.yml"),
-        format!("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: rttfair\n    static_configs:\n      - targets: ['127.0.0.1:{dport}']\n"),
-    )
-    .unwrap();
-    // Killed on drop (common::Proc), on every way out of the test.
-    let _prom = Proc(
-        Command::new("prometheus")
-            .arg(format!(
-                "--config.file={}",
-                tmp.join("prometheus.yml").display()
-            ))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                tmp.join("data").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{pport}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start prometheus (apt package prometheus)"),
-    );
-    assert!(wait_http(pport, "/-/ready"), "prometheus did not come up");
+    let _prom = start_prometheus(tmp, dport, pport);
 
     // Two fairtt flows, 10 ms and 40 ms, through a 20 Mbit/s bottleneck.
-    let net = Dumbbell::build(
-        &[10.0, 40.0].map(|r: f64| FlowPath {
-            rtt: Duration::from_secs_f64(r / 1e3),
-            loss_pct: 0.0,
-        }),
-        Bottleneck {
-            rate_bit: 20_000_000,
-            limit_bytes: 100_000,
-        },
-    )
-    .unwrap();
-    let mut sinks = Vec::new();
-    let mut senders = Vec::new();
-    for i in 0..2 {
-        let l = net
-            .rcv
-            .run(move || TcpListener::bind(SocketAddrV4::new(RECEIVER, 6200 + i)).unwrap())
-            .unwrap();
-        sinks.push(net.rcv.spawn(move || sink_once(l)).unwrap());
-        let src = net.sender(i as usize);
-        senders.push(
-            net.snd
-                .spawn(move || {
-                    let mut s = connect_from(src, SocketAddr::from((RECEIVER, 6200 + i)), "fairtt");
-                    blast(&mut s, Duration::from_secs(14))
-                })
-                .unwrap(),
-        );
-    }
+    let flows = FairttPair::start(6200);
     let panels = dashboard_aggregate_queries();
     let alerts = alert_queries();
     assert!(panels.len() >= 10, "{panels:?}");
@@ -404,16 +394,7 @@ fn shipped_config_feeds_every_aggregate_panel_and_alert() {
     let metadata = http_get(pport, "/api/v1/metadata?metric=rttfair_cca_min_rtt_seconds")
         .map(|(_, b)| b)
         .unwrap_or_default();
-    for s in senders {
-        s.join().unwrap().unwrap();
-    }
-    for s in sinks {
-        s.join().unwrap().unwrap();
-    }
-    assert!(wait_until(Duration::from_secs(10), || {
-        rttfair_loader::flows::live_sockets(&t.fs, rttfair_loader::Cca::Fairtt).unwrap() == 0
-    }));
-    drop(net);
+    flows.finish(&t.fs);
     drop(daemon);
 
     assert!(empty.is_empty(), "no data for: {empty:#?}");
@@ -421,25 +402,7 @@ fn shipped_config_feeds_every_aggregate_panel_and_alert() {
     // histograms, not histograms whose counters go down.
     assert!(metadata.contains("gaugehistogram"), "{metadata}");
     // The classic body (no OpenMetrics Accept) passes promtool's linter.
-    let mut pt = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    pt.stdin
-        .take()
-        .unwrap()
-        .write_all(metrics.as_bytes())
-        .unwrap();
-    let out = pt.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "promtool check metrics: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_promtool_accepts(&metrics);
     for cca in ["fairtt", "adbbr", "bbr1"] {
         assert_success(&t.run(&["unload", cca]));
     }

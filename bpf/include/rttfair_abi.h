@@ -24,7 +24,7 @@
 #ifndef RTTFAIR_ABI_H
 #define RTTFAIR_ABI_H
 
-#define RTTFAIR_ABI_VERSION 8
+#define RTTFAIR_ABI_VERSION 9
 
 /*
  * A pinned map's name: its base name, "_v", the ABI version. BPF code names
@@ -176,6 +176,8 @@ struct rttfair_flow {
 	__u8 bbr3_ecn_eligible;     /* 1 when ECN drives the model (negotiated, min RTT <= 5 ms) */
 	__u32 qfair_noise_us;       /* nu: the flow's own delay noise, its bucket estimator's
 				     * reading above R^ at an empty queue (out of q^, into the pipe) */
+	__u32 qfair_pipe_us;        /* P = R^ + nu + eps: the pipe Eq. 1's window carries (eps:
+				     * the mean RTT above the bucket minima, read in drains) */
 };
 
 /* Per-CCA host-wide counters (ARRAY indexed by enum rttfair_cca_id). */

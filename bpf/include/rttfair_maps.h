@@ -86,7 +86,7 @@ static __always_inline __u64 rttfair_next_flow_id(void)
  *		fill f in place, as a refresh does;
  *	state = rttfair_flow_publish(f, state);
  *
- * Why not build the record on the stack and insert it whole: 280 bytes in
+ * Why not build the record on the stack and insert it whole: 288 bytes in
  * the exporter's deepest call chain (cong_control), of the verifier's 512.
  * The entry is inserted from a blank record in .rodata and filled through
  * the map's pointer, which costs no stack. Not from a per-CPU scratch record

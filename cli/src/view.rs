@@ -3,7 +3,8 @@
 use std::fmt::Write;
 
 use anyhow::Result;
-use rttfair_loader::export::{Adbbr, Bbr3, Fairtt, LongTermBw, Qfair};
+use rttfair_loader::export::LongTermBw;
+use rttfair_loader::fields::{Of, Value, FIELDS};
 use rttfair_loader::flows::FlowReader;
 use rttfair_loader::{kernel, lifecycle, BpfFs, Cca, Flow};
 use serde::Serialize;
@@ -133,7 +134,11 @@ impl Status {
     }
 }
 
-/// One flow, flattened for JSON and tables.
+/// One flow, flattened for JSON and tables: its identity, then the
+/// loader's per-flow fields ([`FIELDS`]) under their keys, the shared ones
+/// at the top and a CCA's own in an object named after it ("qfair"), an
+/// unset one null in that object (absent at the top: the BBR gains, where
+/// none is in force).
 #[derive(Debug, Serialize)]
 pub struct FlowRow {
     pub id: u64,
@@ -141,36 +146,56 @@ pub struct FlowRow {
     pub local: String,
     pub peer: String,
     pub netns: u32,
-    pub mode: &'static str,
-    pub btlbw_bytes_per_second: u64,
-    pub pacing_rate_bytes_per_second: u64,
-    pub min_rtt_seconds: f64,
-    pub last_rtt_seconds: f64,
-    pub srtt_seconds: f64,
-    pub cwnd_segments: u32,
-    /// The BBR gains in force; absent where none is (qfair in cruise:
-    /// its Eq. 9 and Eq. 1 set rate and window).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pacing_gain: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cwnd_gain: Option<f64>,
-    pub delivered_bytes: u64,
-    pub retrans_bytes: u64,
-    pub probe_rtt_entries: u32,
-    pub age_seconds: f64,
+    #[serde(flatten)]
+    shared: Fields,
     /// BBR v1's long-term (policer) model, while it samples or is in use:
     /// whether the flow found a policer shows only here (`ss -ti` cannot
     /// show a BPF CCA's state).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub long_term: Option<LongTermRow>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub fairtt: Option<FairttRow>,
+    fairtt: Option<Fields>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub adbbr: Option<AdbbrRow>,
+    adbbr: Option<Fields>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub qfair: Option<QfairRow>,
+    qfair: Option<Fields>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub bbr3: Option<Bbr3Row>,
+    bbr3: Option<Fields>,
+    #[serde(skip)]
+    flow: Flow,
+}
+
+/// The fields of a flow that `of` holds, as a JSON object.
+#[derive(Debug)]
+struct Fields {
+    flow: Flow,
+    of: Of,
+}
+
+impl Fields {
+    /// `of`'s fields of `f`, if `f`'s CCA has them.
+    fn of(f: &Flow, of: Of) -> Option<Fields> {
+        of.holds(f).then_some(Fields { flow: *f, of })
+    }
+}
+
+impl Serialize for Fields {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let shared = self.of.cca().is_none();
+        let mut map = s.serialize_map(None)?;
+        for field in FIELDS.iter().filter(|f| f.of.cca() == self.of.cca()) {
+            match (field.value)(&self.flow) {
+                Some(Value::Int(v)) => map.serialize_entry(field.key, &v)?,
+                Some(Value::Real(v)) => map.serialize_entry(field.key, &v)?,
+                Some(Value::Flag(v)) => map.serialize_entry(field.key, &v)?,
+                Some(Value::State(v)) => map.serialize_entry(field.key, v)?,
+                None if shared => {}
+                None => map.serialize_entry(field.key, &())?,
+            }
+        }
+        map.end()
+    }
 }
 
 /// The long-term (policer) model, as `rttfairctl flows --json` shows it.
@@ -194,134 +219,6 @@ impl LongTermRow {
     }
 }
 
-/// FaiRTT's internals, as `rttfairctl flows --json` shows them.
-#[derive(Debug, Serialize)]
-pub struct FairttRow {
-    pub alpha_seconds: f64,
-    pub wminrtt_seconds: f64,
-    pub coefficient: f64,
-    pub wfcount: u16,
-    pub active: bool,
-}
-
-impl From<&Fairtt> for FairttRow {
-    fn from(f: &Fairtt) -> Self {
-        FairttRow {
-            alpha_seconds: f.alpha.as_secs_f64(),
-            wminrtt_seconds: f.wminrtt.as_secs_f64(),
-            coefficient: f.coefficient,
-            wfcount: f.wfcount,
-            active: f.active,
-        }
-    }
-}
-
-/// Ad-BBR's internals, as `rttfairctl flows --json` shows them.
-#[derive(Debug, Serialize)]
-pub struct AdbbrRow {
-    pub nrtt_seconds: f64,
-    pub rtt_std_seconds: f64,
-    pub regime: &'static str,
-    pub factor: f64,
-}
-
-impl From<&Adbbr> for AdbbrRow {
-    fn from(a: &Adbbr) -> Self {
-        AdbbrRow {
-            nrtt_seconds: a.nrtt.as_secs_f64(),
-            rtt_std_seconds: a.rtt_std.as_secs_f64(),
-            regime: a.regime.name(),
-            factor: a.factor,
-        }
-    }
-}
-
-/// qfair's internals, as `rttfairctl flows --json` shows them.
-#[derive(Debug, Serialize)]
-pub struct QfairRow {
-    /// x^, the smoothed per-round sending rate (delivered + lost).
-    pub rate_bytes_per_second: u64,
-    /// alpha, the backlog target.
-    pub alpha_packets: f64,
-    /// a^, the flow's own backlog estimate.
-    pub backlog_packets: f64,
-    /// o, Eq. 8b's integral term (signed, |o| <= qfair.o_cap x alpha, default alpha/2).
-    pub offset_packets: f64,
-    pub qdelay_seconds: f64,
-    pub standing_rtt_seconds: f64,
-    pub target_cwnd_segments: u32,
-    /// g, the rate correction of the last round.
-    pub gain: f64,
-    pub competitive: bool,
-    pub pacing_floor: bool,
-    pub drains_ok: u32,
-    pub drains_failed: u32,
-    /// m, the lowest RTT of the last judged drain; null before the first.
-    pub drain_min_rtt_seconds: Option<f64>,
-    /// nu, the flow's own delay noise taken out of q^.
-    pub noise_seconds: f64,
-}
-
-impl From<&Qfair> for QfairRow {
-    fn from(q: &Qfair) -> Self {
-        QfairRow {
-            rate_bytes_per_second: q.rate_bps,
-            alpha_packets: q.alpha_pkts,
-            backlog_packets: q.backlog_pkts,
-            offset_packets: q.offset_pkts,
-            qdelay_seconds: q.qdelay.as_secs_f64(),
-            standing_rtt_seconds: q.standing_rtt.as_secs_f64(),
-            target_cwnd_segments: q.target_cwnd,
-            gain: q.gain,
-            competitive: q.competitive,
-            pacing_floor: q.pacing_floor,
-            drains_ok: q.drains_ok,
-            drains_failed: q.drains_failed,
-            drain_min_rtt_seconds: q.drain_min_rtt.map(|m| m.as_secs_f64()),
-            noise_seconds: q.noise.as_secs_f64(),
-        }
-    }
-}
-
-/// BBRv3's internals, as `rttfairctl flows --json` shows them. Unset
-/// bounds are `null`.
-#[derive(Debug, Serialize)]
-pub struct Bbr3Row {
-    /// startup, drain, down, cruise, refill, up, probe_rtt.
-    pub phase: &'static str,
-    pub bw_hi_bytes_per_second: u64,
-    pub bw_lo_bytes_per_second: Option<u64>,
-    pub inflight_hi_segments: Option<u32>,
-    pub inflight_lo_segments: Option<u32>,
-    /// Loss rate of the last round trip (0..1).
-    pub round_loss_ratio: f64,
-    /// Probes ended by the 2 % loss / ECN bound.
-    pub too_high_events: u32,
-    /// Loss rounds that cut the lower bounds.
-    pub lo_cuts: u32,
-    pub extra_acked_segments: u32,
-    pub ecn_alpha: f64,
-    pub ecn_eligible: bool,
-}
-
-impl From<&Bbr3> for Bbr3Row {
-    fn from(b: &Bbr3) -> Self {
-        Bbr3Row {
-            phase: b.phase.name(),
-            bw_hi_bytes_per_second: b.bw_hi_bps,
-            bw_lo_bytes_per_second: b.bw_lo_bps,
-            inflight_hi_segments: b.inflight_hi,
-            inflight_lo_segments: b.inflight_lo,
-            round_loss_ratio: b.round_loss,
-            too_high_events: b.too_high_events,
-            lo_cuts: b.lo_cuts,
-            extra_acked_segments: b.extra_acked,
-            ecn_alpha: b.ecn_alpha,
-            ecn_eligible: b.ecn_eligible,
-        }
-    }
-}
-
 /// An optional bound for the table: "-" while unset.
 fn or_dash<T: std::fmt::Display>(v: Option<T>) -> String {
     v.map_or_else(|| "-".to_string(), |v| v.to_string())
@@ -335,24 +232,16 @@ impl From<&Flow> for FlowRow {
             local: f.local.to_string(),
             peer: f.peer.to_string(),
             netns: f.netns,
-            mode: f.mode.name(),
-            btlbw_bytes_per_second: f.btlbw_bps,
-            pacing_rate_bytes_per_second: f.pacing_rate_bps,
-            min_rtt_seconds: f.min_rtt.as_secs_f64(),
-            last_rtt_seconds: f.last_rtt.as_secs_f64(),
-            srtt_seconds: f.srtt.as_secs_f64(),
-            cwnd_segments: f.cwnd,
-            pacing_gain: f.pacing_gain,
-            cwnd_gain: f.cwnd_gain,
-            delivered_bytes: f.delivered_bytes,
-            retrans_bytes: f.retrans_bytes,
-            probe_rtt_entries: f.probe_rtt_entries,
-            age_seconds: f.age().as_secs_f64(),
+            shared: Fields {
+                flow: *f,
+                of: Of::Every,
+            },
             long_term: LongTermRow::of(&f.long_term),
-            fairtt: f.fairtt().map(FairttRow::from),
-            adbbr: f.adbbr().map(AdbbrRow::from),
-            qfair: f.qfair().map(QfairRow::from),
-            bbr3: f.bbr3().map(Bbr3Row::from),
+            fairtt: Fields::of(f, Of::Fairtt),
+            adbbr: Fields::of(f, Of::Adbbr),
+            qfair: Fields::of(f, Of::Qfair),
+            bbr3: Fields::of(f, Of::Bbr3),
+            flow: *f,
         }
     }
 }
@@ -360,55 +249,56 @@ impl From<&Flow> for FlowRow {
 impl FlowRow {
     /// The EXTRA column of the table: the CCA's own internals.
     fn extra(&self) -> String {
-        if let Some(ft) = &self.fairtt {
+        let f = &self.flow;
+        if let Some(ft) = f.fairtt() {
             return format!(
                 "alpha={:.1}ms coef={:.3} wf={} {}",
-                ft.alpha_seconds * 1e3,
+                ms(ft.alpha),
                 ft.coefficient,
                 ft.wfcount,
                 if ft.active { "active" } else { "idle" }
             );
         }
-        if let Some(ab) = &self.adbbr {
+        if let Some(ab) = f.adbbr() {
             return format!(
                 "nrtt={:.1}ms std={:.2}ms {} x{:.3}",
-                ab.nrtt_seconds * 1e3,
-                ab.rtt_std_seconds * 1e3,
-                ab.regime,
+                ms(ab.nrtt),
+                ms(ab.rtt_std),
+                ab.regime.name(),
                 ab.factor
             );
         }
-        if let Some(q) = &self.qfair {
+        if let Some(q) = f.qfair() {
             return format!(
                 "x={} alpha={:.1} backlog={:.1} o={:+.2} q={:.2}ms D={:.2}ms g={:.3} w={} drains={}/{} m={}{}{}",
-                human_rate(q.rate_bytes_per_second),
-                q.alpha_packets,
-                q.backlog_packets,
-                q.offset_packets,
-                q.qdelay_seconds * 1e3,
-                q.standing_rtt_seconds * 1e3,
+                human_rate(q.rate_bps),
+                q.alpha_pkts,
+                q.backlog_pkts,
+                q.offset_pkts,
+                ms(q.qdelay),
+                ms(q.standing_rtt),
                 q.gain,
-                q.target_cwnd_segments,
+                q.target_cwnd,
                 q.drains_ok,
                 q.drains_failed,
-                q.drain_min_rtt_seconds
-                    .map_or_else(|| "-".to_string(), |m| format!("{:.2}ms", m * 1e3)),
+                q.drain_min_rtt
+                    .map_or_else(|| "-".to_string(), |m| format!("{:.2}ms", ms(m))),
                 if q.competitive { " competitive" } else { "" },
                 if q.pacing_floor { " floor" } else { "" }
             );
         }
-        if let Some(b) = &self.bbr3 {
+        if let Some(b) = f.bbr3() {
             return format!(
                 "{} bw_hi={} bw_lo={} inflight_hi={} inflight_lo={} loss={:.2}% too_high={} lo_cuts={} extra_acked={} ecn_alpha={:.2}{}",
-                b.phase,
-                human_rate(b.bw_hi_bytes_per_second),
-                b.bw_lo_bytes_per_second.map_or_else(|| "-".to_string(), human_rate),
-                or_dash(b.inflight_hi_segments),
-                or_dash(b.inflight_lo_segments),
-                b.round_loss_ratio * 100.0,
+                b.phase.name(),
+                human_rate(b.bw_hi_bps),
+                b.bw_lo_bps.map_or_else(|| "-".to_string(), human_rate),
+                or_dash(b.inflight_hi),
+                or_dash(b.inflight_lo),
+                b.round_loss * 100.0,
                 b.too_high_events,
                 b.lo_cuts,
-                b.extra_acked_segments,
+                b.extra_acked,
                 b.ecn_alpha,
                 if b.ecn_eligible { " ecn" } else { "" }
             );
@@ -418,6 +308,11 @@ impl FlowRow {
         }
         String::new()
     }
+}
+
+/// A duration in ms, for the table.
+fn ms(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1e3
 }
 
 /// The `flows` table.
@@ -438,12 +333,12 @@ pub fn flows_table(flows: &[Flow]) -> String {
             row.cca,
             row.local,
             row.peer,
-            row.mode,
-            human_rate(row.btlbw_bytes_per_second),
-            format!("{:.2}ms", row.min_rtt_seconds * 1e3),
-            format!("{:.2}ms", row.last_rtt_seconds * 1e3),
-            row.cwnd_segments,
-            or_dash(row.pacing_gain.map(|g| format!("{g:.2}"))),
+            f.mode.name(),
+            human_rate(f.btlbw_bps),
+            format!("{:.2}ms", ms(f.min_rtt)),
+            format!("{:.2}ms", ms(f.last_rtt)),
+            f.cwnd,
+            or_dash(f.pacing_gain.map(|g| format!("{g:.2}"))),
             extra
         );
     }
@@ -577,6 +472,8 @@ pub fn native_table(rows: &[NativeRow]) -> String {
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
+
+    use rttfair_loader::export::Qfair;
 
     use super::*;
 

@@ -14,7 +14,9 @@ use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, MetricEncod
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
-use crate::families::{Family, Source, Type, FAMILIES};
+use rttfair_loader::fields::{Unit, Value};
+
+use crate::families::{Covers, Family, Source, Type, FAMILIES};
 use crate::labels::FlowLabels;
 use crate::process::Process;
 use crate::snapshot::{FlowSample, Snapshot, Throughputs};
@@ -102,13 +104,30 @@ fn family(enc: &mut DescriptorEncoder, f: &Family, d: &Data) -> Result<(), std::
                 .collect();
             samples(enc, f, &v)
         }
-        Source::FlowState(covers, label, state) => {
+        Source::Field(field) if field.unit == Unit::State => {
+            let (covers, label) = (Covers::from(field.of), field.key);
             let v: Vec<(FlowLabels, f64)> = snap
                 .exported()
                 .iter()
                 .filter(|s| covers.includes(s))
+                .filter_map(|s| match (field.value)(&s.flow) {
+                    Some(Value::State(st)) => {
+                        Some((s.labels.with(format_args!(",{label}=\"{st}\"")), 1.0))
+                    }
+                    _ => None,
+                })
+                .collect();
+            samples(enc, f, &v)
+        }
+        Source::Field(field) => {
+            let covers = Covers::from(field.of);
+            let v: Vec<(&FlowLabels, f64)> = snap
+                .exported()
+                .iter()
+                .filter(|s| covers.includes(s))
                 .filter_map(|s| {
-                    state(&s.flow).map(|st| (s.labels.with(format_args!(",{label}=\"{st}\"")), 1.0))
+                    let x = (field.value)(&s.flow)?.number()?;
+                    Some((&s.labels, x))
                 })
                 .collect();
             samples(enc, f, &v)

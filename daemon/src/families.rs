@@ -3,9 +3,14 @@
 //! the scrape's aggregates. Registration order, encoding ([`crate::encode`])
 //! and the reference in `docs/metrics.md` ([`reference`]) all come from it,
 //! so a new family is one entry and the docs cannot drift (a unit test
-//! compares the file with the generated text).
+//! compares the file with the generated text). The families of the flows'
+//! own fields are the loader's field table ([`rttfair_loader::fields`]),
+//! one family per field with a metric: a new field is a row there.
 
-use rttfair_loader::export::{Counters, Flow};
+use std::sync::LazyLock;
+
+use rttfair_loader::export::Counters;
+use rttfair_loader::fields::{Field, Of, Unit, FIELDS};
 
 use crate::process::Process;
 use crate::snapshot::{CcaRates, FlowSample, Snapshot};
@@ -66,16 +71,30 @@ impl Covers {
     }
 }
 
+impl From<Of> for Covers {
+    /// A CCA's own fields are of the project CCAs' flows.
+    fn from(of: Of) -> Covers {
+        match of {
+            Of::Every => Covers::All,
+            Of::Model => Covers::Model,
+            Of::Project | Of::Fairtt | Of::Adbbr | Of::Qfair | Of::Bbr3 => Covers::Project,
+        }
+    }
+}
+
 /// Where a family's samples come from.
+#[derive(Clone, Copy)]
 pub enum Source {
     /// One series per flow: 1, with the 4-tuple, destination group and
     /// netns as labels (joined to the other families on `flow` in PromQL).
     FlowInfo,
     /// One series per covered flow for which `value` gives a number.
     Flow(Covers, fn(&FlowSample) -> Option<f64>),
-    /// One series per covered flow with an extra label `label` holding the
-    /// flow's current state, value 1 (not a state set: one line per flow).
-    FlowState(Covers, &'static str, fn(&Flow) -> Option<&'static str>),
+    /// A field of the flow (the loader's table): one series per flow the
+    /// field's [`Of`] covers and that has a value. A [`Unit::State`] field's
+    /// series carry an extra label, the field's key, holding the flow's
+    /// current state, value 1 (not a state set: one line per flow).
+    Field(&'static Field),
     /// Per project CCA, from its host-wide counters.
     Counters(fn(&Counters) -> f64),
     /// Per project CCA: 1 if this installation registered it.
@@ -107,7 +126,8 @@ impl Source {
                 "cca, flow, local_addr, local_port, peer_addr, peer_port, group, netns".into()
             }
             Source::Flow(..) => "cca, flow".into(),
-            Source::FlowState(_, label, _) => format!("cca, flow, {label}"),
+            Source::Field(f) if f.unit == Unit::State => format!("cca, flow, {}", f.key),
+            Source::Field(_) => "cca, flow".into(),
             Source::Counters(_) | Source::Loaded | Source::PerCca(_) => "cca".into(),
             Source::Histogram(..) => "cca, le".into(),
             Source::PerGroup(_) => "cca, group".into(),
@@ -120,7 +140,8 @@ impl Source {
     fn scope(&self) -> String {
         match self {
             Source::FlowInfo => "every flow".into(),
-            Source::Flow(c, _) | Source::FlowState(c, _, _) => c.doc().into(),
+            Source::Flow(c, _) => c.doc().into(),
+            Source::Field(f) => Covers::from(f.of).doc().into(),
             Source::Counters(_) | Source::Loaded => "per project CCA".into(),
             Source::PerCca(_) => "per CCA with active flows".into(),
             Source::Histogram(_, b) => format!("per CCA with flows, {} buckets", b.len() + 1),
@@ -134,6 +155,7 @@ impl Source {
 }
 
 /// One metric family.
+#[derive(Clone)]
 pub struct Family {
     /// The family's name as exposed (counters get `_total` appended by the
     /// encoder). The unit is part of the name, Prometheus style.
@@ -164,60 +186,38 @@ fn secs(d: std::time::Duration) -> f64 {
     d.as_secs_f64()
 }
 
-/// Every family, in exposition order.
+/// Every family, in exposition order: [`PER_FLOW`], a family per field of
+/// the loader's table that has a metric, then [`AGGREGATES`].
+pub static FAMILIES: LazyLock<Vec<Family>> = LazyLock::new(|| {
+    let fields = FIELDS.iter().filter_map(|f| {
+        let m = f.metric?;
+        Some(Family {
+            name: m.name,
+            help: f.help,
+            unit: f.unit.name(),
+            ty: if m.counter { Counter } else { Gauge },
+            source: Source::Field(f),
+        })
+    });
+    PER_FLOW
+        .iter()
+        .cloned()
+        .chain(fields)
+        .chain(AGGREGATES.iter().cloned())
+        .collect()
+});
+
+/// The per-flow families that are not a field of the flow.
 #[rustfmt::skip]
-pub static FAMILIES: &[Family] = &[
-    // Per flow: the BBR core every project CCA shares.
+static PER_FLOW: &[Family] = &[
     Family { name: "rttfair_flow_info", help: "Identity of an exported flow (always 1): 4-tuple, destination group and network namespace inode, keyed by flow", unit: "", ty: Gauge, source: Source::FlowInfo },
-    Family { name: "rttfair_flow_btlbw_bytes_per_second", help: "BBR bottleneck bandwidth estimate of the flow: the windowed max delivery rate (the policed rate while policed); for bbr3 min(bw_hi, bw_lo), whose max is rttfair_bbr3_bw_hi_bytes_per_second", unit: "bytes/s", ty: Gauge, source: Source::Flow(Covers::Model, |s| Some(s.flow.btlbw_bps as f64)) },
-    Family { name: "rttfair_flow_min_rtt_seconds", help: "Minimum RTT of the flow: BBR's RTprop estimate for rttfair's CCAs and native bbr, the kernel's windowed min RTT for other kernel CCAs", unit: "seconds", ty: Gauge, source: Source::Flow(Covers::All, |s| Some(secs(s.flow.min_rtt))) },
-    Family { name: "rttfair_flow_last_rtt_seconds", help: "RTT of the flow's latest rate sample", unit: "seconds", ty: Gauge, source: Source::Flow(Covers::Project, |s| Some(secs(s.flow.last_rtt))) },
-    Family { name: "rttfair_flow_smoothed_rtt_seconds", help: "Kernel smoothed RTT (srtt) of the flow", unit: "seconds", ty: Gauge, source: Source::Flow(Covers::All, |s| Some(secs(s.flow.srtt))) },
-    Family { name: "rttfair_flow_cwnd_segments", help: "Congestion window of the flow, in segments", unit: "segments", ty: Gauge, source: Source::Flow(Covers::All, |s| Some(s.flow.cwnd as f64)) },
-    Family { name: "rttfair_flow_pacing_rate_bytes_per_second", help: "Pacing rate of the flow", unit: "bytes/s", ty: Gauge, source: Source::Flow(Covers::All, |s| Some(s.flow.pacing_rate_bps as f64)) },
-    Family { name: "rttfair_flow_pacing_gain_ratio", help: "BBR pacing gain in force (1 = BtlBw); no series while none is (qfair in cruise: its Eq. 9 sets the rate)", unit: "ratio", ty: Gauge, source: Source::Flow(Covers::Model, |s| s.flow.pacing_gain) },
-    Family { name: "rttfair_flow_cwnd_gain_ratio", help: "BBR cwnd gain in force (x BDP); no series while none is (qfair in cruise: its Eq. 1 sets the window)", unit: "ratio", ty: Gauge, source: Source::Flow(Covers::Model, |s| s.flow.cwnd_gain) },
-    Family { name: "rttfair_flow_mode", help: "BBR state of the flow: the series with the current mode label is 1", unit: "", ty: Gauge, source: Source::FlowState(Covers::Model, "mode", |f| Some(f.mode.name())) },
-    Family { name: "rttfair_flow_delivered_bytes", help: "Bytes the flow delivered (acknowledged)", unit: "bytes", ty: Counter, source: Source::Flow(Covers::All, |s| Some(s.flow.delivered_bytes as f64)) },
-    Family { name: "rttfair_flow_retransmitted_bytes", help: "Bytes the flow retransmitted", unit: "bytes", ty: Counter, source: Source::Flow(Covers::All, |s| Some(s.flow.retrans_bytes as f64)) },
-    Family { name: "rttfair_flow_probe_rtt_entries", help: "ProbeRTT entries of the flow", unit: "", ty: Counter, source: Source::Flow(Covers::Project, |s| Some(s.flow.probe_rtt_entries as f64)) },
     Family { name: "rttfair_flow_throughput_bytes_per_second", help: "Delivery rate of the flow between its two latest exports seen by scrapes", unit: "bytes/s", ty: Gauge, source: Source::Flow(Covers::All, |s| Some(s.rate)) },
-    // Per flow: FaiRTT.
-    Family { name: "rttfair_fairtt_alpha_seconds", help: "FaiRTT RTT fairness threshold alpha_t (Eq. 5)", unit: "seconds", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.fairtt().map(|f| secs(f.alpha))) },
-    Family { name: "rttfair_fairtt_bdp_coefficient_ratio", help: "FaiRTT BDP coefficient minRTT*gamma/lastRTT applied (1 = none)", unit: "ratio", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.fairtt().map(|f| f.coefficient)) },
-    Family { name: "rttfair_fairtt_wfcount", help: "FaiRTT Wfcount: distinct minRTT classes the flow saw active", unit: "", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.fairtt().map(|f| f.wfcount as f64)) },
-    Family { name: "rttfair_fairtt_adjust_active", help: "1 while FaiRTT's BDP reduction applies to the flow", unit: "", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.fairtt().map(|f| f.active as u8 as f64)) },
-    // Per flow: Ad-BBR.
-    Family { name: "rttfair_adbbr_nrtt_seconds", help: "Ad-BBR reference RTT nRTT (Alg. 1)", unit: "seconds", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.adbbr().map(|a| secs(a.nrtt))) },
-    Family { name: "rttfair_adbbr_pacing_factor_ratio", help: "Ad-BBR pacing factor applied (1 = none; 1/beta or gamma)", unit: "ratio", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.adbbr().map(|a| a.factor)) },
-    Family { name: "rttfair_adbbr_rtt_stddev_seconds", help: "Ad-BBR standard deviation of the RTT history (Alg. 3)", unit: "seconds", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.adbbr().map(|a| secs(a.rtt_std))) },
-    Family { name: "rttfair_adbbr_regime", help: "Ad-BBR rate regulation regime (Alg. 2): the series with the current regime label is 1", unit: "", ty: Gauge, source: Source::FlowState(Covers::Project, "regime", |f| f.adbbr().map(|a| a.regime.name())) },
-    // Per flow: qfair.
-    Family { name: "rttfair_qfair_alpha_packets", help: "qfair backlog target alpha of the flow", unit: "packets", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.qfair().map(|q| q.alpha_pkts)) },
-    Family { name: "rttfair_qfair_backlog_packets", help: "qfair estimate of the flow's own backlog at the bottleneck (a^ = x^ q^)", unit: "packets", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.qfair().map(|q| q.backlog_pkts)) },
-    Family { name: "rttfair_qfair_offset_packets", help: "qfair integral term o of Eq. 8b, signed, at most qfair.o_cap x alpha in magnitude (default alpha/2) (w = g x^ R^ + alpha + o)", unit: "packets", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.qfair().map(|q| q.offset_pkts)) },
-    Family { name: "rttfair_qfair_qdelay_seconds", help: "qfair queueing delay estimate q^ = D - R^", unit: "seconds", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.qfair().map(|q| secs(q.qdelay))) },
-    Family { name: "rttfair_qfair_standing_rtt_seconds", help: "qfair standing RTT D (mean of 8 ms bucket minima)", unit: "seconds", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.qfair().map(|q| secs(q.standing_rtt))) },
-    Family { name: "rttfair_qfair_rate_bytes_per_second", help: "qfair smoothed per-round sending rate x^ ((delivered + lost) per round)", unit: "bytes/s", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.qfair().map(|q| q.rate_bps as f64)) },
-    Family { name: "rttfair_qfair_gain_ratio", help: "qfair rate correction g of the last round (1 = none)", unit: "ratio", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.qfair().map(|q| q.gain)) },
-    Family { name: "rttfair_qfair_target_cwnd_segments", help: "qfair target window w = g x^ R^ + alpha + o", unit: "segments", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.qfair().map(|q| q.target_cwnd as f64)) },
-    Family { name: "rttfair_qfair_competitive", help: "1 while the qfair flow is in competitive mode (a queue it does not own)", unit: "", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.qfair().map(|q| q.competitive as u8 as f64)) },
-    Family { name: "rttfair_qfair_pacing_floor", help: "1 when the qfair window with its burst room is below 6 packets, so pacing rather than cwnd limits the flow", unit: "", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.qfair().map(|q| q.pacing_floor as u8 as f64)) },
-    Family { name: "rttfair_qfair_drains_ok", help: "qfair synchronised drains that emptied the queue", unit: "", ty: Counter, source: Source::Flow(Covers::Project, |s| s.flow.qfair().map(|q| q.drains_ok as f64)) },
-    Family { name: "rttfair_qfair_drain_min_rtt_seconds", help: "qfair lowest RTT of the flow's last judged drain, m, which the drain verdict and Eq. 10 compare with R^ (no series before the first drain)", unit: "seconds", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.qfair().and_then(|q| q.drain_min_rtt).map(secs)) },
-    Family { name: "rttfair_qfair_noise_seconds", help: "qfair delay noise nu of the flow's own path: how far its bucket estimator reads above R^ with the queue empty (from emptied drains), taken out of q^", unit: "seconds", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.qfair().map(|q| secs(q.noise))) },
-    Family { name: "rttfair_qfair_drains_failed", help: "qfair drains that did not empty the queue (a queue qfair does not own)", unit: "", ty: Counter, source: Source::Flow(Covers::Project, |s| s.flow.qfair().map(|q| q.drains_failed as f64)) },
-    // Per flow: bbr3 (unset bounds have no series).
-    Family { name: "rttfair_bbr3_phase", help: "BBRv3 phase of the flow (startup, drain, down, cruise, refill, up, probe_rtt): the series with the current phase label is 1", unit: "", ty: Gauge, source: Source::FlowState(Covers::Project, "phase", |f| f.bbr3().map(|b| b.phase.name())) },
-    Family { name: "rttfair_bbr3_bw_hi_bytes_per_second", help: "BBRv3 long-term max delivery rate bw_hi (last 1-2 ProbeBW cycles)", unit: "bytes/s", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.bbr3().map(|b| b.bw_hi_bps as f64)) },
-    Family { name: "rttfair_bbr3_bw_lo_bytes_per_second", help: "BBRv3 short-term lower bound bw_lo (set by loss outside probes)", unit: "bytes/s", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.bbr3().and_then(|b| b.bw_lo_bps).map(|v| v as f64)) },
-    Family { name: "rttfair_bbr3_inflight_hi_segments", help: "BBRv3 upper bound inflight_hi (where a probe's loss rate passed 2 % or CE ratio 50 %)", unit: "segments", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.bbr3().and_then(|b| b.inflight_hi).map(|v| v as f64)) },
-    Family { name: "rttfair_bbr3_inflight_lo_segments", help: "BBRv3 short-term lower bound inflight_lo", unit: "segments", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.bbr3().and_then(|b| b.inflight_lo).map(|v| v as f64)) },
-    Family { name: "rttfair_bbr3_round_loss_ratio", help: "BBRv3 loss rate of the flow's last round trip, lost / (lost + delivered)", unit: "ratio", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.bbr3().map(|b| b.round_loss)) },
-    Family { name: "rttfair_bbr3_ecn_alpha_ratio", help: "BBRv3 EWMA of the CE-marked fraction (1 until ECN is in use)", unit: "ratio", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.bbr3().map(|b| b.ecn_alpha)) },
-    Family { name: "rttfair_bbr3_extra_acked_segments", help: "BBRv3 ACK-aggregation cwnd allowance extra_acked", unit: "segments", ty: Gauge, source: Source::Flow(Covers::Project, |s| s.flow.bbr3().map(|b| b.extra_acked as f64)) },
-    Family { name: "rttfair_bbr3_inflight_too_high", help: "BBRv3 bandwidth probes ended by the loss/ECN bound (inflight_hi set there)", unit: "", ty: Counter, source: Source::Flow(Covers::Project, |s| s.flow.bbr3().map(|b| b.too_high_events as f64)) },
-    Family { name: "rttfair_bbr3_lower_bound_cuts", help: "BBRv3 loss rounds outside probes that cut bw_lo and inflight_lo", unit: "", ty: Counter, source: Source::Flow(Covers::Project, |s| s.flow.bbr3().map(|b| b.lo_cuts as f64)) },
+];
+
+/// The families over many flows, the CCAs' counters, the host and the
+/// daemon.
+#[rustfmt::skip]
+static AGGREGATES: &[Family] = &[
     // Per CCA: distributions over the flows there now, whatever the
     // per_flow setting (gauge histograms: they go down when flows end).
     Family { name: "rttfair_cca_min_rtt_seconds", help: "Distribution of the flows' minimum RTT, per CCA", unit: "seconds", ty: GaugeHistogram, source: Source::Histogram(|s| Some(secs(s.flow.min_rtt)), RTT_BUCKETS) },
@@ -309,7 +309,7 @@ pub fn reference() -> String {
          | name | type | unit | labels | series | help |\n\
          |---|---|---|---|---|---|\n",
     );
-    for f in FAMILIES {
+    for f in FAMILIES.iter() {
         let ty = f.ty.name();
         let _ = writeln!(
             s,
@@ -349,7 +349,7 @@ mod tests {
     /// with every scrape, and its rate() with the number of scrapers.
     #[test]
     fn host_families_are_gauges_not_sums_over_scrapes() {
-        for f in FAMILIES {
+        for f in FAMILIES.iter() {
             if matches!(f.source, Source::Host(_)) {
                 assert_eq!(f.ty, Type::Gauge, "{}", f.name);
             }
@@ -360,7 +360,7 @@ mod tests {
     /// gauge histograms, and only they are.
     #[test]
     fn distributions_are_gauge_histograms() {
-        for f in FAMILIES {
+        for f in FAMILIES.iter() {
             assert_eq!(
                 matches!(f.source, Source::Histogram(..)),
                 f.ty == Type::GaugeHistogram,

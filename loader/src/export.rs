@@ -127,6 +127,10 @@ pub struct Qfair {
     /// above R^ with the queue empty (measured in emptied drains and taken
     /// out of q^); zero on a clean path and before the first drain.
     pub noise: Duration,
+    /// P = R^ + nu + eps: the pipe the window carries besides the backlog
+    /// (eps: how far the flow's mean RTT lies above its bucket minima,
+    /// read in emptied drains).
+    pub pipe: Duration,
     /// g, the rate correction of the last round.
     pub gain: f64,
     /// Whether the flow is in competitive mode.
@@ -639,6 +643,7 @@ fn decode_state(r: &RawFlow) -> CcaState {
             drains_failed: r.qfair_drains_failed,
             drain_min_rtt: (r.qfair_drain_min_us != 0).then(|| us(r.qfair_drain_min_us)),
             noise: us(r.qfair_noise_us),
+            pipe: us(r.qfair_pipe_us),
             gain: x256(r.qfair_gain_x256),
             competitive: r.qfair_competitive != 0,
             pacing_floor: r.qfair_pacing_floor != 0,
@@ -689,6 +694,7 @@ fn encode_state(s: &CcaState, r: &mut RawFlow) {
             r.qfair_drains_failed = q.drains_failed;
             r.qfair_drain_min_us = q.drain_min_rtt.map_or(0, to_us);
             r.qfair_noise_us = to_us(q.noise);
+            r.qfair_pipe_us = to_us(q.pipe);
             r.qfair_gain_x256 = to_fixed(q.gain, 256.0) as u16;
             r.qfair_competitive = q.competitive as u8;
             r.qfair_pacing_floor = q.pacing_floor as u8;
@@ -788,6 +794,7 @@ mod tests {
                     drains_failed: 1,
                     drain_min_rtt: Some(Duration::from_micros(40_077)),
                     noise: Duration::from_micros(2_250),
+                    pipe: Duration::from_micros(43_100),
                     gain: 1.125,
                     competitive: true,
                     pacing_floor: false,

@@ -16,7 +16,8 @@
 //! [`objects`] holds the embedded BPF objects, [`bpffs`] says where pins
 //! live, [`abi`] mirrors `bpf/include/rttfair_abi.h` (generated from BTF;
 //! raw records private) and names the shared maps, [`export`] gives the
-//! exported records their meaning, once ([`Flow`]), [`flows`] reads them
+//! exported records their meaning, once ([`Flow`]), [`fields`] names each
+//! per-flow field for every output (JSON, metrics, CSV), [`flows`] reads them
 //! from the pinned maps, and [`preflight`] checks what the host must offer
 //! ([`doctor`]: all of it, kernel features included, one line per check);
 //! [`installed`] whether the loaded CCAs are of this build's ABI; [`lease`]
@@ -53,6 +54,7 @@ pub mod doctor;
 pub mod error;
 pub mod export;
 pub mod fairness;
+pub mod fields;
 pub mod flows;
 pub mod installed;
 pub mod kernel;

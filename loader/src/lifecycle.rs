@@ -26,7 +26,7 @@ pub use crate::loaded::{is_loaded, pinned};
 /// The capacities the per-flow export map may be given, by `load
 /// --flows-max` and the daemon's `flow_map_entries` alike: from 1024 (a
 /// smaller map is full on any busy host, so most flows go unexported) to
-/// 1048576 (about 290 MB of kernel memory at 280 bytes an entry, and the
+/// 1048576 (about 300 MB of kernel memory at 288 bytes an entry, and the
 /// most the daemon's refresh is sized for; 4M would be 1.2 GB).
 pub const FLOWS_MAX: std::ops::RangeInclusive<u32> = 1024..=1_048_576;
 
