@@ -19,12 +19,13 @@
  *   D    = mean of the round's 8.192 ms bucket minima of the RTT       (4)
  *   q^   = max(0, D - R^ - nu),  a^ = x^ q^  (the flow's own backlog)  (5)
  *   al_d = alpha_0 + k sqrt(x^ * 1 ms)                                 (6)
- *   al  <- al + a dt, halved per lost packet (at most once per 100 ms
- *          of wall clock), within [1, al_d]; competitive: [1, inf)     (7)
+ *   al  <- al + a dt, halved per lost or CE-marked packet (at most once
+ *          per 100 ms of wall clock), within [1, al_d]; competitive:
+ *          [1, inf) and a = a packet per round R^, >= 20 pkt/s         (7)
  *   g    = 1 + clamp(e min(D / tau_g, 2^v al_b / (2 x^ P)), +-g_cap),
  *          e = (al_b - a^) / al_b, g = 1 inside al_b <= a^ <= 2 al_b       (8)
  *   o   <- o + clamp(al_b - a^, +-al_b/4) dt / tau_i, |o| <= o_cap al   (8b)
- *   w    = g x^ P + al + o,  P = R^ + nu;  cwnd = max(4, w) + b        (1)
+ *   w    = g x^ P + al + o,  P = R^ + nu + eps;  cwnd = max(4, w) + b  (1)
  *   pace = 1.1 (w + b) / D  ((w + b) / D below 6 packets)              (9)
  *
  * al_b = al + b, b the TSO burst room (three bursts where the pipe holds
@@ -38,21 +39,27 @@
  *   R^    a running minimum of the RTT (BBR's 10 s expiry disarmed);
  *   nu    its bucket minima's mean above R^: the path's own delay noise
  *         (jitter, ACK batching) as Eq. 4 reads it, which is no queue
- *         (Eq. 5) and which the window must carry (Eq. 1's pipe).
+ *         (Eq. 5) and which the window must carry (Eq. 1's pipe);
+ *   eps   the RTT's mean, sampled in time (each bucket's first sample),
+ *         above the bucket minima's mean: the rest of that noise, which
+ *         Eq. 4's minima do not see and the window carries too (Little's
+ *         law holds for the mean RTT). Read with the queue empty, so the
+ *         queue's own ripple, which is backlog, stays out of the pipe.
  * The drain's lowest RTT m judges the queue. Within max(1 ms, q^'/2) plus
- * the drain's own spread of R^, it emptied. Otherwise someone else holds a
+ * s of R^, it emptied (s: the drain's own spread, its settled bucket minima
+ * above m, or nu if larger). Otherwise someone else holds a
  * queue (a loss-based flow, or a longer path): the flow turns competitive
- * (Eq. 7 without its ceiling, a = 20 pkt/s) until a drain empties again.
+ * (Eq. 7 without its ceiling, a packet a round) until a drain empties again.
  * A longer path moves R^ to m at the first drain after a held step of the
  * floor of at least 16 ms (10b), or after three drains above
- * R^ + max(2 ms, R^/8) with the floor held between them (10).
+ * R^ + s + 2 ms with the floor held between them (10).
  *
  * Constants (tunables: `rttfairctl set qfair.NAME`, read once per round):
  *   alpha0 3 pkt, k_alpha 1, tau_g_ms 1000, g_cap 1/8, o_cap 1/2,
  *   drain_period_ms 10000, drain_clock 1 (UTC) or 2 (a local timer),
  *   drain_phase_ms 0, tai_offset_s (written by load from adjtimex),
  *   competitive 1 (2: never), exit_drains 1.
- *   Fixed: a 4 pkt/s (20 competitive), tau_i 2 s, EWMA gain 1/4, bucket
+ *   Fixed: a 4 pkt/s (competitive: 1 per round, >= 20), tau_i 2 s, EWMA gain 1/4, bucket
  *   8.192 ms, pacing gain 1.1, Startup exit on >= 6 lost and > 2 %.
  *
  * State: what every ACK touches (w, the open bucket, the next drain, flags)
@@ -100,7 +107,6 @@ _Static_assert(QF_GAIN_UNIT == BBR_UNIT, "qfair_math.h's gain unit must be the c
 
 /* Constants of the law (docs/algorithms.md, "qfair", has the why of each). */
 #define QFAIR_AI_X1024 (4 * 1024)              /* alpha increase, pkt/s x1024 */
-#define QFAIR_AI_COMPETITIVE_X1024 (20 * 1024)
 #define QFAIR_COMPETITIVE_ALPHA_MAX_X1024 (65535U * 1024) /* alpha_hi when competitive */
 #define QFAIR_MIN_ROUND_US 1000                /* per-round work at most 1/ms */
 #define QFAIR_FULL_LOSS_CNT 6                  /* Startup exit on loss */
@@ -142,6 +148,7 @@ struct qfair_flow {
 	__u64 pacing_before_drain; /* sk_pacing_rate to restore after a drain */
 	__u32 round_delivered;     /* tp->delivered at that start */
 	__u32 round_lost;          /* tp->lost at that start */
+	__u32 round_delivered_ce;  /* tp->delivered_ce at that start */
 	__u32 bkt_cnt;
 	__u32 last_bkt_min_us;     /* the last completed bucket's minimum */
 	__u32 alpha_x1024;         /* Eq. 7 */
@@ -170,6 +177,9 @@ struct qfair_flow {
 	__u64 drain_bkt_sum_us;    /* bucket minima of the drain's settled part */
 	__u32 drain_bkt_cnt;
 	__u32 noise_us;            /* nu: the estimator's reading above R^ at an empty queue */
+	__u32 excess_us;           /* eps: the drain's mean RTT above its bucket minima */
+	__u32 drain_rtt_cnt;       /* the drain's settled part sampled in time: */
+	__u64 drain_rtt_sum_us;    /* each of its buckets' successor's first sample */
 	__u32 w_before_drain;      /* w, restored when the drain ends */
 };
 
@@ -178,6 +188,14 @@ RTTFAIR_SK_STORAGE(qfair_sk, struct qfair_flow, qfair_flow_of);
 static __always_inline struct qfair_hot *qfair_hot_of(struct rf_bbr *bbr)
 {
 	return (struct qfair_hot *)bbr->cca_hot;
+}
+
+/* Eq. 1's pipe P in us: the path's minimum, the flow's noise as Eq. 4 reads
+ * it, and its mean RTT's excess over Eq. 4's reading (what the window must
+ * carry besides the backlog: Little's law on the mean RTT). */
+static __always_inline __u32 qfair_pipe_us(const struct rf_bbr *bbr, const struct qfair_flow *qf)
+{
+	return bbr->min_rtt_us + qf->noise_us + qf->excess_us;
 }
 
 /* Each tunable and its default (qfair_tun_*() below). */
@@ -334,6 +352,7 @@ static __always_inline void qfair_start_measurement_interval(struct tcp_sock *tp
 	qf->round_mstamp = tp->tcp_mstamp;
 	qf->round_delivered = tp->delivered;
 	qf->round_lost = tp->lost;
+	qf->round_delivered_ce = tp->delivered_ce;
 	qf->bkt_sum_us = 0;
 	qf->bkt_cnt = 0;
 }
@@ -374,6 +393,7 @@ static __noinline void qfair_enter_cruise(struct sock *sk, struct rf_bbr *bbr,
 	qf->push_rounds = 0;
 	qf->offset_x65536 = 0;
 	qf->noise_us = 0;
+	qf->excess_us = 0;
 	qf_path_step_forget(&qf->path); /* Startup's queue is not a path */
 	/* BBR's Drain was a drain: the rise from it to the cruise window's
 	 * refill is the flow's own */
@@ -440,7 +460,7 @@ static __always_inline __u32 qfair_alpha_plus_offset(const struct qfair_flow *qf
  * subprograms in turn, estimates (Eq. 3-7), window (Eq. 8, 8b and 1) and
  * pacing (Eq. 9): the verifier refuses a program whose frames along a chain
  * of calls sum to more than 512 bytes, cong_control's own frame was 384 (the
- * core's 280-byte export record, since moved off the stack: 96 now,
+ * core's 288-byte export record, since moved off the stack: 96 now,
  * docs/results.md, "The export record off the stack"), and as one
  * subprogram the update's live values (x^, D, the tunables, the terms of
  * Eq. 7-9) took 128 bytes of spill slots: the chain was at exactly 512
@@ -473,6 +493,16 @@ static __always_inline __u32 qfair_interval_lost(const struct tcp_sock *tp,
 	return tp->lost - qf->round_lost;
 }
 
+/* The interval's congestion marks for Eq. 7 and 8b: lost packets and
+ * CE-marked ones (tp->delivered_ce counts the packets an ECE-flagged ACK
+ * delivered). A mark says what a loss says, a queue above what the
+ * bottleneck keeps, without the loss. */
+static __always_inline __u32 qfair_interval_marks(const struct tcp_sock *tp,
+						  const struct qfair_flow *qf)
+{
+	return qfair_interval_lost(tp, qf) + (tp->delivered_ce - qf->round_delivered_ce);
+}
+
 /* The per-round update's first part: Eq. 3-7, the estimates and alpha. */
 static __noinline void qfair_round_estimates(struct sock *sk, struct rf_bbr *bbr,
 					     struct qfair_flow *qf)
@@ -482,7 +512,7 @@ static __noinline void qfair_round_estimates(struct sock *sk, struct rf_bbr *bbr
 	const struct qfair_tunables *set = qfair_tunables_set();
 	__u64 dt_us = qfair_interval_us(tp, qf), sample, alpha_hi;
 	__u32 delivered = qfair_interval_delivered(tp, qf), lost = qfair_interval_lost(tp, qf);
-	__u32 rtprop = bbr->min_rtt_us, d_us, ai;
+	__u32 marks = qfair_interval_marks(tp, qf), rtprop = bbr->min_rtt_us, d_us, ai;
 
 	/* Eq. 3: the rate the flow sends at over the interval (delivered plus
 	 * lost), smoothed. With the delivery rate alone, a loss rate p leaves
@@ -513,14 +543,14 @@ static __noinline void qfair_round_estimates(struct sock *sk, struct rf_bbr *bbr
 	ai = QFAIR_AI_X1024;
 	if (qf->competitive) {
 		alpha_hi = QFAIR_COMPETITIVE_ALPHA_MAX_X1024;
-		ai = QFAIR_AI_COMPETITIVE_X1024;
+		ai = qf_competitive_ai_x1024(bbr->min_rtt_us);
 	}
 	/* Eq. 7's cut is limited by the time since the last cut, not by this
 	 * round's length: the same for every RTT. */
-	qf->alpha_x1024 = qf_alpha_step_x1024(qf->alpha_x1024, dt_us, lost, ai,
+	qf->alpha_x1024 = qf_alpha_step_x1024(qf->alpha_x1024, dt_us, marks, ai,
 					      (__u32)rf_min(alpha_hi, 0xffffffffULL),
 					      tp->tcp_mstamp - qf->last_cut_mstamp);
-	if (lost)
+	if (marks)
 		qf->last_cut_mstamp = tp->tcp_mstamp;
 }
 
@@ -534,7 +564,7 @@ static __noinline __u32 qfair_round_window(struct sock *sk, struct rf_bbr *bbr,
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	const struct qfair_tunables *set = qfair_tunables_set();
-	__u32 rtprop = bbr->min_rtt_us + qf->noise_us, room_pkts, target, dir;
+	__u32 rtprop = qfair_pipe_us(bbr, qf), room_pkts, target, dir;
 	__u64 pipe;
 
 	/* Eq. 8-9: correction, window, pacing. The backlog the window really
@@ -554,7 +584,7 @@ static __noinline __u32 qfair_round_window(struct sock *sk, struct rf_bbr *bbr,
 	if (dir != QF_PUSH_NONE)
 		qf->push_dir = (__u8)dir;
 	qf->offset_x65536 = qfair_offset(qf, target, qfair_interval_us(tp, qf),
-					 qfair_interval_lost(tp, qf),
+					 qfair_interval_marks(tp, qf),
 					 tp->tcp_mstamp - qf->last_cut_mstamp,
 					 qfair_tun_o_cap_x256(set));
 	qf->gain_x256 = (__u16)qf_gain_x256(qf->d_us, qfair_tun_tau_g_ms(set) * 1000, target,
@@ -660,9 +690,11 @@ static __always_inline void qfair_begin_drain(struct sock *sk, struct rf_bbr *bb
 	qf->drain_min_us = ~0U;
 	qf->drain_bkt_sum_us = 0;
 	qf->drain_bkt_cnt = 0;
+	qf->drain_rtt_sum_us = 0;
+	qf->drain_rtt_cnt = 0;
 	/* the drain holds half the pipe, whatever alpha (cca_probe_rtt_cwnd) */
 	qf->w_before_drain = hot->w;
-	hot->w = (__u32)rf_min(qf_pkts_x1024(qf->xhat, bbr->min_rtt_us + qf->noise_us) / QF_UNIT,
+	hot->w = (__u32)rf_min(qf_pkts_x1024(qf->xhat, qfair_pipe_us(bbr, qf)) / QF_UNIT,
 			       0xffffffffULL);
 	hot->bkt_min_us = rtt_us ?: ~0U;
 	qf->drain_q_before_us =
@@ -678,7 +710,7 @@ static __always_inline void qfair_begin_drain(struct sock *sk, struct rf_bbr *bb
  * bucket minima, that explains the excess and held; never while competitive,
  * where the baseline is someone else's queue); otherwise from drain minima
  * alone: three drains in a row whose minimum sits above R^ by more than
- * max(2 ms, R^/8), whose minima agree within 10% and with the floor held
+ * the drain's spread and 2 ms, whose minima agree within 10% and with the floor held
  * between them (qf_long_streak_next) move R^ up to the lowest of them (the
  * streak is kept in qf->eq10, qf_long_drain). A
  * drain removes the flow's own backlog, so the test is on what is left; it
@@ -688,17 +720,17 @@ static __always_inline void qfair_begin_drain(struct sock *sk, struct rf_bbr *bb
  * and the streak never reached three (issue 14, path RTT change).
  */
 static __always_inline bool qfair_raise_min_rtt_on_longer_path(struct rf_bbr *bbr,
-								struct qfair_flow *qf, __u32 m)
+								struct qfair_flow *qf, __u32 m,
+								__u32 spread)
 {
-	__u32 raise_us;
+	__u32 floor = bbr->min_rtt_us + spread, raise_us;
 
-	if (!qf->competitive &&
-	    qf_path_step_held(m, bbr->min_rtt_us, qf->path.step_us, qf->path.low_us)) {
+	if (!qf->competitive && qf_path_step_held(m, floor, qf->path.step_us, qf->path.low_us)) {
 		bbr->min_rtt_us = m; /* P2: the step that explains the excess held */
 		qf_long_reset(&qf->eq10);
 		return true;
 	}
-	raise_us = qf_long_drain(&qf->eq10, m, bbr->min_rtt_us);
+	raise_us = qf_long_drain(&qf->eq10, m, floor);
 	if (!raise_us)
 		return false;
 	bbr->min_rtt_us = raise_us;
@@ -742,19 +774,28 @@ static __always_inline void qfair_end_drain(struct sock *sk, struct rf_bbr *bbr,
 		return;
 	}
 	qf->last_drain_min_us = m;
-	raised = qfair_raise_min_rtt_on_longer_path(bbr, qf, m);
+	/* what the drain may read above R^ with the queue empty: its own
+	 * spread, or the noise earlier emptied drains measured (a drain's
+	 * lowest sample on a noisy path lands anywhere in that noise) */
+	spread = rf_max(qf_drain_spread_us(qf->drain_bkt_sum_us, qf->drain_bkt_cnt, m),
+			qf->noise_us);
+	raised = qfair_raise_min_rtt_on_longer_path(bbr, qf, m, spread);
 	qf_path_step_forget(&qf->path); /* P2 looks at steps since the previous drain */
 
 	/* A new, longer R^ is this drain's minimum: the queue did empty. A
 	 * competitive flow's drain also needs the queue still empty at its end
 	 * (the last 8-16 ms: this bucket and the last closed one). */
-	spread = qf_drain_spread_us(qf->drain_bkt_sum_us, qf->drain_bkt_cnt, m);
 	if (raised ||
 	    qf_drain_emptied(m, rf_min(qf->last_bkt_min_us, hot->bkt_min_us), bbr->min_rtt_us,
 			     qf->drain_q_before_us, spread, qf->competitive)) {
 		qf->drains_ok++;
 		qf->noise_us = qf_noise_next_us(qf->noise_us, qf->drain_bkt_sum_us,
 						qf->drain_bkt_cnt, bbr->min_rtt_us);
+		if (qf->drain_bkt_cnt)
+			qf->excess_us = qf_noise_next_us(qf->excess_us, qf->drain_rtt_sum_us,
+							 qf->drain_rtt_cnt,
+							 (__u32)(qf->drain_bkt_sum_us /
+								 qf->drain_bkt_cnt));
 		qfair_update_competitive(qf, competitive,
 					 qfair_exit_verdict(qf, qfair_tun_exit_drains(set),
 							    QF_VERDICT_EMPTIED));
@@ -776,7 +817,7 @@ static __always_inline void qfair_end_drain(struct sock *sk, struct rf_bbr *bbr,
  * not look it up again. */
 static __always_inline struct qfair_flow *qfair_close_bucket(struct sock *sk,
 							     const struct rf_bbr *bbr,
-							     struct qfair_hot *hot)
+							     struct qfair_hot *hot, __u32 next_rtt_us)
 {
 	struct qfair_flow *qf;
 
@@ -804,6 +845,9 @@ static __always_inline struct qfair_flow *qfair_close_bucket(struct sock *sk,
 		    !rf_before(tcp_now_ms(tcp_sk(sk)), bbr->probe_rtt_done_ms - QFAIR_SETTLED_MS)) {
 			qf->drain_bkt_sum_us += hot->bkt_min_us;
 			qf->drain_bkt_cnt++;
+			/* the next bucket's first sample: the RTT sampled in time (eps) */
+			qf->drain_rtt_sum_us += next_rtt_us;
+			qf->drain_rtt_cnt++;
 		}
 	}
 	return qf;
@@ -849,7 +893,7 @@ static __always_inline void cca_on_rate_sample(struct sock *sk, struct rf_bbr *b
 			 * silence and the pipe refills at BtlBw. */
 			if (bbr->idle_restart)
 				hot->flags |= QF_REFILL | QF_REFILL_MORE;
-			qf = qfair_close_bucket(sk, bbr, hot);
+			qf = qfair_close_bucket(sk, bbr, hot, rtt_us);
 			open_min_us = ~0U;
 			hot->bkt_idx = bkt;
 			hot->bkt_min_us = rtt_us;
@@ -1003,6 +1047,7 @@ static __always_inline void cca_export(struct sock *sk, struct rf_bbr *bbr,
 	f->qfair_drains_failed = qf->drains_failed;
 	f->qfair_drain_min_us = qf->last_drain_min_us;
 	f->qfair_noise_us = qf->noise_us;
+	f->qfair_pipe_us = qfair_pipe_us(bbr, qf);
 	f->qfair_gain_x256 = qf->gain_x256;
 	f->qfair_competitive = qf->competitive;
 	/* the pacer's own test, on the window it paces (w and its room) */

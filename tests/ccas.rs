@@ -462,25 +462,51 @@ fn qfair_exports_its_law_and_drains_with_two_flows() {
             "flow {i}: too few qfair samples ({})",
             q.len()
         );
-        for (f, qf) in &q {
+        let mut competitive_since: Option<f64> = None;
+        for (t_s, f) in samples
+            .iter()
+            .filter(|(_, j, f)| *j == i && f.qfair().is_some())
+            .map(|(t, _, f)| (*t, f))
+        {
+            let qf = f.qfair().unwrap();
+            if !qf.competitive {
+                competitive_since = None;
+            }
+            if t_s <= 5.0 || qf.target_cwnd == 0 {
+                if qf.competitive {
+                    competitive_since.get_or_insert(t_s - 0.1);
+                }
+                continue;
+            }
             // alpha lives in [1 packet, alpha_hi]: alpha_d (< 5 packets at
-            // these rates) normally; in competitive mode up to 100 ms of the
-            // flow's own rate. A drain that falls while the other flow is
-            // still in Startup finds a queue qfair does not own and switches
-            // a flow to competitive mode until the next drain, 10 s later:
-            // whether it does depends on the phase of the TAI clock, so both
-            // bounds are legitimate here.
-            let rate_pkts = qf.rate_bps as f64 / f.mss.max(1) as f64;
+            // these rates) normally; in competitive mode it grows a packet
+            // per round of max(R^, 1 ms), at least 20 pkt/s, from where it
+            // was (Eq. 7), so by at most that rate times the time since the
+            // mode began (plus a 100 ms sample period of slack). A drain
+            // that falls while the other flow is still in Startup finds a
+            // queue qfair does not own and switches a flow to competitive
+            // mode until the next drain, 10 s later: whether it does depends
+            // on the phase of the TAI clock, so both bounds are legitimate.
             let alpha_hi = if qf.competitive {
-                (rate_pkts * 0.1).max(16.0) * 1.1
+                let since = *competitive_since.get_or_insert(t_s - 0.1);
+                let per_s = (1e6 / f.min_rtt.as_micros().max(1000) as f64).max(20.0);
+                16.0 + 1.1 * per_s * (t_s - since + 0.1)
             } else {
                 16.0
             };
             assert!(
                 (1.0..=alpha_hi).contains(&qf.alpha_pkts),
-                "flow {i} alpha {} (competitive {}, rate {rate_pkts:.0} pkt/s)",
+                "flow {i} alpha {} (competitive {}, bound {alpha_hi:.1})",
                 qf.alpha_pkts,
                 qf.competitive
+            );
+            // The pipe is R^ + nu + eps (eps >= 0), from one record.
+            assert!(
+                qf.pipe + Duration::from_micros(1) >= f.min_rtt + qf.noise,
+                "flow {i}: pipe {:?} below R^ {:?} + nu {:?}",
+                qf.pipe,
+                f.min_rtt,
+                qf.noise
             );
             // The smoothed rate cannot exceed the path: the veth behind the
             // bottleneck is the only faster link, so bound by 2x the HTB rate.

@@ -56,6 +56,7 @@ __u32 host_qf_verdict_queue_us(__u32 q, __u32 qd) { return qf_verdict_queue_us(q
 int host_qf_drain_emptied(__u32 m, __u32 e, __u32 r, __u32 q, __u32 sp, int c) { return qf_drain_emptied(m, e, r, q, sp, c); }
 __u32 host_qf_drain_spread_us(__u64 s, __u32 n, __u32 m) { return qf_drain_spread_us(s, n, m); }
 __u32 host_qf_noise_next_us(__u32 nu, __u64 s, __u32 n, __u32 r) { return qf_noise_next_us(nu, s, n, r); }
+__u32 host_qf_competitive_ai_x1024(__u32 r) { return qf_competitive_ai_x1024(r); }
 __u32 host_rf_cwnd_restored(__u32 c, __u32 p, __u32 t) { return rf_cwnd_restored(c, p, t); }
 #include "bbr3_math.h"
 __u32 host_bbr3_interpolate(__u32 x, __u32 x0, __u32 y0, __u32 x1, __u32 y1) { return bbr3_interpolate(x, x0, y0, x1, y1); }

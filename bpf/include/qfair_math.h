@@ -79,6 +79,27 @@ RF_INLINE __u64 qf_alpha_after_halvings(__u64 alpha_x1024, __u64 eff_us)
 }
 
 /*
+ * Competitive mode's increase of alpha, packets per second x1024: one packet
+ * per round trip R^ (a round at least 1 ms, the per-round update's floor), as
+ * a loss-based flow's window grows, and at least 20 pkt/s. What a flow
+ * needs to hold against a standing queue q of someone else's is its share
+ * times q, which grows with the link's rate and the buffer; one packet a
+ * round reaches it in about as many rounds as the other flow's own
+ * additive increase took to build q, whatever the link's rate. A fixed
+ * 20 pkt/s took 5x as long at 100 as at 20 Mbit/s (qfair held 23 % of
+ * 100 Mbit/s against cubic).
+ */
+#define QF_AI_COMPETITIVE_MIN_X1024 (20 * 1024)
+#define QF_ROUND_MIN_US 1000
+RF_INLINE __u32 qf_competitive_ai_x1024(__u32 rtprop_us)
+{
+	__u32 round_us = rtprop_us > QF_ROUND_MIN_US ? rtprop_us : QF_ROUND_MIN_US;
+	__u32 ai = (__u32)(1024ULL * 1000000ULL / round_us);
+
+	return ai > QF_AI_COMPETITIVE_MIN_X1024 ? ai : QF_AI_COMPETITIVE_MIN_X1024;
+}
+
+/*
  * One per-round step of alpha (Eq. 7): additive increase ai_x1024 packets per
  * second of wall clock; each lost packet halves alpha, but alpha falls by at
  * most half per 100 ms of wall clock since the flow's last cut
@@ -527,18 +548,21 @@ RF_INLINE __u32 qf_noise_next_us(__u32 nu_us, __u64 sum_us, __u32 cnt, __u32 rtp
 }
 
 /*
- * A drain whose lowest RTT sat above R^ by more than max(2 ms, R^/8): the
- * flow's own backlog is gone (half rate, half window, 200 ms), so what is
- * left is a longer path or someone else's standing queue. Decided on the
- * drain minimum alone, not on the verdict above: that verdict's margin
- * grows with the flow's own queue estimate, which a wrong R^ inflates.
+ * A drain whose lowest RTT sat more than 2 ms above its floor (R^ plus the
+ * drain's own spread, which the caller passes as floor_us): the flow's own
+ * backlog is gone (half rate, half window, 200 ms), so what is left is a
+ * longer path or someone else's standing queue. Decided on the drain
+ * minimum alone, not on the verdict above: that verdict's margin grows with
+ * the flow's own queue estimate, which a wrong R^ inflates. The margin does
+ * not scale with R^: a margin of R^/8 hid a path 5-10 % longer (10-20 ms at
+ * 200 ms), whose flow then failed every drain and stayed competitive. The
+ * streak and the floor held between drains (qf_long_streak_next) tell a
+ * longer path from a loss-based flow's queue.
  */
 #define QF_LONGER_PATH_MIN_US 2000
-RF_INLINE bool qf_drain_saw_longer_path(__u32 drain_min_us, __u32 rtprop_us)
+RF_INLINE bool qf_drain_saw_longer_path(__u32 drain_min_us, __u32 floor_us)
 {
-	__u32 margin = rtprop_us / 8 > QF_LONGER_PATH_MIN_US ? rtprop_us / 8 : QF_LONGER_PATH_MIN_US;
-
-	return (__u64)drain_min_us > (__u64)rtprop_us + margin;
+	return (__u64)drain_min_us > (__u64)floor_us + QF_LONGER_PATH_MIN_US;
 }
 
 /*
@@ -706,7 +730,7 @@ RF_INLINE __u32 qf_long_drain(struct qf_long_track *t, __u32 drain_min_us, __u32
  * P2, Eq. 10 at the first drain: a path change shows as one step and then a
  * floor that stays. At a drain's end with minimum m, R^ may jump to m at
  * once when
- *   1. m > R^ + max(2 ms, R^/8)                     (qf_drain_saw_longer_path)
+ *   1. m > R^ + spread + 2 ms                       (qf_drain_saw_longer_path)
  *   2. since the previous drain the RTT floor rose in one step (a closed 8 ms
  *      bucket's minimum minus the previous closed bucket's) of
  *      step >= max(16 ms, 3/4 (m - R^)): the step explains most of the

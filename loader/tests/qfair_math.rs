@@ -186,11 +186,14 @@ fn longer_path_from_the_drain_minimum_alone() {
     unsafe {
         // A 10 ms path that became 40 ms: a longer path.
         assert_eq!(host_qf_drain_saw_longer_path(40_100, 10_070), 1);
-        // Within max(2 ms, R/8) of R: not (a drain's usual residue, jitter).
+        // Within 2 ms of the floor (R^ and the drain's spread, which the
+        // caller adds): not (a drain's usual residue); the same 2 ms at
+        // any R^, so 10 % more of a 200 ms path is longer.
         assert_eq!(host_qf_drain_saw_longer_path(11_900, 10_000), 0);
         assert_eq!(host_qf_drain_saw_longer_path(12_100, 10_000), 1);
-        assert_eq!(host_qf_drain_saw_longer_path(56_000, 50_000), 0);
-        assert_eq!(host_qf_drain_saw_longer_path(56_500, 50_000), 1);
+        assert_eq!(host_qf_drain_saw_longer_path(201_900, 200_000), 0);
+        assert_eq!(host_qf_drain_saw_longer_path(220_000, 200_000), 1);
+        assert_eq!(host_qf_drain_saw_longer_path(52_500, 50_000), 1);
         assert_eq!(host_qf_minima_agree(40_000, 43_900), 1);
         assert_eq!(host_qf_minima_agree(44_100, 40_000), 0);
     }
@@ -1129,6 +1132,7 @@ extern "C" {
     ) -> i32;
     fn host_qf_drain_spread_us(sum: u64, cnt: u32, m: u32) -> u32;
     fn host_qf_noise_next_us(nu: u32, sum: u64, cnt: u32, r: u32) -> u32;
+    fn host_qf_competitive_ai_x1024(r: u32) -> u32;
 }
 
 /// A drain's verdict (qf_drain_emptied): outside competitive mode the
@@ -1275,4 +1279,16 @@ fn noise_is_the_last_drains_reading() {
     );
     assert_eq!(unsafe { host_qf_noise_next_us(6_000, 0, 0, r) }, 6_000);
     assert_eq!(unsafe { host_qf_noise_next_us(6_000, 19_000 * 2, 2, r) }, 0);
+}
+
+/// Competitive increase: a packet per round trip (20 ms: 50 pkt/s), never
+/// under 20 pkt/s (200 ms), and rounds of at least 1 ms (a 6 us veth path
+/// gets 1000 pkt/s, not 170k).
+#[test]
+fn competitive_increase_is_a_packet_per_round() {
+    let ai = |r| unsafe { host_qf_competitive_ai_x1024(r) };
+    assert_eq!(ai(20_000), 50 * 1024);
+    assert_eq!(ai(200_000), 20 * 1024);
+    assert_eq!(ai(6), 1000 * 1024);
+    assert_eq!(ai(2_000), 500 * 1024);
 }
