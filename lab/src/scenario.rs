@@ -43,6 +43,9 @@
 //! jitter_ms = 5.0                          # + uniform 0..=5 ms per packet, no reordering in a flow
 //! ack_batch_ms = 2.0                       # ACKs leave in batches every 2 ms
 //! rtt_change = { at_s = 30.0, rtt_ms = 40.0 }  # base RTT becomes 40 ms at t = 30 s
+//! # or as a ramp: from 5 ms at t = 30 s to 40 ms at t = 40 s, linearly, in
+//! # steps of about 0.1 ms, never more than 1 ms (see crate::net::pathsched)
+//! # rtt_change = { at_s = 30.0, rtt_ms = 40.0, over_s = 10.0 }
 //!
 //! # optional: CCA tunables for this experiment, as `rttfairctl set` names them
 //! [tunables]
@@ -52,7 +55,7 @@
 //! The queue discipline runs in the lab's tc programs around the
 //! bottleneck's HTB ([`crate::net::aqm`]); a discipline that marks needs
 //! `tcp_ecn = true` and CCAs that answer CE ([`aqm::ecn_response`]:
-//! cubic, reno, dctcp, bbr3; qfair is refused until it has a CE path), and
+//! cubic, reno, dctcp, qfair, bbr3), and
 //! no discipline combines with `segment_gso`. The buffer stays the
 //! drop-tail backstop behind it (per flow queue with fq_codel).
 //!
@@ -301,12 +304,19 @@ fn is_zero(v: &f64) -> bool {
 }
 
 /// The path's base RTT becomes `rtt_ms` at `at_s` seconds into a repetition
-/// (packets already on the path keep their delay; nothing is reordered).
+/// (packets already on the path keep their delay; nothing is reordered);
+/// with `over_s`, it moves there linearly from the flow's `rtt_ms` between
+/// `at_s` and `at_s + over_s`, in small steps (`pathsched`'s ramp rule).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RttChange {
     pub at_s: f64,
     pub rtt_ms: f64,
+    /// Seconds the change takes; 0 (the default) is a step. Written back
+    /// only when set, so scenarios with a step keep their text (and their
+    /// provenance compares equal to folders written before the ramp).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub over_s: f64,
 }
 
 impl Buffer {
@@ -404,6 +414,16 @@ impl FlowGroup {
         if let Some(c) = self.rtt_change {
             in_range(&p("rtt_change.at_s"), c.at_s, 0.0, duration_s, " s")?;
             in_range(&p("rtt_change.rtt_ms"), c.rtt_ms, 0.0, 2000.0, " ms")?;
+            in_range(&p("rtt_change.over_s"), c.over_s, 0.0, duration_s, " s")?;
+            if c.at_s + c.over_s > duration_s {
+                return Err(err(
+                    p("rtt_change.over_s"),
+                    format!(
+                        "the change would end at {} s (at_s + over_s), after the run's {duration_s} s",
+                        c.at_s + c.over_s
+                    ),
+                ));
+            }
         }
         Ok(())
     }
@@ -611,9 +631,10 @@ impl Scenario {
     /// A copy with sweep parameter `param` set to `v`, validated. The
     /// parameters: `bottleneck.buffer.bdp`, `bottleneck.rate_mbit`,
     /// `flows[N].rtt_ms`, `flows[N].loss_pct`, `flows[N].jitter_ms`,
-    /// `flows[N].ack_batch_ms`, `flows[N].count`. An unknown
-    /// parameter is an error of field `sweep.param`; an invalid result names
-    /// the parameter and value.
+    /// `flows[N].ack_batch_ms`, `flows[N].count`, and of a flow with an
+    /// `rtt_change`, `flows[N].rtt_change.at_s`, `.rtt_ms`, `.over_s`. An
+    /// unknown parameter is an error of field `sweep.param`; an invalid
+    /// result names the parameter and value.
     pub fn with_param(&self, param: &str, v: f64) -> Result<Scenario, ScenarioError> {
         let mut s = self.clone();
         s.sweep = None;
@@ -648,6 +669,18 @@ impl Scenario {
                     "loss_pct" => f.loss_pct = v,
                     "jitter_ms" => f.jitter_ms = v,
                     "ack_batch_ms" => f.ack_batch_ms = v,
+                    "rtt_change.at_s" | "rtt_change.rtt_ms" | "rtt_change.over_s" => {
+                        let c = f.rtt_change.as_mut().ok_or_else(|| {
+                            unsupported(format!(
+                                "{p}: flows[{i}] has no rtt_change to vary (give it one in the scenario)"
+                            ))
+                        })?;
+                        match field {
+                            "rtt_change.at_s" => c.at_s = v,
+                            "rtt_change.rtt_ms" => c.rtt_ms = v,
+                            _ => c.over_s = v,
+                        }
+                    }
                     // A fraction would be cut to a whole count, and two
                     // points would run the same scenario.
                     "count" => {
@@ -986,11 +1019,7 @@ one_way_delay_ms = 5
                 )
         };
         Scenario::from_toml(&ecn("bbr3")).unwrap();
-        let e = error_of(&ecn("qfair"));
-        assert!(
-            e.field == "bottleneck.ecn" && e.reason.contains("qfair"),
-            "{e}"
-        );
+        Scenario::from_toml(&ecn("qfair")).unwrap();
         let e = error_of(&ecn("bbr"));
         assert_eq!(e.field, "bottleneck.ecn", "{e}");
     }
@@ -1037,6 +1066,89 @@ one_way_delay_ms = 5
         assert!(e.reason.contains("unknown field"), "{e}");
     }
 
+    /// A ramp's length: not negative, a number, and over before the run
+    /// ends (at_s + over_s <= duration_s); each refused naming over_s.
+    #[test]
+    fn a_ramps_length_is_checked_against_the_run() {
+        let with = |change: &str| {
+            OK.replace(
+                "rtt_ms = 20\n",
+                &format!("rtt_ms = 20\nrtt_change = {{ {change} }}\n"),
+            )
+        };
+        let s = Scenario::from_toml(&with("at_s = 4.0, rtt_ms = 30, over_s = 6")).unwrap();
+        assert_eq!(s.flows()[0].rtt_change.unwrap().over_s, 6.0);
+        for (bad, why) in [
+            ("over_s = -1", "between 0 and 10 s, got -1"),
+            ("over_s = nan", "got NaN"),
+            ("over_s = inf", "got inf"),
+            (
+                "over_s = 6.5",
+                "would end at 10.5 s (at_s + over_s), after the run's 10 s",
+            ),
+        ] {
+            let e = error_of(&with(&format!("at_s = 4.0, rtt_ms = 30, {bad}")));
+            assert_eq!(
+                (e.field.as_str(), e.line),
+                ("flows[0].rtt_change.over_s", Some(10)),
+                "{bad}: {e}"
+            );
+            assert!(e.reason.contains(why), "{bad}: {e}");
+            assert_eq!(e.to_string().lines().count(), 1, "{e}");
+        }
+        // --duration shortens the run under a ramp: refused the same way.
+        let mut s = Scenario::from_toml(&with("at_s = 4.0, rtt_ms = 30, over_s = 6")).unwrap();
+        s.set_duration(9.0);
+        assert_eq!(
+            s.validate().unwrap_err().field,
+            "flows[0].rtt_change.over_s"
+        );
+    }
+
+    /// A ramp's fields are sweep parameters of a flow that has an
+    /// `rtt_change`, validated like the file's; a flow without one is no
+    /// such parameter.
+    #[test]
+    fn an_rtt_change_is_swept_by_its_fields() {
+        let base = Scenario::from_toml(&OK.replace(
+            "rtt_ms = 20\n",
+            "rtt_ms = 20\nrtt_change = { at_s = 2.0, rtt_ms = 22 }\n",
+        ))
+        .unwrap();
+        let c = |s: Scenario| s.flows[0].rtt_change.unwrap();
+        let p = base.with_param("flows[0].rtt_change.over_s", 5.0).unwrap();
+        assert_eq!((c(p.clone()).over_s, c(p).rtt_ms), (5.0, 22.0));
+        let p = base.with_param("flows[0].rtt_change.rtt_ms", 23.0).unwrap();
+        assert_eq!((c(p.clone()).rtt_ms, c(p).over_s), (23.0, 0.0));
+        assert_eq!(
+            c(base.with_param("flows[0].rtt_change.at_s", 3.0).unwrap()).at_s,
+            3.0
+        );
+        let e = base
+            .with_param("flows[0].rtt_change.over_s", 9.0)
+            .unwrap_err();
+        assert_eq!(e.field, "flows[0].rtt_change.over_s", "{e}");
+        assert!(
+            e.reason.starts_with("flows[0].rtt_change.over_s = 9 makes"),
+            "{e}"
+        );
+        let e = base
+            .with_param("flows[1].rtt_change.over_s", 5.0)
+            .unwrap_err();
+        assert_eq!(e.field, "sweep.param", "{e}");
+        assert!(e.reason.contains("flows[1] has no rtt_change"), "{e}");
+        let e = base
+            .with_param("flows[0].rtt_change.bogus", 5.0)
+            .unwrap_err();
+        assert_eq!(e.field, "sweep.param", "{e}");
+        // In a [sweep] table, the axis is named.
+        let e = error_of(&format!(
+            "{}\n[sweep]\nx = {{ param = \"flows[1].rtt_change.rtt_ms\", values = [10] }}\n",
+            OK
+        ));
+        assert_eq!(e.field, "sweep.x.param", "{e}");
+    }
+
     #[test]
     fn path_variations_parse_and_expand() {
         let s = Scenario::from_toml(&OK.replace(
@@ -1050,7 +1162,8 @@ one_way_delay_ms = 5
             f[0].rtt_change,
             Some(RttChange {
                 at_s: 4.0,
-                rtt_ms: 80.0
+                rtt_ms: 80.0,
+                over_s: 0.0
             })
         );
         assert_eq!(
@@ -1063,6 +1176,18 @@ one_way_delay_ms = 5
             !text.contains("jitter_ms") && !text.contains("rtt_change"),
             "{text}"
         );
+        // A step is written as before the ramp existed; a ramp with its length.
+        let text = toml::to_string_pretty(&s).unwrap();
+        assert!(
+            text.contains("rtt_change") && !text.contains("over_s"),
+            "{text}"
+        );
+        let mut ramp = s.clone();
+        ramp.flows[0].rtt_change.as_mut().unwrap().over_s = 3.0;
+        let text = toml::to_string_pretty(&ramp).unwrap();
+        assert!(text.contains("over_s = 3.0"), "{text}");
+        let back = Scenario::from_toml(&text).unwrap();
+        assert_eq!(back.flows[0].rtt_change, ramp.flows[0].rtt_change);
     }
 
     #[test]

@@ -29,7 +29,7 @@
 //!
 //! Each path's release time comes from [`crate::net::pathsched`]: base delay,
 //! optional uniform jitter, ACK batching and a change of the base delay at a
-//! given time, never reordering within a path. Paths can be replaced while
+//! given time (in one step or as a ramp), never reordering within a path. Paths can be replaced while
 //! the element runs ([`DelayElement::set_path`]), e.g. at the start of each
 //! repetition, on the element's clock ([`clock_ns`]).
 

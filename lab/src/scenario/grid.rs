@@ -285,6 +285,50 @@ mod tests {
         assert_eq!(points[0].plan.label, "bbr");
     }
 
+    /// A path-growth grid: the new RTT on x, the ramp's length on y, both
+    /// fields of `flows[1].rtt_change`; every point resolves to a plan
+    /// whose flow carries both, the rest of the change as written.
+    #[test]
+    fn a_sweep_over_an_rtt_change_resolves() {
+        let text = r#"
+name = "grow"
+duration_s = 90
+[bottleneck]
+rate_mbit = 50
+buffer = { bdp = 1.0, rtt_ms = 200.0 }
+[[flows]]
+cca = "qfair"
+rtt_ms = 20
+[[flows]]
+cca = "qfair"
+rtt_ms = 200
+rtt_change = { at_s = 20.0, rtt_ms = 210.0 }
+[sweep]
+x = { param = "flows[1].rtt_change.rtt_ms", values = [210, 220, 230] }
+y = { param = "flows[1].rtt_change.over_s", values = [0, 10] }
+"#;
+        let s = Scenario::from_toml(text).unwrap();
+        let points = expand(&s, s.sweep.as_ref().unwrap(), &["cubic".to_string()]).unwrap();
+        assert_eq!(points.len(), 6);
+        for p in &points {
+            let c = p.plan.flows[1].rtt_change.unwrap();
+            assert_eq!(
+                (c.at_s, c.rtt_ms, c.over_s),
+                (20.0, p.key.x, p.key.y.unwrap())
+            );
+            assert_eq!(p.plan.flows[1].rtt_ms, 200.0);
+            assert!(p.plan.flows[0].rtt_change.is_none());
+        }
+        assert_eq!(points[4].plan.scenario.name, "grow-x220-y10");
+        // A ramp that would outlast the run is refused at its point.
+        let e = Scenario::from_toml(&text.replace("[0, 10]", "[0, 71]")).unwrap_err();
+        assert_eq!(e.field, "sweep.y.values[1]", "{e}");
+        assert!(
+            e.reason.contains("flows[1].rtt_change.over_s = 71 makes"),
+            "{e}"
+        );
+    }
+
     /// Every point of a sweep inherits the scenario's tunables, each CCA's
     /// points their own CCA's only; a tunable of a CCA `--cca` does not
     /// name is refused before any point is made.
