@@ -15,26 +15,21 @@ use rttfair_lab::scenario::aqm::{parse, Discipline};
 
 const RATE: u64 = 100_000_000;
 
-/// One cubic flow of `rtt` through a 100 Mbit/s bottleneck with a 4 MB
-/// buffer (330 ms: drop-tail alone would let cubic build a standing
-/// queue far above 5 ms) under `d`; returns the AQM's counters and the
-/// sender's TcpExtTCPDeliveredCE.
-fn run(d: &Discipline, tcp_ecn: bool) -> (Vec<aqm::QueueStats>, Vec<aqm::FlowStats>, u64) {
-    let flows = [FlowPath {
-        rtt: Duration::from_millis(20),
-        loss_pct: 0.0,
-    }];
-    let net = Dumbbell::build(
-        &flows,
+/// One flow of `rtt` through a RATE bottleneck of `limit_bytes`.
+fn one_flow(rtt: Duration, limit_bytes: u64) -> Dumbbell {
+    Dumbbell::build(
+        &[FlowPath { rtt, loss_pct: 0.0 }],
         Bottleneck {
             rate_bit: RATE,
-            limit_bytes: 4_000_000,
+            limit_bytes,
         },
     )
-    .unwrap();
-    aqm::set_tcp_ecn(&net.snd, tcp_ecn).unwrap();
-    aqm::set_tcp_ecn(&net.rcv, tcp_ecn).unwrap();
-    let a = Aqm::attach(
+    .unwrap()
+}
+
+/// The lab's AQM programs under `d` at `net`'s bottleneck.
+fn attach_at_bottleneck(net: &Dumbbell, d: &Discipline) -> Aqm {
+    Aqm::attach(
         d,
         RATE,
         &net.router,
@@ -42,8 +37,12 @@ fn run(d: &Discipline, tcp_ecn: bool) -> (Vec<aqm::QueueStats>, Vec<aqm::FlowSta
         &net.rcv,
         topology::RECEIVER_IF,
     )
-    .unwrap();
-    let srv = iperf::Server::start(&net.rcv, &topology::RECEIVER.to_string(), 5201).unwrap();
+    .unwrap()
+}
+
+/// One cubic flow from the first sender to `srv` for 4 s (iperf3,
+/// reports every second).
+fn cubic_for_4s(net: &Dumbbell, srv: &iperf::Server) -> iperf::ClientResult {
     let spec = ClientSpec {
         server: topology::RECEIVER.to_string(),
         port: srv.port,
@@ -52,23 +51,26 @@ fn run(d: &Discipline, tcp_ecn: bool) -> (Vec<aqm::QueueStats>, Vec<aqm::FlowSta
         seconds: 4.0,
         interval: 1.0,
     };
-    let r = iperf::client(&net.snd, &spec).unwrap();
+    iperf::client(&net.snd, &spec).unwrap()
+}
+
+/// One cubic flow of `rtt` through a 100 Mbit/s bottleneck with a 4 MB
+/// buffer (330 ms: drop-tail alone would let cubic build a standing
+/// queue far above 5 ms) under `d`; returns the AQM's counters and the
+/// sender's TcpExtTCPDeliveredCE.
+fn run(d: &Discipline, tcp_ecn: bool) -> (Vec<aqm::QueueStats>, Vec<aqm::FlowStats>, u64) {
+    let net = one_flow(Duration::from_millis(20), 4_000_000);
+    aqm::set_tcp_ecn(&net.snd, tcp_ecn).unwrap();
+    aqm::set_tcp_ecn(&net.rcv, tcp_ecn).unwrap();
+    let a = attach_at_bottleneck(&net, d);
+    let srv = iperf::Server::start(&net.rcv, &topology::RECEIVER.to_string(), 5201).unwrap();
+    let r = cubic_for_4s(&net, &srv);
     println!(
         "goodput {:.1} Mbit/s, retransmits {}",
         r.receiver_bits_per_second / 1e6,
         r.retransmits
     );
-    let out = net
-        .snd
-        .exec("nstat", &["-az", "TcpExtTCPDeliveredCE"])
-        .unwrap();
-    let ce = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .find_map(|l| {
-            let mut f = l.split_whitespace();
-            (f.next()? == "TcpExtTCPDeliveredCE").then(|| f.next()?.parse().ok())?
-        })
-        .unwrap_or(0);
+    let ce = delivered_ce(&net);
     let fs: Vec<aqm::FlowStats> = a
         .flow_stats()
         .into_iter()
@@ -111,27 +113,8 @@ fn codel_drops_a_standing_queue_and_ecn_marks_reach_the_sender() {
 #[test]
 fn stamp_path_adds_microseconds_on_an_idle_link() {
     let _t = KernelTest::new();
-    let flows = [FlowPath {
-        rtt: Duration::from_millis(2),
-        loss_pct: 0.0,
-    }];
-    let net = Dumbbell::build(
-        &flows,
-        Bottleneck {
-            rate_bit: RATE,
-            limit_bytes: 1_000_000,
-        },
-    )
-    .unwrap();
-    let a = Aqm::attach(
-        &Discipline::Fifo,
-        RATE,
-        &net.router,
-        topology::BOTTLENECK_IF,
-        &net.rcv,
-        topology::RECEIVER_IF,
-    )
-    .unwrap();
+    let net = one_flow(Duration::from_millis(2), 1_000_000);
+    let a = attach_at_bottleneck(&net, &Discipline::Fifo);
     let src = std::net::SocketAddr::from((net.sender(0), 0));
     let dst = std::net::SocketAddr::from((topology::RECEIVER, 9));
     net.snd
@@ -223,15 +206,7 @@ fn fq_codel_puts_flows_in_their_own_queues_and_serves_the_sparse_one_first() {
         let srv = iperf::Server::start(&net.rcv, &topology::RECEIVER.to_string(), 5201).unwrap();
         let udp_bit: u64 = 20_000_000;
         let load = paced_udp(&net, udp_bit, Duration::from_secs(4));
-        let spec = ClientSpec {
-            server: topology::RECEIVER.to_string(),
-            port: srv.port,
-            bind: Some(net.sender(0).to_string()),
-            cca: "cubic".into(),
-            seconds: 4.0,
-            interval: 1.0,
-        };
-        let tcp = iperf::client(&net.snd, &spec).unwrap();
+        let tcp = cubic_for_4s(&net, &srv);
         load.join().unwrap().unwrap().unwrap();
         let aqm = net.aqm().expect("the AQM programs");
         let busy: Vec<(usize, aqm::QueueStats)> = aqm
@@ -280,4 +255,85 @@ fn fq_codel_puts_flows_in_their_own_queues_and_serves_the_sparse_one_first() {
         return;
     }
     panic!("the two flows shared a queue three times in a row");
+}
+
+/// qfair answers CE marks (issue 44): behind an ECN step at K = 1 packet,
+/// with ECN negotiated, a queue of more than one packet is marked, and
+/// Eq. 7 halves alpha per marked packet (at most once per 100 ms), so alpha
+/// stays near its floor of one packet. Without marks it would sit at
+/// alpha_d >= alpha_0 = 3 (a lone flow in a 200 ms buffer loses nothing,
+/// and alpha climbs 4 pkt/s from 1 to 3 in half a second). The marks reach
+/// the sender (TcpExtTCPDeliveredCE), and the flow still fills the link
+/// (its window carries the pipe; only the backlog is cut).
+#[test]
+fn qfair_holds_alpha_down_under_ce_marks() {
+    use rttfair_lab::net::topology::Options;
+    let t = KernelTest::new();
+    assert_success(&t.run(&["load", "qfair"]));
+    let step = parse(&"aqm = \"ecn_step\"\nk_packets = 1".parse().unwrap()).unwrap();
+    let net = Dumbbell::build_opts(
+        &[FlowPath {
+            rtt: Duration::from_millis(20),
+            loss_pct: 0.0,
+        }],
+        dumbbell::bottleneck(500_000),
+        Options {
+            aqm: step,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    aqm::set_tcp_ecn(&net.snd, true).unwrap();
+    aqm::set_tcp_ecn(&net.rcv, true).unwrap();
+    let mut flows = dumbbell::Transfers::sampling(&t.fs, 1);
+    flows.flow(&net, 0, "qfair", Duration::from_secs(10));
+    let done = flows.finish();
+    let ce = delivered_ce(&net);
+    let marks: u64 = net
+        .aqm()
+        .expect("the AQM programs")
+        .flow_stats()
+        .into_iter()
+        .filter(|(a, _)| *a == net.sender(0))
+        .map(|(_, s)| s.marks)
+        .sum();
+    let mut alpha: Vec<f64> = done
+        .samples
+        .iter()
+        .filter(|(t, _, f)| *t > 5.0 && f.qfair().is_some_and(|q| q.target_cwnd > 0))
+        .map(|(_, _, f)| f.qfair().unwrap().alpha_pkts)
+        .collect();
+    alpha.sort_by(f64::total_cmp);
+    let median = alpha.get(alpha.len() / 2).copied().unwrap_or(f64::NAN);
+    let mbit = done.received[0] as f64 * 8.0 / 10.0 / 1e6;
+    println!(
+        "qfair behind ecn_step K=1: marks {marks}, sender DeliveredCE {ce}, alpha median {median:.2} over {} samples, {mbit:.1} Mbit/s",
+        alpha.len()
+    );
+    assert!(marks > 0, "the step marked nothing");
+    assert!(ce > 0, "no CE echo reached the sender");
+    assert!(alpha.len() >= 20, "too few cruise samples: {}", alpha.len());
+    assert!(
+        median < 2.0,
+        "alpha's median {median:.2} is not held below alpha_0 = 3 by the marks"
+    );
+    // 10 s at 20 Mbit/s is 25 MB; a flow cut to its minimum window by the
+    // marks would move a fraction of it.
+    assert!(mbit > 10.0, "qfair moved only {mbit:.1} Mbit/s");
+    t.unload_when_idle(rttfair_loader::Cca::Qfair, net);
+}
+
+/// The sender namespace's TcpExtTCPDeliveredCE.
+fn delivered_ce(net: &Dumbbell) -> u64 {
+    let out = net
+        .snd
+        .exec("nstat", &["-az", "TcpExtTCPDeliveredCE"])
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| {
+            let mut f = l.split_whitespace();
+            (f.next()? == "TcpExtTCPDeliveredCE").then(|| f.next()?.parse().ok())?
+        })
+        .unwrap_or(0)
 }

@@ -329,11 +329,16 @@ fn bad_option_values_are_named_in_one_line() {
         "--dry-run",
     ]);
     assert_one_line_error(&out, "duration_s: must be between 1 and 3600 s, got -5");
-    let out = run(&["demo", "--seconds", "-5"]);
-    assert_one_line_error(
-        &out,
-        "--seconds must be whole seconds between 5 and 600, got -5",
-    );
+    for demo in [&["demo"][..], &["demo", "--aqm"]] {
+        let out = run(&[demo, &["--seconds", "-5"]].concat());
+        assert_one_line_error(
+            &out,
+            "--seconds must be whole seconds between 5 and 600, got -5",
+        );
+    }
+    // `--aqm` is a switch (FQ-CoDel), not a choice of discipline.
+    let out = run(&["demo", "--aqm=codel"]);
+    assert_one_line_error(&out, "unexpected value 'codel' for '--aqm' found");
 }
 
 /// `lab sweep --dry-run` runs nothing (no root, no kernel) and prints the

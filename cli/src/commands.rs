@@ -89,8 +89,18 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Demo {
             seconds,
             keep_loaded,
+            aqm,
             out: dir,
-        } => demo(&fs, seconds, keep_loaded, dir, out.json),
+        } => crate::demo::run(
+            &fs,
+            &crate::demo::DemoOptions {
+                seconds,
+                keep_loaded,
+                out: dir,
+                json: out.json,
+                aqm,
+            },
+        ),
         Command::Completions { shell } => {
             use std::io::Write;
             let mut cmd = <Cli as clap::CommandFactory>::command();
@@ -267,24 +277,6 @@ fn daemon(
         );
     }
     rttfair_daemon::run(c)
-}
-
-fn demo(
-    fs: &BpfFs,
-    seconds: Option<f64>,
-    keep_loaded: bool,
-    out: std::path::PathBuf,
-    json: bool,
-) -> Result<()> {
-    crate::demo::run(
-        fs,
-        &crate::demo::DemoOptions {
-            seconds,
-            keep_loaded,
-            out,
-            json,
-        },
-    )
 }
 
 fn describe(netns: &Option<String>, dst: &Option<String>, port: Option<u16>) -> String {

@@ -318,6 +318,10 @@ pub fn runs_json(runs: &[RunDoc]) -> Result<String> {
 /// a `serde_json::json!` map.
 #[derive(Debug, serde::Serialize)]
 pub struct RunDoc<'a> {
+    /// Each repetition's discipline counters per flow (drops, marks,
+    /// sojourn); left out when the bottleneck has no discipline.
+    #[serde(skip_serializing_if = "no_aqm")]
+    pub aqm: Vec<&'a [rttfair_lab::results::AqmFlow]>,
     pub cca: String,
     pub dir: &'a Path,
     /// Each repetition's summary, in order (time to fair included).
@@ -332,7 +336,10 @@ impl<'a> RunDoc<'a> {
     /// The document of a finished run.
     pub fn of(r: &'a RunResult) -> RunDoc<'a> {
         let reps = r.reps.iter().map(|x| &x.summary).collect();
-        RunDoc::new(&r.scenario, &r.summary, reps, &r.dir)
+        RunDoc {
+            aqm: r.reps.iter().map(|x| x.aqm.as_slice()).collect(),
+            ..RunDoc::new(&r.scenario, &r.summary, reps, &r.dir)
+        }
     }
 
     /// The document of a run of `scenario` whose repetitions gave `reps`,
@@ -345,6 +352,7 @@ impl<'a> RunDoc<'a> {
     ) -> RunDoc<'a> {
         let owned: Vec<Summary> = reps.iter().map(|s| (*s).clone()).collect();
         RunDoc {
+            aqm: Vec::new(),
             cca: run::label_of(scenario),
             dir,
             reps,
@@ -353,6 +361,10 @@ impl<'a> RunDoc<'a> {
             worst: run::worst_of(&owned),
         }
     }
+}
+
+fn no_aqm(aqm: &[&[rttfair_lab::results::AqmFlow]]) -> bool {
+    aqm.iter().all(|a| a.is_empty())
 }
 
 /// One row per run: per-group goodput, ratio, fairness, utilization, delay.

@@ -194,6 +194,11 @@ pub enum Command {
         /// Leave the CCAs the demo loaded registered afterwards.
         #[arg(long)]
         keep_loaded: bool,
+        /// The same two flows behind FQ-CoDel (RFC 8290's defaults, 64
+        /// flow queues, ECN off) instead of the drop-tail buffer, with each
+        /// flow's drops and sojourn.
+        #[arg(long)]
+        aqm: bool,
         /// Where the results and plots go.
         #[arg(long, default_value = "lab-out/demo")]
         out: std::path::PathBuf,

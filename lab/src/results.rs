@@ -38,6 +38,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use anyhow::Result;
+use rttfair_loader::fields::{Column, Field, Unit, Value, FIELDS};
 use rttfair_loader::Flow;
 use serde::{Deserialize, Serialize};
 
@@ -47,131 +49,111 @@ use crate::results::provenance::RunProvenance;
 use crate::scenario::plan::Window;
 use crate::scenario::{FlowSpec, Scenario};
 
-/// One BPF export sample of a flow: a row of `bpf.csv`, whose columns are
-/// these fields, in this order. A projection of the loader's typed
-/// [`Flow`] (units in the names); the fields of a CCA other than the flow's
-/// are zero.
-#[derive(Debug, Clone, Serialize)]
+/// One BPF export sample of a flow: a row of `bpf.csv`. Its columns are
+/// `t`, `flow`, then the loader's per-flow fields that have one
+/// ([`rttfair_loader::fields::FIELDS`], in that order): seconds in ms,
+/// rates in Mbit/s, flags 1/0; a field of a CCA other than the flow's is 0
+/// (or empty, for a state), an unset one its column's `unset` (0, or -1 for
+/// bbr3's bounds).
+#[derive(Debug, Clone)]
 pub struct BpfSample {
+    /// Seconds into the run, to 10 ms.
     pub t: f64,
+    /// The lab flow.
     pub flow: usize,
-    pub mode: &'static str,
-    pub btlbw_mbit: f64,
-    pub min_rtt_ms: f64,
-    pub last_rtt_ms: f64,
-    pub cwnd: u32,
-    pub pacing_mbit: f64,
-    pub probe_rtt_entries: u32,
-    pub fairtt_alpha_ms: f64,
-    pub fairtt_coef: f64,
-    pub fairtt_wfcount: u16,
-    #[serde(serialize_with = "zero_one")]
-    pub fairtt_active: bool,
-    pub adbbr_nrtt_ms: f64,
-    pub adbbr_regime: &'static str,
-    pub adbbr_factor: f64,
-    pub adbbr_rtt_std_ms: f64,
-    pub qfair_alpha_pkts: f64,
-    pub qfair_backlog_pkts: f64,
-    /// o, Eq. 8b's integral term (signed).
-    pub qfair_offset_pkts: f64,
-    pub qfair_qdelay_ms: f64,
-    pub qfair_standing_rtt_ms: f64,
-    /// x^, the smoothed per-round delivery rate.
-    pub qfair_xhat_mbit: f64,
-    pub qfair_gain: f64,
-    pub qfair_target_cwnd: u32,
-    #[serde(serialize_with = "zero_one")]
-    pub qfair_competitive: bool,
-    pub qfair_drains_ok: u32,
-    pub qfair_drains_failed: u32,
-    /// m, the lowest RTT of the flow's last judged drain (0: none yet), what
-    /// the drain verdict and Eq. 10 compared with R^ (`min_rtt_ms`);
-    /// [`crate::results::drains`] turns the samples into a row per drain.
-    pub qfair_drain_min_ms: f64,
-    /// nu, the flow's own delay noise, taken out of its queue estimate.
-    pub qfair_noise_ms: f64,
-    #[serde(serialize_with = "zero_one")]
-    pub qfair_pacing_floor: bool,
-    /// bbr3's ProbeBW phase ("cruise", ...; "" for other CCAs): with the
-    /// bounds below, the time series that shows where a bbr3 flow's rate
-    /// goes (issue 16: phase time shares, when the bounds are cut).
-    pub bbr3_phase: &'static str,
-    pub bbr3_bw_hi_mbit: f64,
-    /// The short-term bounds; -1 while unset (v3's "infinity").
-    pub bbr3_bw_lo_mbit: f64,
-    pub bbr3_inflight_hi: i64,
-    pub bbr3_inflight_lo: i64,
-    /// The last round's loss rate, lost / (lost + delivered).
-    pub bbr3_round_loss: f64,
-    /// Probes ended by the loss/ECN bound so far (Eq. 1).
-    pub bbr3_too_high_events: u32,
-    /// Loss rounds that cut bw_lo / inflight_lo so far (Eq. 2).
-    pub bbr3_lo_cuts: u32,
+    /// The flow's export, as the loader decoded it.
+    pub export: Flow,
+}
+
+/// A cell of `bpf.csv`, written as serde writes its type (so 0.0 reads
+/// "0.0", as before the field table).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(untagged)]
+enum Cell {
+    Int(i64),
+    Real(f64),
+    Text(&'static str),
 }
 
 impl BpfSample {
     /// The sample of `f` taken `t` seconds into the run, as lab flow `flow`.
-    pub fn project(t: f64, flow: usize, f: &Flow) -> BpfSample {
-        let ft = f.fairtt().copied().unwrap_or_default();
-        let ab = f.adbbr().copied().unwrap_or_default();
-        let q = f.qfair().copied().unwrap_or_default();
-        let b3 = f.bbr3().copied();
-        let ms = |d: Duration| round(d.as_secs_f64() * 1e3, 3);
-        let mbit = |bps: u64| round(bps as f64 * 8.0 / 1e6, 3);
+    pub fn new(t: f64, flow: usize, f: &Flow) -> BpfSample {
         BpfSample {
             t: round(t, 2),
             flow,
-            mode: f.mode.name(),
-            btlbw_mbit: mbit(f.btlbw_bps),
-            min_rtt_ms: ms(f.min_rtt),
-            last_rtt_ms: ms(f.last_rtt),
-            cwnd: f.cwnd,
-            pacing_mbit: mbit(f.pacing_rate_bps),
-            probe_rtt_entries: f.probe_rtt_entries,
-            fairtt_alpha_ms: ms(ft.alpha),
-            fairtt_coef: round(ft.coefficient, 4),
-            fairtt_wfcount: ft.wfcount,
-            fairtt_active: ft.active,
-            adbbr_nrtt_ms: ms(ab.nrtt),
-            adbbr_regime: ab.regime.name(),
-            adbbr_factor: round(ab.factor, 4),
-            adbbr_rtt_std_ms: ms(ab.rtt_std),
-            qfair_alpha_pkts: round(q.alpha_pkts, 3),
-            qfair_backlog_pkts: round(q.backlog_pkts, 3),
-            qfair_offset_pkts: round(q.offset_pkts, 3),
-            qfair_qdelay_ms: ms(q.qdelay),
-            qfair_standing_rtt_ms: ms(q.standing_rtt),
-            qfair_xhat_mbit: mbit(q.rate_bps),
-            qfair_gain: round(q.gain, 4),
-            qfair_target_cwnd: q.target_cwnd,
-            qfair_competitive: q.competitive,
-            qfair_drains_ok: q.drains_ok,
-            qfair_drains_failed: q.drains_failed,
-            qfair_drain_min_ms: q.drain_min_rtt.map_or(0.0, ms),
-            qfair_noise_ms: ms(q.noise),
-            qfair_pacing_floor: q.pacing_floor,
-            bbr3_phase: b3.map_or("", |b| b.phase.name()),
-            bbr3_bw_hi_mbit: b3.map_or(0.0, |b| mbit(b.bw_hi_bps)),
-            bbr3_bw_lo_mbit: b3.map_or(0.0, |b| b.bw_lo_bps.map_or(-1.0, mbit)),
-            bbr3_inflight_hi: b3.map_or(0, |b| b.inflight_hi.map_or(-1, i64::from)),
-            bbr3_inflight_lo: b3.map_or(0, |b| b.inflight_lo.map_or(-1, i64::from)),
-            bbr3_round_loss: b3.map_or(0.0, |b| round(b.round_loss, 6)),
-            bbr3_too_high_events: b3.map_or(0, |b| b.too_high_events),
-            bbr3_lo_cuts: b3.map_or(0, |b| b.lo_cuts),
+            export: *f,
         }
     }
+
+    /// The columns of `bpf.csv`.
+    pub(crate) fn header() -> impl Iterator<Item = &'static str> {
+        ["t", "flow"]
+            .into_iter()
+            .chain(FIELDS.iter().filter_map(|f| f.column).map(|c| c.name))
+    }
+
+    /// Its row of `bpf.csv`, under [`BpfSample::header`].
+    fn cells(&self) -> Vec<Cell> {
+        let mut row = vec![Cell::Real(self.t), Cell::Int(self.flow as i64)];
+        for field in FIELDS {
+            if let Some(c) = field.column {
+                row.push(cell(field, &c, &self.export));
+            }
+        }
+        row
+    }
+
+    /// Write `samples` as `bpf.csv` to `out`.
+    pub(crate) fn write_csv(out: impl std::io::Write, samples: &[BpfSample]) -> Result<()> {
+        let mut csv = csv::WriterBuilder::new()
+            .has_headers(false)
+            .from_writer(out);
+        csv.write_record(BpfSample::header())?;
+        for s in samples {
+            csv.serialize(s.cells())?;
+        }
+        csv.flush()?;
+        Ok(())
+    }
+}
+
+/// `field` of `f` in its column `c`.
+fn cell(field: &Field, c: &Column, f: &Flow) -> Cell {
+    // the column's unit, and whether it holds a real number
+    let (scale, real, decimals): (fn(f64) -> f64, bool, i32) = match field.unit {
+        Unit::Seconds => (|s| s * 1e3, true, 3),
+        Unit::BytesPerSecond => (|b| b * 8.0 / 1e6, true, 3),
+        Unit::Packets => (|p| p, true, 3),
+        Unit::Ratio => (|r| r, true, 4),
+        Unit::Bytes | Unit::Segments | Unit::Count | Unit::Flag => (|n| n, false, 0),
+        Unit::State => {
+            return match (field.value)(f) {
+                Some(Value::State(s)) => Cell::Text(s),
+                _ => Cell::Text(""),
+            };
+        }
+    };
+    let v = match (field.value)(f) {
+        Some(v) => scale(v.number().unwrap_or(0.0)),
+        None if field.of.holds(f) => c.unset,
+        None => 0.0,
+    };
+    if real {
+        Cell::Real(round(v, c.decimals.unwrap_or(decimals)))
+    } else {
+        Cell::Int(v as i64)
+    }
+}
+
+/// A duration in ms as `bpf.csv` holds it.
+pub(crate) fn ms(d: Duration) -> f64 {
+    round(d.as_secs_f64() * 1e3, 3)
 }
 
 /// `v` to `decimals` places, so the CSV holds what the sample resolves.
 fn round(v: f64, decimals: i32) -> f64 {
     let scale = 10f64.powi(decimals);
     (v * scale).round() / scale
-}
-
-/// Flags as 1/0 in the CSV.
-fn zero_one<S: serde::Serializer>(v: &bool, s: S) -> std::result::Result<S::Ok, S::Error> {
-    s.serialize_u8(*v as u8)
 }
 
 /// One flow's measurements in one repetition.
@@ -417,6 +399,55 @@ mod tests {
         assert!(text.contains("\"group_ratio\":null"), "{text}");
         let back: Summary = serde_json::from_str(&text).unwrap();
         assert_eq!(back.group_ratio, f64::INFINITY);
+    }
+
+    /// bpf.csv by column: units in the names, a bbr3 bound unset is -1,
+    /// qfair's m before a drain 0, another CCA's fields 0 or empty.
+    #[test]
+    fn bpf_csv_columns_hold_their_units_and_sentinels() {
+        use rttfair_loader::export::{Bbr3, CcaState, Qfair};
+        let flow = |state| Flow {
+            min_rtt: Duration::from_micros(20_013),
+            pacing_rate_bps: 1_250_000,
+            state,
+            ..Flow::default()
+        };
+        let bbr3 = flow(CcaState::Bbr3(Bbr3 {
+            inflight_hi: Some(83),
+            ..Bbr3::default()
+        }));
+        let qfair = flow(CcaState::Qfair(Qfair {
+            noise: Duration::from_micros(2_251),
+            ..Qfair::default()
+        }));
+        let samples = [
+            BpfSample::new(1.234, 0, &bbr3),
+            BpfSample::new(1.3, 1, &qfair),
+        ];
+        let mut out = Vec::new();
+        BpfSample::write_csv(&mut out, &samples).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let mut rows = csv::Reader::from_reader(text.as_bytes());
+        let header = rows.headers().unwrap().clone();
+        let rows: Vec<csv::StringRecord> = rows.records().map(Result::unwrap).collect();
+        let cell = |row: usize, name: &str| {
+            let i = header.iter().position(|h| h == name).unwrap();
+            rows[row][i].to_string()
+        };
+        assert_eq!((cell(0, "t"), cell(0, "flow")), ("1.23".into(), "0".into()));
+        assert_eq!(cell(0, "min_rtt_ms"), "20.013");
+        assert_eq!(cell(0, "pacing_mbit"), "10.0");
+        assert_eq!(cell(0, "bbr3_phase"), "startup");
+        assert_eq!(cell(0, "bbr3_inflight_hi"), "83");
+        assert_eq!(cell(0, "bbr3_inflight_lo"), "-1");
+        assert_eq!(cell(0, "bbr3_bw_lo_mbit"), "-1.0");
+        assert_eq!(cell(0, "qfair_noise_ms"), "0.0");
+        assert_eq!(cell(0, "adbbr_regime"), "");
+        assert_eq!(cell(1, "qfair_noise_ms"), "2.251");
+        assert_eq!(cell(1, "qfair_drain_min_ms"), "0.0");
+        assert_eq!(cell(1, "qfair_competitive"), "0");
+        assert_eq!(cell(1, "bbr3_phase"), "");
+        assert_eq!(cell(1, "bbr3_inflight_lo"), "0");
     }
 
     #[test]

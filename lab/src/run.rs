@@ -611,7 +611,7 @@ fn spawn_bpf_sampler(
                     continue;
                 }
                 if let Some(idx) = addrs.iter().position(|a| *a == f.local.ip()) {
-                    out.push(BpfSample::project(t, idx, &f));
+                    out.push(BpfSample::new(t, idx, &f));
                 }
             }
             std::thread::sleep(Duration::from_millis(100));

@@ -85,15 +85,23 @@ pub fn shape_fq(ns: &Netns, ifname: &str, b: Bottleneck, flows: u32, quantum: u3
                 &leaf_rate, "ceil", &rate, "burst", &burst, "cburst", &burst, "quantum", &quantum,
             ],
         )?;
-        let handle = format!("{minor:x}:");
-        ns.exec(
-            "tc",
-            &[
-                "qdisc", "add", "dev", ifname, "parent", &classid, "handle", &handle, "bfifo",
-                "limit", &limit,
-            ],
-        )?;
+        leaf_bfifo(ns, ifname, "add", minor, &limit)?;
     }
+    Ok(())
+}
+
+/// `tc qdisc add|change` (`verb`) of the bfifo of limit `limit` bytes
+/// under the HTB leaf class 1:`minor`.
+fn leaf_bfifo(ns: &Netns, ifname: &str, verb: &str, minor: u32, limit: &str) -> Result<()> {
+    let classid = format!("1:{minor:x}");
+    let handle = format!("{minor:x}:");
+    ns.exec(
+        "tc",
+        &[
+            "qdisc", verb, "dev", ifname, "parent", &classid, "handle", &handle, "bfifo", "limit",
+            limit,
+        ],
+    )?;
     Ok(())
 }
 
@@ -101,16 +109,7 @@ pub fn shape_fq(ns: &Netns, ifname: &str, b: Bottleneck, flows: u32, quantum: u3
 pub fn set_fq_buffers(ns: &Netns, ifname: &str, flows: u32, limit_bytes: u64) -> Result<()> {
     let limit = limit_bytes.to_string();
     for i in 0..flows {
-        let minor = LEAF_MINOR_BASE + i;
-        let classid = format!("1:{minor:x}");
-        let handle = format!("{minor:x}:");
-        ns.exec(
-            "tc",
-            &[
-                "qdisc", "change", "dev", ifname, "parent", &classid, "handle", &handle, "bfifo",
-                "limit", &limit,
-            ],
-        )?;
+        leaf_bfifo(ns, ifname, "change", LEAF_MINOR_BASE + i, &limit)?;
     }
     Ok(())
 }

@@ -34,7 +34,7 @@ use std::path::Path;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::results::BpfSample;
+use crate::results::{ms, BpfSample};
 
 /// One judged drain: a row of `drains.csv`, whose columns are these fields
 /// in this order ([`Around`]'s two each). Only written: the CSV is what
@@ -91,18 +91,20 @@ pub enum Verdict {
 pub fn of_samples(samples: &[BpfSample]) -> Vec<Drain> {
     let flows: std::collections::BTreeSet<usize> = samples.iter().map(|s| s.flow).collect();
     let mut out = Vec::new();
+    // a sample's qfair state (zeros for another CCA's flow: no drains)
+    let q = |s: &BpfSample| s.export.qfair().copied().unwrap_or_default();
     for flow in flows {
         let mut prev: Option<&BpfSample> = None;
         for s in samples.iter().filter(|s| s.flow == flow) {
+            let now = q(s);
             // a counter that went down: a new socket, its drains from zero
             let before = prev.filter(|p| {
-                p.qfair_drains_ok <= s.qfair_drains_ok
-                    && p.qfair_drains_failed <= s.qfair_drains_failed
+                let p = q(p);
+                p.drains_ok <= now.drains_ok && p.drains_failed <= now.drains_failed
             });
-            let (ok0, failed0) =
-                before.map_or((0, 0), |p| (p.qfair_drains_ok, p.qfair_drains_failed));
-            let ok = s.qfair_drains_ok - ok0;
-            let failed = s.qfair_drains_failed - failed0;
+            let (ok0, failed0) = before.map_or((0, 0), |p| (q(p).drains_ok, q(p).drains_failed));
+            let ok = now.drains_ok - ok0;
+            let failed = now.drains_failed - failed0;
             let single = ok + failed == 1;
             let verdicts = std::iter::repeat_n(Verdict::Ok, ok as usize)
                 .chain(std::iter::repeat_n(Verdict::Failed, failed as usize));
@@ -112,15 +114,14 @@ pub fn of_samples(samples: &[BpfSample]) -> Vec<Drain> {
                     t: s.t,
                     flow,
                     verdict,
-                    drain_min_ms: (single && s.qfair_drain_min_ms > 0.0)
-                        .then_some(s.qfair_drain_min_ms),
+                    drain_min_ms: now.drain_min_rtt.filter(|_| single).map(ms),
                     min_rtt_ms: Around {
-                        before: mine.map(|p| p.min_rtt_ms),
-                        after: s.min_rtt_ms,
+                        before: mine.map(|p| ms(p.export.min_rtt)),
+                        after: ms(s.export.min_rtt),
                     },
                     competitive: Around {
-                        before: mine.map(|p| p.qfair_competitive as u8),
-                        after: s.qfair_competitive as u8,
+                        before: mine.map(|p| q(p).competitive as u8),
+                        after: now.competitive as u8,
                     },
                 });
             }
@@ -154,7 +155,7 @@ mod tests {
 
     use super::*;
 
-    /// A qfair flow's sample at `t`, through the lab's own projection: R^
+    /// A qfair flow's sample at `t`: R^
     /// and m in ms (m 0: no drain yet), the drain counters, the mode.
     fn at(t: f64, flow: usize, r: f64, m: f64, ok: u32, failed: u32, comp: bool) -> BpfSample {
         let ms = |v: f64| Duration::from_secs_f64(v / 1e3);
@@ -170,7 +171,7 @@ mod tests {
             }),
             ..Flow::default()
         };
-        BpfSample::project(t, flow, &f)
+        BpfSample::new(t, flow, &f)
     }
 
     /// The path-RTT-change story of docs/results.md (flow 0's path goes
@@ -285,12 +286,12 @@ mod tests {
             let last = s.iter().rev().find(|x| x.flow == flow).unwrap();
             assert_eq!(
                 count(flow, Verdict::Ok),
-                last.qfair_drains_ok,
+                last.export.qfair().unwrap().drains_ok,
                 "flow {flow}"
             );
             assert_eq!(
                 count(flow, Verdict::Failed),
-                last.qfair_drains_failed,
+                last.export.qfair().unwrap().drains_failed,
                 "flow {flow}"
             );
         }

@@ -91,12 +91,7 @@ pub fn write_rep(dir: &Path, r: &RepResult) -> Result<()> {
     )?;
     if !r.bpf.is_empty() {
         write_atomic(&dir.join("bpf.csv"), |f| {
-            let mut csv = csv::Writer::from_writer(f);
-            for b in &r.bpf {
-                csv.serialize(b)?;
-            }
-            csv.flush()?;
-            Ok(())
+            crate::results::BpfSample::write_csv(f, &r.bpf)
         })?;
         crate::results::drains::write(&dir.join("drains.csv"), &r.bpf)?;
     }

@@ -5,9 +5,9 @@
 //! until the lab computed it (the same rule, ported as it was):
 //!
 //! - the flow and its event: the first flow with an `rtt_change` and the
-//!   change's time; else the flow that starts last (the first of them on
-//!   a tie) and its start. No event when that time is 0 (every flow
-//!   starts together and no path changes);
+//!   change's time (a ramp's start, `at_s`); else the flow that starts
+//!   last (the first of them on a tie) and its start. No event when that
+//!   time is 0 (every flow starts together and no path changes);
 //! - its fair share: the link's goodput capacity, rate x MSS / wire
 //!   packet (1448/1514), over the flows running at the event (started at
 //!   or before it, not yet stopped);
@@ -252,6 +252,7 @@ mod tests {
         s.flows[1].rtt_change = Some(crate::scenario::RttChange {
             at_s: 40.0,
             rtt_ms: 100.0,
+            over_s: 0.0,
         });
         let e = event(&s).unwrap();
         assert_eq!((e.flow, e.at_s, e.watched_s), (1, 40.0, 40.0));

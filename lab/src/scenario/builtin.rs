@@ -195,6 +195,14 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "real-drain-groups",
         include_str!("../../../scenarios/real-drain-groups.toml"),
     ),
+    (
+        "real-path-growth-200",
+        include_str!("../../../scenarios/real-path-growth-200.toml"),
+    ),
+    (
+        "real-path-growth-50",
+        include_str!("../../../scenarios/real-path-growth-50.toml"),
+    ),
     ("aqm-fifo", include_str!("../../../scenarios/aqm-fifo.toml")),
     (
         "aqm-codel",
@@ -207,6 +215,22 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     (
         "aqm-ecn-step",
         include_str!("../../../scenarios/aqm-ecn-step.toml"),
+    ),
+    (
+        "aqm-three-fifo",
+        include_str!("../../../scenarios/aqm-three-fifo.toml"),
+    ),
+    (
+        "aqm-three-codel",
+        include_str!("../../../scenarios/aqm-three-codel.toml"),
+    ),
+    (
+        "aqm-three-fq-codel",
+        include_str!("../../../scenarios/aqm-three-fq-codel.toml"),
+    ),
+    (
+        "aqm-three-ecn-step",
+        include_str!("../../../scenarios/aqm-three-ecn-step.toml"),
     ),
 ];
 
@@ -277,6 +301,29 @@ mod tests {
             let file = std::fs::read_to_string(dir.join(format!("{name}.toml"))).unwrap();
             assert_eq!(*text, file, "{name} embeds another file's text");
         }
+    }
+
+    /// The files of scenarios/' subfolders (one file per point, run by
+    /// path with `lab run`, not embedded) are valid scenarios too.
+    #[test]
+    fn every_scenario_subfolder_file_is_valid() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+        let mut n = 0;
+        for sub in std::fs::read_dir(&dir).unwrap() {
+            let sub = sub.unwrap().path();
+            if !sub.is_dir() {
+                continue;
+            }
+            for e in std::fs::read_dir(&sub).unwrap() {
+                let p = e.unwrap().path();
+                if p.extension().is_some_and(|x| x == "toml") {
+                    super::resolve(p.to_str().unwrap())
+                        .unwrap_or_else(|e| panic!("{}: {e:#}", p.display()));
+                    n += 1;
+                }
+            }
+        }
+        assert!(n > 0, "no scenario subfolder files");
     }
 
     /// The per-phase files of real-drain-groups (run by path, not
