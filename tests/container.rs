@@ -15,33 +15,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
+use common::image::{podman_run, repo, xtask_image};
 use common::*;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .into()
-}
-
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join("target"))
-}
-
-/// `podman run` as tests/deploy.rs runs it on this kind of host: runc
-/// (crun refuses hybrid cgroup hierarchies) and rlimits no higher than ours.
-fn podman_run() -> Command {
-    let mut c = Command::new("podman");
-    c.args(["--runtime", "runc", "run"]).args([
-        "--ulimit",
-        "nofile=1024:1024",
-        "--ulimit",
-        "nproc=1024:1024",
-    ]);
-    c
-}
 
 fn text(out: &Output) -> String {
     format!(
@@ -99,24 +74,7 @@ fn the_image_runs_as_the_daemonset_and_the_lab_job_run_it() {
     let root = t.fs.root().to_str().unwrap().to_string();
     let tmp = rttfair_lab::testkit::temp_folder("container");
 
-    // The image, from the binary under test (xtask built into its own
-    // target dir, as tests/deploy.rs does).
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let xtask_target = target_dir().join("tools/xtask-build");
-    let built = Command::new(&cargo)
-        .args([
-            "build",
-            "--release",
-            "--quiet",
-            "-p",
-            "xtask",
-            "--target-dir",
-        ])
-        .arg(&xtask_target)
-        .current_dir(repo())
-        .status()
-        .unwrap();
-    assert!(built.success(), "building xtask failed");
+    // The image, from the binary under test.
     let id = std::process::id();
     let image = format!("localhost/rttfair-container-test:{id}");
     let daemon_name = format!("rttfair-test-daemon-{id}");
@@ -125,18 +83,7 @@ fn the_image_runs_as_the_daemonset_and_the_lab_job_run_it() {
         image: image.clone(),
         containers: vec![daemon_name.clone(), job_name.clone()],
     };
-    let out = Command::new(xtask_target.join("release/xtask"))
-        .args([
-            "image",
-            "--binary",
-            env!("CARGO_BIN_EXE_rttfairctl"),
-            "--tag",
-            &image,
-        ])
-        .env_remove("CARGO_TARGET_DIR")
-        .current_dir(repo())
-        .output()
-        .unwrap();
+    let out = xtask_image(&image);
     assert!(out.status.success(), "cargo xtask image: {}", text(&out));
     let size = Command::new("podman")
         .args(["image", "inspect", "--format", "{{.Size}}", &image])

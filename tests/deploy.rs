@@ -8,14 +8,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use common::image::{repo, target_dir, xtask_image};
 use common::*;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
 
 fn ctl() -> Command {
     Command::new(env!("CARGO_BIN_EXE_rttfairctl"))
@@ -198,12 +192,6 @@ fn check_config_refuses_a_bad_config_in_one_line() {
 /// The image `cargo xtask image` builds, under the name podman gives it
 /// and a node importing its archive keeps (deploy manifests must name it).
 const IMAGE: &str = concat!("localhost/rttfair:", env!("CARGO_PKG_VERSION"));
-
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join("target"))
-}
 
 /// The venv under target/ holding kubernetes-validate at the version
 /// deploy/kubernetes/validate-requirements.txt pins (`cargo xtask deps`
@@ -515,20 +503,11 @@ fn grafana_dashboard_is_well_formed_and_joins_flows_per_host() {
     }
 }
 
-/// `podman run --rm` without a network that works on this kind of host
-/// too: runc (crun refuses hybrid cgroup hierarchies) and rlimits no
-/// higher than ours (a sandbox without CAP_SYS_RESOURCE cannot raise them
-/// to podman's defaults). The caller adds options, the image and its
-/// arguments.
+/// `podman run`, removed after, without a network; the caller adds
+/// options, the image and its arguments.
 fn podman_run_command() -> Command {
-    let mut c = Command::new("podman");
-    c.args(["--runtime", "runc", "run", "--rm", "--network=none"])
-        .args([
-            "--ulimit",
-            "nofile=1024:1024",
-            "--ulimit",
-            "nproc=1024:1024",
-        ]);
+    let mut c = common::image::podman_run();
+    c.args(["--rm", "--network=none"]);
     c
 }
 
@@ -539,38 +518,9 @@ fn podman_run(image: &str, args: &[&str]) -> Output {
 
 #[test]
 fn container_image_builds_offline_and_its_entrypoint_runs() {
-    // `cargo xtask image` itself, on the binary under test: xtask built into
-    // its own target dir (this cargo holds the workspace's), run with the
-    // workspace's target dir.
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let xtask_target = target_dir().join("tools/xtask-build");
-    let built = Command::new(&cargo)
-        .args([
-            "build",
-            "--release",
-            "--quiet",
-            "-p",
-            "xtask",
-            "--target-dir",
-        ])
-        .arg(&xtask_target)
-        .current_dir(repo())
-        .status()
-        .unwrap();
-    assert!(built.success(), "building xtask failed");
+    // `cargo xtask image` itself, on the binary under test.
     let tag = format!("localhost/rttfair-test:{}", std::process::id());
-    let out = Command::new(xtask_target.join("release/xtask"))
-        .args([
-            "image",
-            "--binary",
-            env!("CARGO_BIN_EXE_rttfairctl"),
-            "--tag",
-            &tag,
-        ])
-        .env_remove("CARGO_TARGET_DIR")
-        .current_dir(repo())
-        .output()
-        .unwrap();
+    let out = xtask_image(&tag);
     let podman_ok = Command::new("podman")
         .arg("--version")
         .output()

@@ -8,6 +8,7 @@
 
 pub mod daemon;
 pub mod dumbbell;
+pub mod image;
 pub mod rtprop;
 
 use std::fs::{File, OpenOptions};
