@@ -17,6 +17,14 @@ A table that is computed from data is marked in the Markdown by a line
   runs FOLDER                single runs, one row per subfolder of FOLDER
                              (under docs/data) holding a run's summary.json:
                              Jain, utilization, queue, goodput per group
+  aqm FOLDER [CCA]           issue 44's AQM set: every run's summary.json
+                             anywhere under FOLDER (under docs/data; what
+                             scripts/aqm-set.sh writes, sweeps' runs/
+                             included), one row per point (flows' RTTs,
+                             rate) x discipline x CCA (only CCA's if
+                             given): Jain, utilization, queue, and per
+                             flow the discipline's drops, CE marks and
+                             mean sojourn (per repetition)
   readme                     README's one results table
 
 The grids' runs are listed, oldest first, in docs/data/grids/runs.csv
@@ -31,6 +39,8 @@ usage: results-tables.py            print every marked table, recomputed
                                     pages name is missing or a marked table
                                     differs from its recomputation
        results-tables.py --points SCENARIO CCA   print a grid per point
+       results-tables.py --aqm FOLDER [CCA]      print an AQM table (no
+                                    marker needed: to look before adding one)
 """
 import csv
 import os
@@ -44,7 +54,7 @@ DATA = "docs/data"
 GRIDS = os.path.join(DATA, "grids")
 X, Y = "bottleneck.buffer.bdp", "flows[1].rtt_ms"
 SHALLOW = {"qfair-grid-20m": 0.85, "qfair-grid-100m": 0.90}
-DEMO = "demo-48c2da5"  # the demo run README quotes
+DEMO = "demo-8a5b733"  # the demo run README quotes
 ORDER = ["qfair", "bbr", "bbr3", "cubic", "bbr1", "fairtt", "adbbr"]
 MARK = re.compile(r"^<!-- table: (.+?) -->\s*$")
 
@@ -250,6 +260,120 @@ def runs_rows(folder):
     return lines
 
 
+AQM_ORDER = ["fifo", "codel", "fq_codel", "ecn_step"]
+
+
+def aqm_label(b):
+    """A run's discipline as the table names it, from its [bottleneck]."""
+    kind = b.get("aqm") or "fifo"
+    if kind == "fifo":
+        buf = b.get("buffer", {})
+        if buf.get("bdp") is not None:
+            return f"FIFO {buf['bdp']:g} BDP"
+        return "FIFO"
+    ecn = " ECN" if b.get("ecn") else ""
+    if kind == "codel":
+        return "CoDel" + ecn
+    if kind == "fq_codel":
+        return "FQ-CoDel" + ecn
+    if kind == "ecn_step":
+        if b.get("k_packets") is not None:
+            return f"ECN step K={b['k_packets']} pkt"
+        return f"ECN step K={b['k_ms']:g} ms"
+    raise Fail(f"unknown discipline {kind!r}")
+
+
+def flow_rtts(scenario):
+    """Each flow's RTT in flow order (groups expanded by their count)."""
+    out = []
+    for g in scenario["flows"]:
+        rtt = g.get("rtt_ms")
+        if rtt is None:
+            rtt = 2 * g["one_way_delay_ms"]
+        out += [rtt] * g.get("count", 1)
+    return out
+
+
+def aqm_runs(folder, only=None):
+    """{(flows' RTTs, rate, discipline order, label, cca): run} of every
+    run summary.json under FOLDER, each point once."""
+    import json
+    base = os.path.join(DATA, folder)
+    if not os.path.isdir(path(base)):
+        raise Fail(f"{base} is missing")
+    runs = {}
+    for top, dirs, files in sorted(os.walk(path(base))):
+        dirs.sort()
+        if "summary.json" not in files:
+            continue
+        rel = os.path.relpath(os.path.join(top, "summary.json"), ROOT)
+        with open(os.path.join(top, "summary.json")) as f:
+            doc = json.load(f)
+        if not {"scenario", "summary", "reps"} <= doc.keys():
+            continue  # a repetition's own summary.json, not a run's
+        sc = doc["scenario"]
+        cca = "+".join(sorted({g["cca"] for g in sc["flows"]}))
+        if only is not None and cca != only:
+            continue
+        b = sc["bottleneck"]
+        kind = b.get("aqm") or "fifo"
+        key = (tuple(flow_rtts(sc)), b["rate_mbit"], AQM_ORDER.index(kind), aqm_label(b), cca)
+        if key in runs:
+            raise Fail(f"{rel}: a second run of {cca} at {aqm_label(b)}, "
+                       f"{' / '.join(f'{r:g}' for r in key[0])} ms, {b['rate_mbit']:g} Mbit/s "
+                       f"(first: {runs[key]['rel']})")
+        runs[key] = {"rel": rel, "doc": doc}
+    if not runs:
+        raise Fail(f"{base} holds no run's summary.json" + (f" of {only}" if only else ""))
+    return runs
+
+
+def aqm_flows(doc, n):
+    """Per flow: drops and marks per repetition and the mean sojourn
+    (weighted by the packets judged); None when the run has no discipline
+    counters (drop-tail)."""
+    reps = doc["reps"]
+    rows = [a for r in reps for a in r.get("aqm", [])]
+    if not rows:
+        return None
+    out = []
+    for i in range(n):
+        mine = [a for a in rows if a["flow"] == i]
+        judged = sum(a["packets"] - a["unstamped"] for a in mine)
+        soj = sum(a["mean_sojourn_ms"] * (a["packets"] - a["unstamped"]) for a in mine)
+        out.append((sum(a["drops"] for a in mine) / len(reps),
+                    sum(a["marks"] for a in mine) / len(reps),
+                    soj / judged if judged else None))
+    return out
+
+
+def aqm_rows(folder, only=None):
+    """The AQM set as one Markdown row per point x discipline x CCA."""
+    runs = aqm_runs(folder, only)
+    lines = ["| flows, ms | Mbit/s | discipline | CCA | reps | jain | util | queue "
+             "| drops per flow | marks per flow | sojourn per flow |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    cca_rank = lambda c: (ORDER.index(c), c) if c in ORDER else (len(ORDER), c)
+    for key in sorted(runs, key=lambda k: (len(k[0]), k[0], k[1], k[2], k[3], cca_rank(k[4]))):
+        rtts, rate, _, label, cca = key
+        doc = runs[key]["doc"]
+        s = doc["summary"]
+        per = aqm_flows(doc, len(rtts))
+        slash = lambda vals, fmt: " / ".join("–" if v is None else fmt.format(v) for v in vals)
+        if per is None:
+            drops = f"{s['queue_drops']:.0f} at the queue"
+            marks = sojourn = "–"
+        else:
+            drops = slash([d for d, _, _ in per], "{:.0f}")
+            marks = slash([m for _, m, _ in per], "{:.0f}")
+            sojourn = slash([j for _, _, j in per], "{:.1f}") + " ms"
+        lines.append(
+            f"| {' / '.join(f'{r:g}' for r in rtts)} | {rate:g} | {label} | {cca} | {len(doc['reps'])} "
+            f"| {s['jain']:.3f} | {100 * s['utilization']:.1f} % | {s['qdelay_mean_ms']:.1f} ms "
+            f"| {drops} | {marks} | {sojourn} |")
+    return lines
+
+
 def generate(spec):
     kind, *args = spec.split()
     try:
@@ -265,6 +389,8 @@ def generate(spec):
             return sweep_rows(args[0])
         if kind == "runs" and len(args) == 1:
             return runs_rows(args[0])
+        if kind == "aqm" and len(args) in (1, 2):
+            return aqm_rows(*args)
     except KeyError as e:
         raise Fail(f"table {spec!r}: no {e} in its data")
     raise Fail(f"unknown table {spec!r}")
@@ -368,10 +494,12 @@ def main(argv):
             write()
         elif len(argv) == 3 and argv[0] == "--points":
             print("\n".join(grid_points(argv[1], argv[2])))
+        elif len(argv) in (2, 3) and argv[0] == "--aqm":
+            print("\n".join(aqm_rows(*argv[1:])))
         elif not argv:
             show()
         else:
-            raise Fail("usage: results-tables.py [--check | --write | --points SCENARIO CCA]")
+            raise Fail("usage: results-tables.py [--check | --write | --points SCENARIO CCA | --aqm FOLDER [CCA]]")
     except Fail as e:
         print(f"results-tables: {e}", file=sys.stderr)
         return 1
