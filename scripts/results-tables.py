@@ -54,7 +54,7 @@ DATA = "docs/data"
 GRIDS = os.path.join(DATA, "grids")
 X, Y = "bottleneck.buffer.bdp", "flows[1].rtt_ms"
 SHALLOW = {"qfair-grid-20m": 0.85, "qfair-grid-100m": 0.90}
-DEMO = "demo-8a5b733"  # the demo run README quotes
+DEMO = "demo-18b91a2"  # the demo run README quotes
 ORDER = ["qfair", "bbr", "bbr3", "cubic", "bbr1", "fairtt", "adbbr"]
 MARK = re.compile(r"^<!-- table: (.+?) -->\s*$")
 
