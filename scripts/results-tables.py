@@ -218,7 +218,8 @@ FIXED = {"cca", "jain", "stdr", "group_ratio", "utilization", "qdelay_mean_ms",
 
 
 def sweep_rows(folder):
-    """A sweep.csv (lab sweep or merge) as one Markdown row per point."""
+    """A sweep.csv (lab sweep or merge) as one Markdown row per point: with
+    several repetitions the means, and Jain's worst repetition in brackets."""
     csv_path = os.path.join(DATA, folder, "sweep.csv")
     if not os.path.exists(path(csv_path)):
         raise Fail(f"{csv_path} is missing")
@@ -233,7 +234,11 @@ def sweep_rows(folder):
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         cells = [r["cca"]] + [r[p] for p in params]
-        cells += [f"{float(r['jain']):.3f}", f"{100 * float(r['utilization']):.1f} %",
+        jain = f"{float(r['jain']):.3f}"
+        if int(r.get("reps") or 1) > 1:
+            # the mean of the repetitions, the worst one in brackets
+            jain += f" ({float(r['jain_worst']):.3f})"
+        cells += [jain, f"{100 * float(r['utilization']):.1f} %",
                   f"{float(r['qdelay_mean_ms']):.1f} ms"]
         cells += [f"{float(r[g]):.2f}" for g in groups]
         lines.append("| " + " | ".join(cells) + " |")
