@@ -17,6 +17,24 @@ A table that is computed from data is marked in the Markdown by a line
   runs FOLDER                single runs, one row per subfolder of FOLDER
                              (under docs/data) holding a run's summary.json:
                              Jain, utilization, queue, goodput per group
+  pooled FOLDER              repeated single runs, one row per subfolder
+                             (a point) of FOLDER: every run's summary.json
+                             in it or in its subfolders (a first run and
+                             later ones of the same scenario) pooled by
+                             repetition: Jain mean (worst), utilization
+                             and queue means, each group's goodput per
+                             repetition, the runs' binaries
+  versus FOLDER CCA REF      one flow's goodput, CCA against REF: FOLDER
+                             (under docs/data) holds one sweep folder per
+                             case, NAME-CCA and NAME-REF; one row per case
+                             and sweep point: both goodputs, their ratio,
+                             queue and retransmissions
+  shares FOLDER              single runs as `runs`, with flows grouped by
+                             CCA name (qfair and qfair_b: drain groups):
+                             each CCA's goodput over an even split among
+                             the CCAs, the lowest flow's over an even
+                             split among the flows, and the qfair object's
+                             sha256 (8 digits: the law the run measured)
   aqm FOLDER [CCA]           issue 44's AQM set: every run's summary.json
                              anywhere under FOLDER (under docs/data; what
                              scripts/aqm-set.sh writes, sweeps' runs/
@@ -265,6 +283,151 @@ def runs_rows(folder):
     return lines
 
 
+def natural(name):
+    """Sort key that puts 20m before 100m and phase100 before phase1000."""
+    return [(0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", name) if t]
+
+
+def run_summaries(base):
+    """[(relative folder, summary.json's document)] of every run (not
+    repetition) summary.json in base or beneath it, sorted by folder."""
+    import json
+    out = []
+    for top, dirs, files in sorted(os.walk(path(base))):
+        dirs.sort()
+        if "summary.json" not in files:
+            continue
+        with open(os.path.join(top, "summary.json")) as f:
+            doc = json.load(f)
+        if {"scenario", "summary", "reps"} <= doc.keys():
+            out.append((os.path.relpath(top, ROOT), doc))
+    return out
+
+
+def provenance(folder):
+    """A run folder's provenance.json (relative to the repository)."""
+    import json
+    rel = os.path.join(folder, "provenance.json")
+    if not os.path.exists(path(rel)):
+        raise Fail(f"{rel} is missing")
+    with open(path(rel)) as f:
+        return json.load(f)
+
+
+def binary(folder):
+    """The run's binary: rttfair_commit's 7 digits, ' dirty' if it was."""
+    env = provenance(folder)["environment"]
+    return env["rttfair_commit"][:7] + (" dirty" if env.get("rttfair_dirty") == "yes" else "")
+
+
+def pooled_rows(folder):
+    """Each point's runs pooled by repetition, one Markdown row per point."""
+    base = os.path.join(DATA, folder)
+    if not os.path.isdir(path(base)):
+        raise Fail(f"{base} is missing")
+    points = sorted((d for d in os.listdir(path(base)) if os.path.isdir(path(os.path.join(base, d)))), key=natural)
+    lines = ["| run | runs (binary) | reps | jain mean (worst) | util | queue "
+             "| goodput per group, each repetition, Mb/s |", "|---|---|---|---|---|---|---|"]
+    for p in points:
+        runs = run_summaries(os.path.join(base, p))
+        if not runs:
+            raise Fail(f"{base}/{p} holds no run's summary.json")
+        reps = [r["summary"] for _, doc in runs for r in doc["reps"]]
+        jains = [r["jain"] for r in reps]
+        groups = sorted(reps[0]["goodput_mbit_by_group"])
+        goodputs = ", ".join(f"{g} {each((r['goodput_mbit_by_group'][g] for r in reps), '{:.2f}')}" for g in groups)
+        lines.append(
+            f"| {p} | {each(binary(f) for f, _ in runs)} | {' + '.join(str(len(d['reps'])) for _, d in runs)} "
+            f"| {statistics.mean(jains):.3f} ({min(jains):.3f}) "
+            f"| {100 * statistics.mean(r['utilization'] for r in reps):.1f} % "
+            f"| {statistics.mean(r['qdelay_mean_ms'] for r in reps):.1f} ms | {goodputs} |")
+    return lines
+
+
+def sweep_points(csv_path):
+    """{swept values: row} of a sweep.csv and the swept parameters' names
+    (the ones with a value: a one-parameter sweep has an empty `-`)."""
+    if not os.path.exists(path(csv_path)):
+        raise Fail(f"{csv_path} is missing")
+    with open(path(csv_path), newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        raise Fail(f"{csv_path} has no points")
+    params = [c for c in rows[0] if c not in FIXED and not c.startswith("goodput_mbit_")
+              and any(r[c] for r in rows)]
+    return params, {tuple(r[p] for p in params): r for r in rows}
+
+
+def goodput(row):
+    """A sweep.csv row's goodput over all its groups, Mbit/s."""
+    return sum(float(v) for c, v in row.items() if c.startswith("goodput_mbit_"))
+
+
+def versus_rows(folder, cca, ref):
+    """Per case (NAME-CCA beside NAME-REF) and point: both goodputs and
+    CCA's over REF's."""
+    base = os.path.join(DATA, folder)
+    if not os.path.isdir(path(base)):
+        raise Fail(f"{base} is missing")
+    cases = sorted({d[:-len(cca) - 1] for d in os.listdir(path(base)) if d.endswith("-" + cca)}, key=natural)
+    if not cases:
+        raise Fail(f"{base} holds no NAME-{cca} folder")
+    lines = []
+    for case in cases:
+        params, mine = sweep_points(os.path.join(base, f"{case}-{cca}", "sweep.csv"))
+        ref_params, theirs = sweep_points(os.path.join(base, f"{case}-{ref}", "sweep.csv"))
+        if ref_params != params or set(theirs) != set(mine):
+            raise Fail(f"{base}/{case}-{ref}: its points differ from {case}-{cca}'s")
+        if not lines:
+            lines = [f"| case | {' | '.join(params)} | {cca} Mb/s | {ref} Mb/s | {cca} / {ref} "
+                     f"| queue {cca} / {ref} | retrans {cca} / {ref} |",
+                     "|---|" + "---|" * (len(params) + 5)]
+        for k, r in mine.items():
+            t = theirs[k]
+            lines.append(
+                f"| {case} | {' | '.join(k)} | {goodput(r):.2f} | {goodput(t):.2f} | {goodput(r) / goodput(t):.2f} "
+                f"| {float(r['qdelay_mean_ms']):.1f} / {float(t['qdelay_mean_ms']):.1f} ms "
+                f"| {100 * float(r['retrans_ratio']):.2f} / {100 * float(t['retrans_ratio']):.2f} % |")
+    return lines
+
+
+def shares_rows(folder):
+    """Single runs with their flows grouped by CCA: each CCA's goodput over
+    an even split among the CCAs, the lowest flow's over an even split
+    among the flows, the qfair object's sha256."""
+    base = os.path.join(DATA, folder)
+    if not os.path.isdir(path(base)):
+        raise Fail(f"{base} is missing")
+    names = sorted((d for d in os.listdir(path(base))
+                    if os.path.exists(path(os.path.join(base, d, "summary.json")))), key=natural)
+    if not names:
+        raise Fail(f"{base} holds no run's summary.json")
+    lines = ["| run | qfair object | jain | util | queue | goodput per group, Mb/s "
+             "| per CCA, of an even split | lowest flow, of an even split |", "|---|---|---|---|---|---|---|---|"]
+    import json
+    for n in names:
+        run = os.path.join(base, n)
+        with open(path(os.path.join(run, "summary.json"))) as f:
+            doc = json.load(f)
+        s = doc["summary"]
+        flows = [g for g in doc["scenario"]["flows"] for _ in range(g.get("count", 1))]
+        per_flow = s["flow_goodput_mbit"]
+        if len(per_flow) != len(flows):
+            raise Fail(f"{run}/summary.json: {len(per_flow)} flows' goodputs for {len(flows)} flows")
+        by_cca = {}
+        for g, v in zip(flows, per_flow):
+            by_cca[g["cca"]] = by_cca.get(g["cca"], 0.0) + v
+        total = sum(per_flow)
+        shas = {c["object_sha256"][:8] for c in provenance(run)["ccas"]
+                if c["name"].startswith("qfair") and c["object_sha256"]}
+        groups = ", ".join(f"{g} {v:.2f}" for g, v in sorted(s["goodput_mbit_by_group"].items()))
+        cca_share = ", ".join(f"{c} {100 * v / (total / len(by_cca)):.0f} %" for c, v in sorted(by_cca.items()))
+        lines.append(f"| {n} | {' / '.join(sorted(shas))}… | {s['jain']:.3f} | {100 * s['utilization']:.1f} % | "
+                     f"{s['qdelay_mean_ms']:.1f} ms | {groups} | {cca_share} "
+                     f"| {100 * min(per_flow) / (total / len(per_flow)):.0f} % |")
+    return lines
+
+
 AQM_ORDER = ["fifo", "codel", "fq_codel", "ecn_step"]
 
 
@@ -394,6 +557,12 @@ def generate(spec):
             return sweep_rows(args[0])
         if kind == "runs" and len(args) == 1:
             return runs_rows(args[0])
+        if kind == "pooled" and len(args) == 1:
+            return pooled_rows(args[0])
+        if kind == "versus" and len(args) == 3:
+            return versus_rows(*args)
+        if kind == "shares" and len(args) == 1:
+            return shares_rows(args[0])
         if kind == "aqm" and len(args) in (1, 2):
             return aqm_rows(*args)
     except KeyError as e:
