@@ -325,7 +325,7 @@ def pooled_rows(folder):
     base = os.path.join(DATA, folder)
     if not os.path.isdir(path(base)):
         raise Fail(f"{base} is missing")
-    points = sorted((d for d in os.listdir(path(base)) if os.path.isdir(path(os.path.join(base, d)))), key=natural)
+    points = sorted(d for d in os.listdir(path(base)) if os.path.isdir(path(os.path.join(base, d))))
     lines = ["| run | runs (binary) | reps | jain mean (worst) | util | queue "
              "| goodput per group, each repetition, Mb/s |", "|---|---|---|---|---|---|---|"]
     for p in points:
