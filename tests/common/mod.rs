@@ -234,18 +234,37 @@ pub fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
     f()
 }
 
-/// A sink server: accepts one connection, reads to EOF, returns the byte count.
+/// How long a test's connection may make no progress (nothing read, or a
+/// write blocked) before the test fails instead of waiting on: longer than
+/// any pause a test makes between writes, far shorter than a CI run. A
+/// stalled path would otherwise leave the sink reading forever, since a
+/// sender that gives up cannot tell it.
+pub const STALL: Duration = Duration::from_secs(90);
+
+/// A sink server: accepts one connection, reads to EOF, returns the byte
+/// count; panics if nothing arrives for [`STALL`].
 pub fn sink_once(listener: TcpListener) -> u64 {
     let (mut s, _) = listener.accept().expect("accept");
+    s.set_read_timeout(Some(STALL)).expect("SO_RCVTIMEO");
     let mut buf = vec![0u8; 1 << 16];
     let mut total = 0u64;
     loop {
         match s.read(&mut buf) {
             Ok(0) => return total,
             Ok(n) => total += n as u64,
+            Err(e) if is_timeout(&e) => {
+                panic!("sink: nothing arrived for {STALL:?} after {total} bytes: the path stalled")
+            }
             Err(e) => panic!("sink read: {e}"),
         }
     }
+}
+
+fn is_timeout(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+    )
 }
 
 /// Connect to `addr` with congestion control `cca` set before the handshake.
@@ -257,13 +276,20 @@ pub fn connect_with(addr: SocketAddr, cca: &str) -> std::net::TcpStream {
     sock.into()
 }
 
-/// Write zeros for `dur`.
+/// Write zeros for `dur`; panics if a write blocks for [`STALL`].
 pub fn blast(s: &mut std::net::TcpStream, dur: Duration) -> u64 {
+    s.set_write_timeout(Some(STALL)).expect("SO_SNDTIMEO");
     let buf = vec![0u8; 1 << 16];
     let end = Instant::now() + dur;
     let mut sent = 0u64;
     while Instant::now() < end {
-        sent += s.write(&buf).expect("write") as u64;
+        match s.write(&buf) {
+            Ok(n) => sent += n as u64,
+            Err(e) if is_timeout(&e) => {
+                panic!("sender: a write blocked for {STALL:?} after {sent} bytes: the path stalled")
+            }
+            Err(e) => panic!("write: {e}"),
+        }
     }
     sent
 }
