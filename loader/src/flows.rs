@@ -73,7 +73,12 @@ impl FlowReader {
         };
         let mut out = Vec::new();
         let mut first = true;
-        loop {
+        // Each call moves the kernel's token on by at least one of the
+        // map's buckets (its capacity rounded up to a power of two), so
+        // this many calls reach the end; one that would not is refused and
+        // the caller iterates key by key.
+        let calls = u64::from(self.capacity()).next_power_of_two() + 1;
+        for _ in 0..calls {
             let mut count = BATCH as u32;
             // SAFETY: buffers sized for `count` keys/values; tokens are u64.
             let rc = unsafe {
@@ -107,6 +112,7 @@ impl FlowReader {
             first = false;
             in_tok = out_tok;
         }
+        None
     }
 
     /// Counters of one CCA.
