@@ -28,6 +28,7 @@ use anyhow::{bail, Context, Result};
 
 mod deps;
 mod image;
+mod watchdog;
 
 use deps::Set;
 
@@ -399,11 +400,13 @@ fn run_suite(rest: &[String]) -> Result<(Tally, Outcomes, bool)> {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .context("spawn cargo test")?;
+    let dog = watchdog::Watchdog::start(child.id(), watchdog::SILENCE, watchdog::GRACE);
     let mut tally = Tally::default();
     let mut outcomes = Vec::new();
     let mut binary = String::from("?");
     for line in BufReader::new(child.stdout.take().unwrap()).lines() {
         let line = line?;
+        dog.heard();
         println!("{line}");
         let trimmed = line.trim_start();
         if let Some(r) = trimmed.strip_prefix("Running ") {
@@ -441,7 +444,11 @@ fn run_suite(rest: &[String]) -> Result<(Tally, Outcomes, bool)> {
         }
     }
     let status = child.wait()?;
-    Ok((tally, outcomes, status.success()))
+    let stopped = dog.fired();
+    if stopped {
+        println!("xtask: a stuck test binary was stopped (see the lines above)");
+    }
+    Ok((tally, outcomes, status.success() && !stopped))
 }
 
 fn demo(rest: &[String]) -> Result<()> {
