@@ -238,13 +238,7 @@ FIXED = {"cca", "jain", "stdr", "group_ratio", "utilization", "qdelay_mean_ms",
 def sweep_rows(folder):
     """A sweep.csv (lab sweep or merge) as one Markdown row per point: with
     several repetitions the means, and Jain's worst repetition in brackets."""
-    csv_path = os.path.join(DATA, folder, "sweep.csv")
-    if not os.path.exists(path(csv_path)):
-        raise Fail(f"{csv_path} is missing")
-    with open(path(csv_path), newline="") as f:
-        rows = list(csv.DictReader(f))
-    if not rows:
-        raise Fail(f"{csv_path} has no points")
+    rows = sweep_csv(os.path.join(DATA, folder, "sweep.csv"))
     cols = list(rows[0].keys())
     params = [c for c in cols if c not in FIXED and not c.startswith("goodput_mbit_")]
     groups = [c for c in cols if c.startswith("goodput_mbit_")]
@@ -344,15 +338,21 @@ def pooled_rows(folder):
     return lines
 
 
-def sweep_points(csv_path):
-    """{swept values: row} of a sweep.csv and the swept parameters' names
-    (the ones with a value: a one-parameter sweep has an empty `-`)."""
+def sweep_csv(csv_path):
+    """The rows of a sweep.csv (lab sweep or merge), at least one."""
     if not os.path.exists(path(csv_path)):
         raise Fail(f"{csv_path} is missing")
     with open(path(csv_path), newline="") as f:
         rows = list(csv.DictReader(f))
     if not rows:
         raise Fail(f"{csv_path} has no points")
+    return rows
+
+
+def sweep_points(csv_path):
+    """{swept values: row} of a sweep.csv and the swept parameters' names
+    (the ones with a value: a one-parameter sweep has an empty `-`)."""
+    rows = sweep_csv(csv_path)
     params = [c for c in rows[0] if c not in FIXED and not c.startswith("goodput_mbit_")
               and any(r[c] for r in rows)]
     return params, {tuple(r[p] for p in params): r for r in rows}
