@@ -61,6 +61,7 @@ usage: results-tables.py            print every marked table, recomputed
                                     marker needed: to look before adding one)
 """
 import csv
+import json
 import os
 import re
 import statistics
@@ -83,6 +84,40 @@ class Fail(Exception):
 
 def path(rel):
     return os.path.join(ROOT, rel)
+
+
+def data_dir(folder):
+    """FOLDER under docs/data, which must exist."""
+    base = os.path.join(DATA, folder)
+    if not os.path.isdir(path(base)):
+        raise Fail(f"{base} is missing")
+    return base
+
+
+def read_json(rel):
+    """A JSON file of the repository, which must exist."""
+    if not os.path.exists(path(rel)):
+        raise Fail(f"{rel} is missing")
+    with open(path(rel)) as f:
+        return json.load(f)
+
+
+def run_folders(base):
+    """The subfolders of base that hold a run's summary.json, in natural
+    order (20m before 100m, phase100 before phase1000)."""
+    names = sorted((d for d in os.listdir(path(base))
+                    if os.path.exists(path(os.path.join(base, d, "summary.json")))), key=natural)
+    if not names:
+        raise Fail(f"{base} holds no run's summary.json")
+    return names
+
+
+def run_cells(s):
+    """A run summary's Jain, utilization, queue and goodput per group, as
+    the `runs` table shows them."""
+    groups = ", ".join(f"{g} {v:.2f}" for g, v in sorted(s["goodput_mbit_by_group"].items()))
+    return (f"{s['jain']:.3f} | {100 * s['utilization']:.1f} % | "
+            f"{s['qdelay_mean_ms']:.1f} ms | {groups}")
 
 
 def runs_index():
@@ -259,21 +294,11 @@ def sweep_rows(folder):
 
 def runs_rows(folder):
     """Each subfolder's summary.json (a lab run's) as one Markdown row."""
-    base = os.path.join(DATA, folder)
-    if not os.path.isdir(path(base)):
-        raise Fail(f"{base} is missing")
-    names = sorted(d for d in os.listdir(path(base))
-                   if os.path.exists(path(os.path.join(base, d, "summary.json"))))
-    if not names:
-        raise Fail(f"{base} holds no run's summary.json")
+    base = data_dir(folder)
     lines = ["| run | jain | util | queue | goodput per group, Mb/s |", "|---|---|---|---|---|"]
-    import json
-    for n in names:
-        with open(path(os.path.join(base, n, "summary.json"))) as f:
-            s = json.load(f)["summary"]
-        groups = ", ".join(f"{g} {v:.2f}" for g, v in sorted(s["goodput_mbit_by_group"].items()))
-        lines.append(f"| {n} | {s['jain']:.3f} | {100 * s['utilization']:.1f} % | "
-                     f"{s['qdelay_mean_ms']:.1f} ms | {groups} |")
+    for n in run_folders(base):
+        s = read_json(os.path.join(base, n, "summary.json"))["summary"]
+        lines.append(f"| {n} | {run_cells(s)} |")
     return lines
 
 
@@ -284,28 +309,23 @@ def natural(name):
 
 def run_summaries(base):
     """[(relative folder, summary.json's document)] of every run (not
-    repetition) summary.json in base or beneath it, sorted by folder."""
-    import json
+    repetition: a run's has its scenario and repetitions) summary.json in
+    base or beneath it, sorted by folder."""
     out = []
     for top, dirs, files in sorted(os.walk(path(base))):
         dirs.sort()
         if "summary.json" not in files:
             continue
-        with open(os.path.join(top, "summary.json")) as f:
-            doc = json.load(f)
+        rel = os.path.relpath(top, ROOT)
+        doc = read_json(os.path.join(rel, "summary.json"))
         if {"scenario", "summary", "reps"} <= doc.keys():
-            out.append((os.path.relpath(top, ROOT), doc))
+            out.append((rel, doc))
     return out
 
 
 def provenance(folder):
     """A run folder's provenance.json (relative to the repository)."""
-    import json
-    rel = os.path.join(folder, "provenance.json")
-    if not os.path.exists(path(rel)):
-        raise Fail(f"{rel} is missing")
-    with open(path(rel)) as f:
-        return json.load(f)
+    return read_json(os.path.join(folder, "provenance.json"))
 
 
 def binary(folder):
@@ -316,9 +336,7 @@ def binary(folder):
 
 def pooled_rows(folder):
     """Each point's runs pooled by repetition, one Markdown row per point."""
-    base = os.path.join(DATA, folder)
-    if not os.path.isdir(path(base)):
-        raise Fail(f"{base} is missing")
+    base = data_dir(folder)
     points = sorted(d for d in os.listdir(path(base)) if os.path.isdir(path(os.path.join(base, d))))
     lines = ["| run | runs (binary) | reps | jain mean (worst) | util | queue "
              "| goodput per group, each repetition, Mb/s |", "|---|---|---|---|---|---|---|"]
@@ -366,9 +384,7 @@ def goodput(row):
 def versus_rows(folder, cca, ref):
     """Per case (NAME-CCA beside NAME-REF) and point: both goodputs and
     CCA's over REF's."""
-    base = os.path.join(DATA, folder)
-    if not os.path.isdir(path(base)):
-        raise Fail(f"{base} is missing")
+    base = data_dir(folder)
     cases = sorted({d[:-len(cca) - 1] for d in os.listdir(path(base)) if d.endswith("-" + cca)}, key=natural)
     if not cases:
         raise Fail(f"{base} holds no NAME-{cca} folder")
@@ -395,20 +411,12 @@ def shares_rows(folder):
     """Single runs with their flows grouped by CCA: each CCA's goodput over
     an even split among the CCAs, the lowest flow's over an even split
     among the flows, the qfair object's sha256."""
-    base = os.path.join(DATA, folder)
-    if not os.path.isdir(path(base)):
-        raise Fail(f"{base} is missing")
-    names = sorted((d for d in os.listdir(path(base))
-                    if os.path.exists(path(os.path.join(base, d, "summary.json")))), key=natural)
-    if not names:
-        raise Fail(f"{base} holds no run's summary.json")
+    base = data_dir(folder)
     lines = ["| run | qfair object | jain | util | queue | goodput per group, Mb/s "
              "| per CCA, of an even split | lowest flow, of an even split |", "|---|---|---|---|---|---|---|---|"]
-    import json
-    for n in names:
+    for n in run_folders(base):
         run = os.path.join(base, n)
-        with open(path(os.path.join(run, "summary.json"))) as f:
-            doc = json.load(f)
+        doc = read_json(os.path.join(run, "summary.json"))
         s = doc["summary"]
         flows = [g for g in doc["scenario"]["flows"] for _ in range(g.get("count", 1))]
         per_flow = s["flow_goodput_mbit"]
@@ -420,10 +428,8 @@ def shares_rows(folder):
         total = sum(per_flow)
         shas = {c["object_sha256"][:8] for c in provenance(run)["ccas"]
                 if c["name"].startswith("qfair") and c["object_sha256"]}
-        groups = ", ".join(f"{g} {v:.2f}" for g, v in sorted(s["goodput_mbit_by_group"].items()))
         cca_share = ", ".join(f"{c} {100 * v / (total / len(by_cca)):.0f} %" for c, v in sorted(by_cca.items()))
-        lines.append(f"| {n} | {' / '.join(sorted(shas))}… | {s['jain']:.3f} | {100 * s['utilization']:.1f} % | "
-                     f"{s['qdelay_mean_ms']:.1f} ms | {groups} | {cca_share} "
+        lines.append(f"| {n} | {' / '.join(sorted(shas))}… | {run_cells(s)} | {cca_share} "
                      f"| {100 * min(per_flow) / (total / len(per_flow)):.0f} % |")
     return lines
 
@@ -465,20 +471,10 @@ def flow_rtts(scenario):
 def aqm_runs(folder, only=None):
     """{(flows' RTTs, rate, discipline order, label, cca): run} of every
     run summary.json under FOLDER, each point once."""
-    import json
-    base = os.path.join(DATA, folder)
-    if not os.path.isdir(path(base)):
-        raise Fail(f"{base} is missing")
+    base = data_dir(folder)
     runs = {}
-    for top, dirs, files in sorted(os.walk(path(base))):
-        dirs.sort()
-        if "summary.json" not in files:
-            continue
-        rel = os.path.relpath(os.path.join(top, "summary.json"), ROOT)
-        with open(os.path.join(top, "summary.json")) as f:
-            doc = json.load(f)
-        if not {"scenario", "summary", "reps"} <= doc.keys():
-            continue  # a repetition's own summary.json, not a run's
+    for run, doc in run_summaries(base):
+        rel = os.path.join(run, "summary.json")
         sc = doc["scenario"]
         cca = "+".join(sorted({g["cca"] for g in sc["flows"]}))
         if only is not None and cca != only:
