@@ -29,7 +29,9 @@
  *   pace = 1.1 (w + b) / D  ((w + b) / D below 6 packets)              (9)
  *
  * al_b = al + b, b the TSO burst room (three bursts where the pipe holds
- * under one, none from two); v counts rounds pushed the same way.
+ * under one, none from two); v counts rounds pushed the same way. A round
+ * the application (or the send buffer) limited is measured too, but its
+ * w may only fall: an unfilled window proves no larger one.
  *
  * Drains. Every flow halves its rate and holds half its pipe x^ P at UTC
  * multiples of the drain period (CLOCK_TAI less the host's TAI offset,
@@ -560,7 +562,7 @@ static __noinline void qfair_round_estimates(struct sock *sk, struct rf_bbr *bbr
  * packets, which the pacing rate needs too.
  */
 static __noinline __u32 qfair_round_window(struct sock *sk, struct rf_bbr *bbr,
-					   struct qfair_flow *qf)
+					   struct qfair_flow *qf, bool app_limited)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	const struct qfair_tunables *set = qfair_tunables_set();
@@ -590,8 +592,11 @@ static __noinline __u32 qfair_round_window(struct sock *sk, struct rf_bbr *bbr,
 	qf->gain_x256 = (__u16)qf_gain_x256(qf->d_us, qfair_tun_tau_g_ms(set) * 1000, target,
 					    qf->backlog_x1024, qfair_tun_g_cap_x256(set), pipe,
 					    qf_velocity_shift(qf->push_rounds));
-	qfair_hot_of(bbr)->w = qf_target_cwnd(qf->xhat, rtprop, qf->gain_x256,
-					      qfair_alpha_plus_offset(qf));
+	/* an app-limited round lowers w, never raises it (qf_round_cwnd) */
+	qfair_hot_of(bbr)->w = qf_round_cwnd(qfair_hot_of(bbr)->w,
+					     qf_target_cwnd(qf->xhat, rtprop, qf->gain_x256,
+							    qfair_alpha_plus_offset(qf)),
+					     app_limited);
 	return room_pkts;
 }
 
@@ -656,12 +661,12 @@ static __noinline void qfair_update_round(struct sock *sk, struct rf_bbr *bbr,
 	hot->flags &= ~(hot->flags & QF_REFILL_MORE ? QF_REFILL_MORE : QF_REFILL);
 	if (qfair_interval_us(tp, qf) < QFAIR_MIN_ROUND_US)
 		return; /* let the interval grow past 1 ms */
-	if (app_limited || rtprop == ~0U || !rtprop) {
+	if (rtprop == ~0U || !rtprop) {
 		qfair_start_measurement_interval(tp, qf);
 		return;
 	}
 	qfair_round_estimates(sk, bbr, qf);
-	qfair_round_pacing(sk, bbr, qf, qfair_round_window(sk, bbr, qf));
+	qfair_round_pacing(sk, bbr, qf, qfair_round_window(sk, bbr, qf, app_limited));
 }
 
 /*

@@ -43,6 +43,7 @@ __u32 host_qf_velocity_shift(__u32 r) { return qf_velocity_shift(r); }
 __u32 host_qf_burst_room_share_x64(__u64 pipe, __u32 segs) { return qf_burst_room_share_x64(pipe, segs); }
 __u32 host_qf_burst_room(__u32 segs, __u32 s) { return qf_burst_room(segs, s); }
 __u32 host_qf_target_cwnd(__u64 bw, __u32 r, __u32 g, __u32 a) { return qf_target_cwnd(bw, r, g, a); }
+__u32 host_qf_round_cwnd(__u32 wb, __u32 wl, int al) { return qf_round_cwnd(wb, wl, al); }
 __s32 host_qf_offset_step_x65536(__s32 o, __u32 t, __u32 b, __u64 dt, __u32 m) { return qf_offset_step_x65536(o, t, b, dt, m); }
 __u32 host_qf_offset_max_x1024(__u32 a, __u32 c) { return qf_offset_max_x1024(a, c); }
 __u64 host_qf_pacing_rate(__u32 w, __u32 d, __u32 mss) { return qf_pacing_rate(w, d, mss); }

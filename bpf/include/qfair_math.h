@@ -386,6 +386,20 @@ RF_INLINE __u32 qf_target_cwnd(__u64 bw, __u32 rtprop_us, __u32 g_x256, __u32 al
 }
 
 /*
+ * Eq. 1 on an app-limited round (the round's closing rate sample was sent
+ * while the socket had nothing more to send): the law's window w_law may
+ * lower the window, never raise it above w_before. The round's rate and
+ * queue are what the flow did, so its backlog x^ q^ holds whatever held
+ * the sender back, and a flow its send buffer or its application limits
+ * still yields what it holds above alpha; a window it did not fill is no
+ * evidence that the path carries a larger one (RFC 7661's rule for cwnd).
+ */
+RF_INLINE __u32 qf_round_cwnd(__u32 w_before, __u32 w_law, int app_limited)
+{
+	return app_limited && w_law > w_before ? w_before : w_law;
+}
+
+/*
  * Pacing rate in bytes/s (Eq. 9): w per standing RTT D, times 1.1 so that
  * the window, not the pacer, binds -- except below 6 packets, where cwnd's
  * floor of 4 would hand a tiny-BDP flow more than alpha of queue; there the

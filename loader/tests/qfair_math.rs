@@ -40,6 +40,7 @@ extern "C" {
     fn host_qf_burst_room_share_x64(pipe_x1024: u64, segs: u32) -> u32;
     fn host_qf_burst_room(segs: u32, share_x64: u32) -> u32;
     fn host_qf_target_cwnd(bw: u64, rtprop_us: u32, g_x256: u32, alpha_x1024: u32) -> u32;
+    fn host_qf_round_cwnd(w_before: u32, w_law: u32, app_limited: i32) -> u32;
     fn host_qf_pacing_rate(w: u32, d_us: u32, mss: u32) -> u64;
     fn host_qf_rate_ewma(x: u64, s: u64) -> u64;
     fn host_qf_drain_emptied_queue(m: u32, r: u32, q: u32) -> i32;
@@ -69,6 +70,16 @@ proptest! {
         let got = unsafe { host_qf_target_cwnd(bw(pps), r_us, g, a) } as f64;
         let want = (g as f64 / 256.0) * pps * r_us as f64 / 1e6 + a as f64 / 1024.0;
         prop_assert!(got >= want.floor() && got <= want.ceil() + 1.0 + want * 1e-3, "got {got} want {want}");
+    }
+
+    /// Eq. 1 on a round: the law's window, except that an app-limited round
+    /// never raises it.
+    #[test]
+    fn app_limited_round_never_raises_the_window(before in 1u32..1 << 24, law in 1u32..1 << 24) {
+        let measured = unsafe { host_qf_round_cwnd(before, law, 0) };
+        let app_limited = unsafe { host_qf_round_cwnd(before, law, 1) };
+        prop_assert_eq!(measured, law);
+        prop_assert_eq!(app_limited, law.min(before));
     }
 
     /// Eq. 7 never leaves [1, alpha_hi], grows without loss, shrinks with it.
