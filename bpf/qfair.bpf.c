@@ -62,7 +62,7 @@
  *   drain_phase_ms 0, tai_offset_s (written by load from adjtimex),
  *   competitive 1 (2: never), exit_drains 1.
  *   Fixed: a 4 pkt/s (competitive: 1 per round, >= 20), tau_i 2 s, EWMA gain 1/4, bucket
- *   8.192 ms, pacing gain 1.1, Startup exit on >= 6 lost and > 2 %.
+ *   8.192 ms, pacing gain 1.1, Startup exit on >= 6 lost or CE-marked, > 2 %.
  *
  * State: what every ACK touches (w, the open bucket, the next drain, flags)
  * in the core's cca_hot; the rest in the qfair_sk sk_storage, looked up at
@@ -111,7 +111,7 @@ _Static_assert(QF_GAIN_UNIT == BBR_UNIT, "qfair_math.h's gain unit must be the c
 #define QFAIR_AI_X1024 (4 * 1024)              /* alpha increase, pkt/s x1024 */
 #define QFAIR_COMPETITIVE_ALPHA_MAX_X1024 (65535U * 1024) /* alpha_hi when competitive */
 #define QFAIR_MIN_ROUND_US 1000                /* per-round work at most 1/ms */
-#define QFAIR_FULL_LOSS_CNT 6                  /* Startup exit on loss */
+#define QFAIR_FULL_LOSS_CNT 6                  /* Startup exit on loss or CE */
 #define QFAIR_FULL_LOSS_PCT 2
 #define QFAIR_FIRST_DRAIN_MS 2000              /* local clock: first drain */
 #define QFAIR_NEAR_MIN_US 500                  /* local clock: near-min sample */
@@ -359,17 +359,50 @@ static __always_inline void qfair_start_measurement_interval(struct tcp_sock *tp
 	qf->bkt_cnt = 0;
 }
 
-/* Startup, per round: the exit on loss (>= 6 lost packets and > 2% of the
- * round's lost + delivered), after BBRv3's full-loss exit, counted in
- * packets and against the round's sent packets. */
+/* The interval the per-round update measures: its length, and the packets
+ * delivered and lost in it. */
+static __always_inline __u64 qfair_interval_us(const struct tcp_sock *tp,
+					       const struct qfair_flow *qf)
+{
+	return tp->tcp_mstamp - qf->round_mstamp;
+}
+
+static __always_inline __u32 qfair_interval_delivered(const struct tcp_sock *tp,
+						      const struct qfair_flow *qf)
+{
+	return tp->delivered - qf->round_delivered;
+}
+
+static __always_inline __u32 qfair_interval_lost(const struct tcp_sock *tp,
+						 const struct qfair_flow *qf)
+{
+	return tp->lost - qf->round_lost;
+}
+
+/* The interval's congestion marks for Eq. 7 and 8b: lost packets and
+ * CE-marked ones (tp->delivered_ce counts the packets an ECE-flagged ACK
+ * delivered). A mark says what a loss says, a queue above what the
+ * bottleneck keeps, without the loss. */
+static __always_inline __u32 qfair_interval_marks(const struct tcp_sock *tp,
+						  const struct qfair_flow *qf)
+{
+	return qfair_interval_lost(tp, qf) + (tp->delivered_ce - qf->round_delivered_ce);
+}
+
+/* Startup, per round: the exit on congestion marks (>= 6 packets lost or
+ * CE-marked and > 2% of the round's lost + delivered), after BBRv3's
+ * full-loss exit, counted in packets and against the round's sent
+ * packets. A CE mark says what a loss says, as in Eq. 7: behind a marking
+ * bottleneck nothing is lost, and Startup would otherwise hold its queue
+ * until BBR's bandwidth plateau. */
 static __always_inline void qfair_startup_round(struct tcp_sock *tp, struct rf_bbr *bbr,
 						struct qfair_flow *qf)
 {
-	__u32 lost = tp->lost - qf->round_lost;
-	__u32 delivered = tp->delivered - qf->round_delivered;
+	__u32 marks = qfair_interval_marks(tp, qf);
+	__u32 sent = qfair_interval_delivered(tp, qf) + qfair_interval_lost(tp, qf);
 
-	if (lost >= QFAIR_FULL_LOSS_CNT &&
-	    (__u64)lost * 100 > (__u64)(lost + delivered) * QFAIR_FULL_LOSS_PCT)
+	if (marks >= QFAIR_FULL_LOSS_CNT &&
+	    (__u64)marks * 100 > (__u64)sent * QFAIR_FULL_LOSS_PCT)
 		bbr->full_bw_reached = 1;
 	qfair_start_measurement_interval(tp, qf);
 }
@@ -474,36 +507,6 @@ static __always_inline __u32 qfair_alpha_plus_offset(const struct qfair_flow *qf
  * interval. Each tunable is still read once per round, by the part that
  * uses it.
  */
-
-/* The interval the per-round update measures: its length, and the packets
- * delivered and lost in it. */
-static __always_inline __u64 qfair_interval_us(const struct tcp_sock *tp,
-					       const struct qfair_flow *qf)
-{
-	return tp->tcp_mstamp - qf->round_mstamp;
-}
-
-static __always_inline __u32 qfair_interval_delivered(const struct tcp_sock *tp,
-						      const struct qfair_flow *qf)
-{
-	return tp->delivered - qf->round_delivered;
-}
-
-static __always_inline __u32 qfair_interval_lost(const struct tcp_sock *tp,
-						 const struct qfair_flow *qf)
-{
-	return tp->lost - qf->round_lost;
-}
-
-/* The interval's congestion marks for Eq. 7 and 8b: lost packets and
- * CE-marked ones (tp->delivered_ce counts the packets an ECE-flagged ACK
- * delivered). A mark says what a loss says, a queue above what the
- * bottleneck keeps, without the loss. */
-static __always_inline __u32 qfair_interval_marks(const struct tcp_sock *tp,
-						  const struct qfair_flow *qf)
-{
-	return qfair_interval_lost(tp, qf) + (tp->delivered_ce - qf->round_delivered_ce);
-}
 
 /* The per-round update's first part: Eq. 3-7, the estimates and alpha. */
 static __noinline void qfair_round_estimates(struct sock *sk, struct rf_bbr *bbr,
