@@ -61,6 +61,7 @@
  *   drain_period_ms 10000, drain_clock 1 (UTC) or 2 (a local timer),
  *   drain_phase_ms 0, tai_offset_s (written by load from adjtimex),
  *   competitive 1 (2: never), exit_drains 1.
+ *   rules_off 0: ablation, a bit per rule; docs/algorithms.md.
  *   Fixed: a 4 pkt/s (competitive: 1 per round, >= 20), tau_i 2 s, EWMA gain 1/4, bucket
  *   8.192 ms, pacing gain 1.1, Startup exit on >= 6 lost or CE-marked, > 2 %.
  *
@@ -101,6 +102,7 @@ _Static_assert(QF_GAIN_UNIT == BBR_UNIT, "qfair_math.h's gain unit must be the c
 #define QFAIR_DEF_EXIT_DRAINS 1  /* the first emptied drain ends competitive mode */
 #define QFAIR_DEF_DRAIN_PHASE_MS 0
 #define QFAIR_DEF_TAI_OFFSET_S 0 /* CLOCK_TAI - UTC; the loader writes the host's */
+#define QFAIR_DEF_RULES_OFF 0    /* the whole law (QF_RULE_* below) */
 
 #define QFAIR_CLOCK_WALL 1
 #define QFAIR_CLOCK_LOCAL 2
@@ -116,6 +118,32 @@ _Static_assert(QF_GAIN_UNIT == BBR_UNIT, "qfair_math.h's gain unit must be the c
 #define QFAIR_FIRST_DRAIN_MS 2000              /* local clock: first drain */
 #define QFAIR_NEAR_MIN_US 500                  /* local clock: near-min sample */
 #define QFAIR_SETTLED_MS 64                    /* a drain's noise readings: its last 64 ms */
+
+/*
+ * qfair.rules_off: a bit per rule of the law, each switching that rule off,
+ * for ablation experiments (docs/algorithms.md, "Ablation switches"); 0, the
+ * default, is the whole law. Read where a round, a drain or an event reads
+ * the tunables anyway, never per ACK. The names are the loader's
+ * (QFAIR_RULES in loader/src/tunables.rs, held to these by a test).
+ */
+#define QF_RULE_NOISE (1U << 0)         /* nu never learned: stays 0 */
+#define QF_RULE_EXCESS (1U << 1)        /* eps never learned: stays 0 */
+#define QF_RULE_VELOCITY (1U << 2)      /* Eq. 8: v = 0 */
+#define QF_RULE_OFFSET (1U << 3)        /* Eq. 8b: o = 0 */
+#define QF_RULE_BURST_ROOM (1U << 4)    /* Eq. 1: b = 0 */
+#define QF_RULE_PATH_STEP (1U << 5)     /* Eq. 10b (P2) never raises R^ */
+#define QF_RULE_LONG_STREAK (1U << 6)   /* Eq. 10's three-drain streak never raises R^ */
+#define QF_RULE_DRAIN_SPREAD (1U << 7)  /* a drain's spread s is nu alone, not its own */
+#define QF_RULE_CUT_SPACING (1U << 8)   /* Eq. 7: the cut not limited by the time since the last */
+#define QF_RULE_LOSS_IN_RATE (1U << 9)  /* Eq. 3: the sample counts delivered packets only */
+#define QF_RULE_APP_LIMITED (1U << 10)  /* an app-limited round is skipped whole (before e284b45) */
+#define QF_RULE_STARTUP_EXIT (1U << 11) /* no Startup exit on loss or CE marks */
+#define QF_RULE_RTO_RESTORE (1U << 12)  /* no cwnd restore on leaving Loss (after an RTO) */
+#define QF_RULE_END_CHECK (1U << 13)    /* a competitive drain's verdict without the end test */
+#define QF_RULE_SKIP_ROUND (1U << 14)   /* the first round after a drain is measured */
+/* Eq. 7's cut with no spacing: a time since the last cut at which
+ * min(L, t_cut / 100 ms) = L for every L (L is counted up to 100). */
+#define QFAIR_CUT_UNSPACED_US (100 * QF_HALVING_US)
 
 RTTFAIR_TUNABLES_ARRAY(QFAIR_TUNABLES_MAP, struct qfair_tunables);
 
@@ -212,7 +240,8 @@ static __always_inline __u32 qfair_pipe_us(const struct rf_bbr *bbr, const struc
 	X(o_cap_x256, QFAIR_DEF_O_CAP_X256)                                      \
 	X(exit_drains, QFAIR_DEF_EXIT_DRAINS)                                    \
 	X(drain_phase_ms, QFAIR_DEF_DRAIN_PHASE_MS)                              \
-	X(tai_offset_s, QFAIR_DEF_TAI_OFFSET_S)
+	X(tai_offset_s, QFAIR_DEF_TAI_OFFSET_S)                                  \
+	X(rules_off, QFAIR_DEF_RULES_OFF)
 
 /*
  * The tunables in force, read field by field where each is used: `set` is
@@ -229,6 +258,13 @@ RTTFAIR_TUNABLES_SET(qfair_tunables_set, QFAIR_TUNABLES_MAP);
 #define QFAIR_TUN(field, def) RTTFAIR_TUNABLE_FIELD(qfair_tun_##field, struct qfair_tunables, field, def)
 QFAIR_TUNABLE_DEFAULTS(QFAIR_TUN)
 RTTFAIR_TUNABLES_COMPLETE(struct qfair_tunables, QFAIR_TUNABLE_DEFAULTS);
+
+/* Whether the rule of QF_RULE_* bit is in force: not switched off in
+ * qfair.rules_off (`set` as above, NULL: all defaults, every rule on). */
+static __always_inline bool qfair_rule_on(const struct qfair_tunables *set, __u32 bit)
+{
+	return !(qfair_tun_rules_off(set) & bit);
+}
 
 static __always_inline bool qfair_cruising(const struct rf_bbr *bbr)
 {
@@ -314,12 +350,18 @@ static __always_inline __u32 qfair_burst_segs_at_xhat(struct sock *sk, __u64 xha
 	return (__u32)rf_min(segs, cap);
 }
 
-/* Per round: the room's share (x64) for the flow's pipe x^ R^ against a burst at x^. */
+/* Per round: the room's share (x64) for the flow's pipe x^ R^ against a burst at x^
+ * (none with qfair.rules_off's burst_room: b = 0 until the next round). */
 static __always_inline void qfair_set_burst_room_share(struct sock *sk, const struct rf_bbr *bbr,
-						       struct qfair_hot *hot, __u64 xhat)
+						       struct qfair_hot *hot, __u64 xhat,
+						       const struct qfair_tunables *set)
 {
 	__u64 pipe_x1024 = qf_pkts_x1024(xhat, bbr->min_rtt_us);
 
+	if (!qfair_rule_on(set, QF_RULE_BURST_ROOM)) {
+		hot->burst_room_share_x64 = 0;
+		return;
+	}
 	hot->burst_room_share_x64 =
 		(__u8)qf_burst_room_share_x64(pipe_x1024, qfair_burst_segs_at_xhat(sk, xhat));
 }
@@ -401,8 +443,11 @@ static __always_inline void qfair_startup_round(struct tcp_sock *tp, struct rf_b
 	__u32 marks = qfair_interval_marks(tp, qf);
 	__u32 sent = qfair_interval_delivered(tp, qf) + qfair_interval_lost(tp, qf);
 
+	/* (the tunables read only when the exit is due: qfair.rules_off's
+	 * startup_exit leaves Startup to BBR's bandwidth plateau) */
 	if (marks >= QFAIR_FULL_LOSS_CNT &&
-	    (__u64)marks * 100 > (__u64)sent * QFAIR_FULL_LOSS_PCT)
+	    (__u64)marks * 100 > (__u64)sent * QFAIR_FULL_LOSS_PCT &&
+	    qfair_rule_on(qfair_tunables_set(), QF_RULE_STARTUP_EXIT))
 		bbr->full_bw_reached = 1;
 	qfair_start_measurement_interval(tp, qf);
 }
@@ -423,7 +468,7 @@ static __noinline void qfair_enter_cruise(struct sock *sk, struct rf_bbr *bbr,
 	qf->alpha_x1024 = qf->alpha_d_x1024;
 	qf->gain_x256 = QF_GAIN_UNIT;
 	hot->w = qf_target_cwnd(qf->xhat, bbr->min_rtt_us, QF_GAIN_UNIT, qf->alpha_x1024);
-	qfair_set_burst_room_share(sk, bbr, hot, qf->xhat);
+	qfair_set_burst_room_share(sk, bbr, hot, qf->xhat, set);
 	qf->push_dir = QF_PUSH_NONE;
 	qf->push_rounds = 0;
 	qf->offset_x65536 = 0;
@@ -472,12 +517,13 @@ static __always_inline void qfair_update_competitive(struct qfair_flow *qf, __u3
 #define QFAIR_INT_QUIET_US 1000000ULL
 static __always_inline __s32 qfair_offset(const struct qfair_flow *qf, __u32 target_x1024,
 					  __u64 dt_us, __u32 lost, __u64 since_cut_us,
-					  __u32 o_cap_x256)
+					  const struct qfair_tunables *set)
 {
-	if (lost || qf->competitive || since_cut_us < QFAIR_INT_QUIET_US)
+	if (lost || qf->competitive || since_cut_us < QFAIR_INT_QUIET_US ||
+	    !qfair_rule_on(set, QF_RULE_OFFSET))
 		return 0;
 	return qf_offset_step_x65536(qf->offset_x65536, target_x1024, qf->backlog_x1024, dt_us,
-				     qf_offset_max_x1024(qf->alpha_x1024, o_cap_x256));
+				     qf_offset_max_x1024(qf->alpha_x1024, qfair_tun_o_cap_x256(set)));
 }
 
 /* alpha + o in packets x1024 (Eq. 1 with Eq. 8b), at least 0: with the
@@ -523,7 +569,8 @@ static __noinline void qfair_round_estimates(struct sock *sk, struct rf_bbr *bbr
 	 * lost), smoothed. With the delivery rate alone, a loss rate p leaves
 	 * the fixed point at x (q + p R) = alpha: random loss would take p R
 	 * from the long flow's share (10 vs 50 ms at 1% loss: 11.9 vs 7.1). */
-	sample = ((__u64)(delivered + lost) << BW_SCALE) / dt_us;
+	sample = ((__u64)(delivered + (qfair_rule_on(set, QF_RULE_LOSS_IN_RATE) ? lost : 0))
+		  << BW_SCALE) / dt_us;
 	qf->xhat = qf_rate_ewma(qf->xhat, sample);
 
 	/* Eq. 4-5: standing RTT, queueing delay, own backlog. */
@@ -551,10 +598,13 @@ static __noinline void qfair_round_estimates(struct sock *sk, struct rf_bbr *bbr
 		ai = qf_competitive_ai_x1024(bbr->min_rtt_us);
 	}
 	/* Eq. 7's cut is limited by the time since the last cut, not by this
-	 * round's length: the same for every RTT. */
+	 * round's length: the same for every RTT (qfair.rules_off's
+	 * cut_spacing: not limited, L halvings whatever the time). */
 	qf->alpha_x1024 = qf_alpha_step_x1024(qf->alpha_x1024, dt_us, marks, ai,
 					      (__u32)rf_min(alpha_hi, 0xffffffffULL),
-					      tp->tcp_mstamp - qf->last_cut_mstamp);
+					      qfair_rule_on(set, QF_RULE_CUT_SPACING)
+						      ? tp->tcp_mstamp - qf->last_cut_mstamp
+						      : QFAIR_CUT_UNSPACED_US);
 	if (marks)
 		qf->last_cut_mstamp = tp->tcp_mstamp;
 }
@@ -581,7 +631,7 @@ static __noinline __u32 qfair_round_window(struct sock *sk, struct rf_bbr *bbr,
 	 * microsecond flow below what its window allows (w = 24-34 packets
 	 * beside 135 of burst room). */
 	pipe = qf_pkts_x1024(qf->xhat, rtprop);
-	qfair_set_burst_room_share(sk, bbr, qfair_hot_of(bbr), qf->xhat);
+	qfair_set_burst_room_share(sk, bbr, qfair_hot_of(bbr), qf->xhat, set);
 	room_pkts = qfair_burst_room_pkts(sk, bbr);
 	target = qf->alpha_x1024 + room_pkts * (__u32)QF_UNIT; /* alpha* = alpha + b */
 	dir = qf_push_dir(target, qf->backlog_x1024);
@@ -590,11 +640,12 @@ static __noinline __u32 qfair_round_window(struct sock *sk, struct rf_bbr *bbr,
 		qf->push_dir = (__u8)dir;
 	qf->offset_x65536 = qfair_offset(qf, target, qfair_interval_us(tp, qf),
 					 qfair_interval_marks(tp, qf),
-					 tp->tcp_mstamp - qf->last_cut_mstamp,
-					 qfair_tun_o_cap_x256(set));
+					 tp->tcp_mstamp - qf->last_cut_mstamp, set);
 	qf->gain_x256 = (__u16)qf_gain_x256(qf->d_us, qfair_tun_tau_g_ms(set) * 1000, target,
 					    qf->backlog_x1024, qfair_tun_g_cap_x256(set), pipe,
-					    qf_velocity_shift(qf->push_rounds));
+					    qfair_rule_on(set, QF_RULE_VELOCITY)
+						    ? qf_velocity_shift(qf->push_rounds)
+						    : 0);
 	/* an app-limited round lowers w, never raises it (qf_round_cwnd) */
 	qfair_hot_of(bbr)->w = qf_round_cwnd(qfair_hot_of(bbr)->w,
 					     qf_target_cwnd(qf->xhat, rtprop, qf->gain_x256,
@@ -642,6 +693,7 @@ static __noinline void qfair_update_round(struct sock *sk, struct rf_bbr *bbr,
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct qfair_hot *hot = qfair_hot_of(bbr);
+	const struct qfair_tunables *set;
 	__u32 rtprop = bbr->min_rtt_us;
 
 	if (!(hot->flags & QF_CRUISE)) {
@@ -655,16 +707,25 @@ static __noinline void qfair_update_round(struct sock *sk, struct rf_bbr *bbr,
 	}
 	if (bbr->mode != RTTFAIR_MODE_PROBE_BW)
 		return; /* a drain: measured when it ends */
+	set = qfair_tunables_set();
 	if (hot->flags & QF_SKIP_ROUND) {
 		hot->flags &= ~QF_SKIP_ROUND;
-		qfair_start_measurement_interval(tp, qf);
-		return;
+		/* qfair.rules_off's skip_round measures it; it still is no
+		 * counted round start for the refill flags below */
+		if (qfair_rule_on(set, QF_RULE_SKIP_ROUND)) {
+			qfair_start_measurement_interval(tp, qf);
+			return;
+		}
+	} else {
+		hot->flags &= ~QF_POST_DRAIN; /* the second round start: steps count again */
+		hot->flags &= ~(hot->flags & QF_REFILL_MORE ? QF_REFILL_MORE : QF_REFILL);
 	}
-	hot->flags &= ~QF_POST_DRAIN; /* the second round start: steps count again */
-	hot->flags &= ~(hot->flags & QF_REFILL_MORE ? QF_REFILL_MORE : QF_REFILL);
 	if (qfair_interval_us(tp, qf) < QFAIR_MIN_ROUND_US)
 		return; /* let the interval grow past 1 ms */
-	if (rtprop == ~0U || !rtprop) {
+	/* qfair.rules_off's app_limited: such a round is skipped whole, as
+	 * until e284b45 */
+	if (rtprop == ~0U || !rtprop ||
+	    (app_limited && !qfair_rule_on(set, QF_RULE_APP_LIMITED))) {
 		qfair_start_measurement_interval(tp, qf);
 		return;
 	}
@@ -729,14 +790,21 @@ static __always_inline void qfair_begin_drain(struct sock *sk, struct rf_bbr *bb
  */
 static __always_inline bool qfair_raise_min_rtt_on_longer_path(struct rf_bbr *bbr,
 								struct qfair_flow *qf, __u32 m,
-								__u32 spread)
+								__u32 spread,
+								const struct qfair_tunables *set)
 {
 	__u32 floor = bbr->min_rtt_us + spread, raise_us;
 
-	if (!qf->competitive && qf_path_step_held(m, floor, qf->path.step_us, qf->path.low_us)) {
+	if (!qf->competitive && qfair_rule_on(set, QF_RULE_PATH_STEP) &&
+	    qf_path_step_held(m, floor, qf->path.step_us, qf->path.low_us)) {
 		bbr->min_rtt_us = m; /* P2: the step that explains the excess held */
 		qf_long_reset(&qf->eq10);
 		return true;
+	}
+	if (!qfair_rule_on(set, QF_RULE_LONG_STREAK)) {
+		/* qfair.rules_off's long_streak: no streak, a fresh floor window */
+		qf_long_reset(&qf->eq10);
+		return false;
 	}
 	raise_us = qf_long_drain(&qf->eq10, m, floor);
 	if (!raise_us)
@@ -771,6 +839,9 @@ static __always_inline void qfair_end_drain(struct sock *sk, struct rf_bbr *bbr,
 	hot->flags &= ~QF_IN_DRAIN;
 	if (qf->w_before_drain)
 		hot->w = qf->w_before_drain;
+	/* set whatever qfair.rules_off's skip_round: the first round start
+	 * after the drain is not counted for QF_POST_DRAIN either way, and
+	 * qfair_update_round reads the bit there, where it skips */
 	hot->flags |= QF_SKIP_ROUND | QF_POST_DRAIN;
 	if (qf->pacing_before_drain)
 		sk->sk_pacing_rate = qf->pacing_before_drain;
@@ -785,21 +856,26 @@ static __always_inline void qfair_end_drain(struct sock *sk, struct rf_bbr *bbr,
 	/* what the drain may read above R^ with the queue empty: its own
 	 * spread, or the noise earlier emptied drains measured (a drain's
 	 * lowest sample on a noisy path lands anywhere in that noise) */
-	spread = rf_max(qf_drain_spread_us(qf->drain_bkt_sum_us, qf->drain_bkt_cnt, m),
-			qf->noise_us);
-	raised = qfair_raise_min_rtt_on_longer_path(bbr, qf, m, spread);
+	spread = qfair_rule_on(set, QF_RULE_DRAIN_SPREAD)
+			 ? rf_max(qf_drain_spread_us(qf->drain_bkt_sum_us, qf->drain_bkt_cnt, m),
+				  qf->noise_us)
+			 : qf->noise_us;
+	raised = qfair_raise_min_rtt_on_longer_path(bbr, qf, m, spread, set);
 	qf_path_step_forget(&qf->path); /* P2 looks at steps since the previous drain */
 
 	/* A new, longer R^ is this drain's minimum: the queue did empty. A
 	 * competitive flow's drain also needs the queue still empty at its end
-	 * (the last 8-16 ms: this bucket and the last closed one). */
+	 * (the last 8-16 ms: this bucket and the last closed one; not with
+	 * qfair.rules_off's end_check). */
 	if (raised ||
 	    qf_drain_emptied(m, rf_min(qf->last_bkt_min_us, hot->bkt_min_us), bbr->min_rtt_us,
-			     qf->drain_q_before_us, spread, qf->competitive)) {
+			     qf->drain_q_before_us, spread,
+			     qf->competitive && qfair_rule_on(set, QF_RULE_END_CHECK))) {
 		qf->drains_ok++;
-		qf->noise_us = qf_noise_next_us(qf->noise_us, qf->drain_bkt_sum_us,
-						qf->drain_bkt_cnt, bbr->min_rtt_us);
-		if (qf->drain_bkt_cnt)
+		if (qfair_rule_on(set, QF_RULE_NOISE))
+			qf->noise_us = qf_noise_next_us(qf->noise_us, qf->drain_bkt_sum_us,
+							qf->drain_bkt_cnt, bbr->min_rtt_us);
+		if (qf->drain_bkt_cnt && qfair_rule_on(set, QF_RULE_EXCESS))
 			qf->excess_us = qf_noise_next_us(qf->excess_us, qf->drain_rtt_sum_us,
 							 qf->drain_rtt_cnt,
 							 (__u32)(qf->drain_bkt_sum_us /
@@ -1008,11 +1084,16 @@ static __always_inline bool cca_loss_recovery_cwnd(struct sock *sk, struct rf_bb
  * packets in flight + 1 to up to w + b in one step: the flow's own refill,
  * so a floor rise in the next two rounds voids P2 (QF_REFILL). Leaving
  * Recovery restores nothing in cruise (no packet conservation cut it).
+ * With qfair.rules_off's rto_restore cwnd stays where the RTO left it and
+ * grows back by what is acked, up to w + b: still the flow's own refill.
  */
-static __always_inline void cca_cwnd_restored(struct sock *sk, struct rf_bbr *bbr, __u8 left)
+static __always_inline __u32 cca_cwnd_restored(struct sock *sk, struct rf_bbr *bbr, __u8 left,
+					       __u32 cwnd, __u32 restored)
 {
-	if (left == TCP_CA_Loss)
-		qfair_hot_of(bbr)->flags |= QF_REFILL | QF_REFILL_MORE;
+	if (left != TCP_CA_Loss)
+		return restored;
+	qfair_hot_of(bbr)->flags |= QF_REFILL | QF_REFILL_MORE;
+	return qfair_rule_on(qfair_tunables_set(), QF_RULE_RTO_RESTORE) ? restored : cwnd;
 }
 
 /* A drain holds half the pipe x^ R^ (qfair_begin_drain puts it in w for the

@@ -238,15 +238,19 @@ static __always_inline void cca_export(struct sock *sk, struct rf_bbr *bbr,
  *                                     or Recovery is still restored on
  *                                     leaving it, up to the target
  *                                     (rf_cwnd_restored) (BBR v1: true)
- *   cca_cwnd_restored(sk, bbr, left)  that restore just happened, on the ACK
+ *   cca_cwnd_restored(sk, bbr, left, cwnd, restored)
+ *                                     that restore is due, on the ACK
  *                                     leaving state left (TCP_CA_Loss or
- *                                     TCP_CA_Recovery) (BBR v1: nothing)
+ *                                     TCP_CA_Recovery): the cwnd to start
+ *                                     from, restored (rf_cwnd_restored's)
+ *                                     or cwnd as it is (BBR v1: restored)
  *   cca_min_rtt_expired(sk, bbr, win)  whether RTprop is stale, so that the
  *                                     next sample replaces it; win is the
  *                                     10 s window's verdict (BBR v1: win)
  */
 static __always_inline bool cca_loss_recovery_cwnd(struct sock *sk, struct rf_bbr *bbr);
-static __always_inline void cca_cwnd_restored(struct sock *sk, struct rf_bbr *bbr, __u8 left);
+static __always_inline __u32 cca_cwnd_restored(struct sock *sk, struct rf_bbr *bbr, __u8 left,
+					       __u32 cwnd, __u32 restored);
 static __always_inline __u32 cca_cwnd_budget(struct sock *sk, struct rf_bbr *bbr,
 					     __u32 target);
 static __always_inline __u32 cca_probe_rtt_cwnd(struct sock *sk, struct rf_bbr *bbr);
@@ -425,8 +429,10 @@ static __always_inline bool cca_loss_recovery_cwnd(struct sock *sk, struct rf_bb
 #endif
 
 #ifndef RTTFAIR_HOOK_CWND_RESTORED
-static __always_inline void cca_cwnd_restored(struct sock *sk, struct rf_bbr *bbr, __u8 left)
+static __always_inline __u32 cca_cwnd_restored(struct sock *sk, struct rf_bbr *bbr, __u8 left,
+					       __u32 cwnd, __u32 restored)
 {
+	return restored;
 }
 #endif
 
@@ -581,8 +587,8 @@ static __always_inline void bbr_set_cwnd(struct sock *sk, struct rf_bbr *bbr,
 	 * Recovery, within the law's target (an RTO collapsed cwnd to the
 	 * packets in flight + 1; a spurious RTO's undo leaves Loss too). */
 	if (own_law && leaving) {
-		cwnd = rf_cwnd_restored(tp->snd_cwnd, bbr->prior_cwnd, target);
-		cca_cwnd_restored(sk, bbr, left);
+		cwnd = cca_cwnd_restored(sk, bbr, left, tp->snd_cwnd,
+					 rf_cwnd_restored(tp->snd_cwnd, bbr->prior_cwnd, target));
 	} else if (own_law) {
 		cwnd = tp->snd_cwnd;
 	}

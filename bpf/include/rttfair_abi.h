@@ -24,7 +24,7 @@
 #ifndef RTTFAIR_ABI_H
 #define RTTFAIR_ABI_H
 
-#define RTTFAIR_ABI_VERSION 9
+#define RTTFAIR_ABI_VERSION 10
 
 /*
  * A pinned map's name: its base name, "_v", the ABI version. BPF code names
@@ -240,6 +240,7 @@ struct qfair_tunables {
 	__u32 exit_drains;       /* drains in a row that must empty the queue to end competitive mode, default 1 */
 	__u32 drain_phase_ms;    /* drains at UTC multiples of drain_period_ms plus this, default 0 */
 	__u32 tai_offset_s;      /* the host's CLOCK_TAI - UTC (adjtimex), written by the loader, default 0 */
+	__u32 rules_off;         /* ablation: a bit per rule of the law switched off (QF_RULE_* in qfair.bpf.c), default 0 */
 };
 
 struct adbbr_tunables {

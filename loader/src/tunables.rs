@@ -59,6 +59,29 @@ pub(crate) fn pin_of(cca: Cca) -> Option<String> {
     })
 }
 
+/// The rules of qfair's law that `qfair.rules_off` can switch off, for
+/// ablation experiments, each with its bit's value in that mask (the
+/// `QF_RULE_*` defines of bpf/qfair.bpf.c; docs/algorithms.md, "Ablation
+/// switches"). A test holds the defines, the tunable's help and
+/// scripts/ablation.sh to this table.
+pub const QFAIR_RULES: &[(&str, u32)] = &[
+    ("noise", 1 << 0),
+    ("excess", 1 << 1),
+    ("velocity", 1 << 2),
+    ("offset", 1 << 3),
+    ("burst_room", 1 << 4),
+    ("path_step", 1 << 5),
+    ("long_streak", 1 << 6),
+    ("drain_spread", 1 << 7),
+    ("cut_spacing", 1 << 8),
+    ("loss_in_rate", 1 << 9),
+    ("app_limited", 1 << 10),
+    ("startup_exit", 1 << 11),
+    ("rto_restore", 1 << 12),
+    ("end_check", 1 << 13),
+    ("skip_round", 1 << 14),
+];
+
 /// Every tunable of every CCA.
 pub const ALL: &[Tunable] = &[
     Tunable { cca: Cca::Fairtt, name: "beta", help: "Eq. 6 balance factor between past and current minRTT", unit: "", min: 0.0, max: 1.0, default: 0.8, scale: 1e6, field: field!(RawFairttTunables, beta_ppm), integer: false },
@@ -83,6 +106,7 @@ pub const ALL: &[Tunable] = &[
     Tunable { cca: Cca::Qfair, name: "exit_drains", help: "drains in a row that must find the queue emptied before competitive mode ends (1: the first, as always): a competitive flow shrinks a loss-based flow's window, and a drain can then pass on the queue that flow still holds", unit: "drains", min: 1.0, max: 8.0, default: 1.0, scale: 1.0, field: field!(RawQfairTunables, exit_drains), integer: true },
     Tunable { cca: Cca::Qfair, name: "drain_phase_ms", help: "drains fall at UTC multiples of drain_period_ms plus this phase: two groups of flows with different phases drain apart", unit: "ms", min: 0.0, max: 600_000.0, default: 0.0, scale: 1.0, field: field!(RawQfairTunables, drain_phase_ms), integer: true },
     Tunable { cca: Cca::Qfair, name: "tai_offset_s", help: "the host's CLOCK_TAI - UTC in seconds, which the wall-clock drains subtract to fall on UTC; `load` writes the kernel's (adjtimex), set it only to test", unit: "s", min: 0.0, max: 1000.0, default: 0.0, scale: 1.0, field: field!(RawQfairTunables, tai_offset_s), integer: true },
+    Tunable { cca: Cca::Qfair, name: "rules_off", help: "for ablation experiments only (leave it 0, the whole law): the sum of the rules of qfair's law to switch off, each a bit: noise 1, excess 2, velocity 4, offset 8, burst_room 16, path_step 32, long_streak 64, drain_spread 128, cut_spacing 256, loss_in_rate 512, app_limited 1024, startup_exit 2048, rto_restore 4096, end_check 8192, skip_round 16384; docs/algorithms.md, \"Ablation switches\"", unit: "", min: 0.0, max: ((1u32 << QFAIR_RULES.len()) - 1) as f64, default: 0.0, scale: 1.0, field: field!(RawQfairTunables, rules_off), integer: true },
     Tunable { cca: Cca::Adbbr, name: "gamma_ref_us", help: "reference delay of gamma_mode 3", unit: "us", min: 1.0, max: 1_000_000.0, default: 1000.0, scale: 1.0, field: field!(RawAdbbrTunables, gamma_ref_us), integer: true },
     Tunable { cca: Cca::Adbbr, name: "eta_floor_us", help: "absolute floor on the queueing delay rRTT - nRTT that Alg. 1/2 react to (beta from 1x, gamma from 2x; 1 = the paper's ratios alone)", unit: "us", min: 1.0, max: 1_000_000.0, default: 1000.0, scale: 1.0, field: field!(RawAdbbrTunables, eta_floor_us), integer: true },
 ];
@@ -383,7 +407,7 @@ mod tests {
             "{unknown}"
         );
         assert!(unknown.contains("qfair.exit_drains, "), "{unknown}");
-        assert!(unknown.ends_with("qfair.tai_offset_s"), "{unknown}");
+        assert!(unknown.ends_with("qfair.rules_off"), "{unknown}");
         assert!(!unknown.contains("fairtt."), "{unknown}");
         for cca in ["bbr1", "cubic"] {
             assert_eq!(
@@ -402,34 +426,47 @@ mod tests {
         );
     }
 
+    const QFAIR_C: &str = include_str!("../../bpf/qfair.bpf.c");
+
+    /// The value of `#define NAME VALUE` in the C source `src`: a number, a
+    /// bit `(1U << N)`, or a define naming another define
+    /// (ADBBR_GAMMA_NORMALIZED), looked up in `src` and the headers.
+    fn define(src: &str, name: &str) -> f64 {
+        let math = include_str!("../../bpf/include/adbbr_math.h");
+        let abi = include_str!("../../bpf/include/rttfair_abi.h");
+        let line = src
+            .lines()
+            .find(|l| l.starts_with(&format!("#define {name} ")))
+            .unwrap_or_else(|| panic!("#define {name} missing"));
+        let v = line.split_whitespace().nth(2).unwrap();
+        if let Ok(n) = v.parse::<f64>() {
+            return n;
+        }
+        if v == "(1U" {
+            let shift = line
+                .split_once("(1U << ")
+                .and_then(|(_, rest)| rest.split_once(')'))
+                .and_then(|(n, _)| n.trim().parse::<u32>().ok())
+                .unwrap_or_else(|| panic!("#define {name}: expected (1U << N)"));
+            return f64::from(1u32 << shift);
+        }
+        math.lines()
+            .chain(src.lines())
+            .chain(QFAIR_C.lines())
+            .chain(abi.lines())
+            .find(|l| l.starts_with(&format!("#define {v} ")))
+            .and_then(|l| l.split_whitespace().nth(2))
+            .and_then(|x| x.parse().ok())
+            .unwrap_or_else(|| panic!("cannot resolve {v}"))
+    }
+
     /// The defaults shown to users are the ones the BPF programs apply when a
     /// field is 0: read them from the C sources' #defines.
     #[test]
     fn defaults_match_the_bpf_defaults() {
         let fairtt = include_str!("../../bpf/fairtt.bpf.c");
         let adbbr = include_str!("../../bpf/adbbr.bpf.c");
-        let qfair = include_str!("../../bpf/qfair.bpf.c");
-        let math = include_str!("../../bpf/include/adbbr_math.h");
-        let abi = include_str!("../../bpf/include/rttfair_abi.h");
-        let define = |src: &str, name: &str| -> f64 {
-            let line = src
-                .lines()
-                .find(|l| l.starts_with(&format!("#define {name} ")))
-                .unwrap_or_else(|| panic!("#define {name} missing"));
-            let v = line.split_whitespace().nth(2).unwrap();
-            if let Ok(n) = v.parse::<f64>() {
-                return n;
-            }
-            // A define naming another define (ADBBR_GAMMA_NORMALIZED).
-            math.lines()
-                .chain(src.lines())
-                .chain(qfair.lines())
-                .chain(abi.lines())
-                .find(|l| l.starts_with(&format!("#define {v} ")))
-                .and_then(|l| l.split_whitespace().nth(2))
-                .and_then(|x| x.parse().ok())
-                .unwrap_or_else(|| panic!("cannot resolve {v}"))
-        };
+        let qfair = QFAIR_C;
         let expect = [
             ("fairtt.beta", define(fairtt, "FAIRTT_DEF_BETA_PPM")),
             ("fairtt.gamma", define(fairtt, "FAIRTT_DEF_GAMMA_PPM")),
@@ -473,12 +510,73 @@ mod tests {
                 "qfair.tai_offset_s",
                 define(qfair, "QFAIR_DEF_TAI_OFFSET_S"),
             ),
+            ("qfair.rules_off", define(qfair, "QFAIR_DEF_RULES_OFF")),
         ];
         assert_eq!(expect.len(), ALL.len());
         for (name, stored) in expect {
             let t = Tunable::find(name).unwrap();
             assert_eq!((t.default * t.scale).round(), stored, "{name}");
         }
+    }
+
+    /// The rules qfair.rules_off switches off are one table: its bits are
+    /// 1, 2, 4, ... in order, the `#define QF_RULE_<NAME>` lines of
+    /// bpf/qfair.bpf.c are exactly its names with the same bits, the
+    /// tunable's range is every combination of them, and its help lists
+    /// each name with its bit.
+    #[test]
+    fn qfair_rules_match_the_bpf_defines_and_the_help() {
+        for (i, (name, bit)) in QFAIR_RULES.iter().enumerate() {
+            assert_eq!(*bit, 1u32 << i, "{name}");
+        }
+        let defined: Vec<&str> = QFAIR_C
+            .lines()
+            .filter_map(|l| l.strip_prefix("#define QF_RULE_"))
+            .filter_map(|l| l.split_whitespace().next())
+            .collect();
+        let table: Vec<String> = QFAIR_RULES
+            .iter()
+            .map(|(name, _)| name.to_uppercase())
+            .collect();
+        assert_eq!(defined, table, "the QF_RULE_* defines, in order");
+        for (name, bit) in QFAIR_RULES {
+            let c = format!("QF_RULE_{}", name.to_uppercase());
+            assert_eq!(define(QFAIR_C, &c), f64::from(*bit), "{c}");
+        }
+        let t = Tunable::find("qfair.rules_off").unwrap();
+        assert_eq!(t.max, f64::from((1u32 << QFAIR_RULES.len()) - 1));
+        assert_eq!((t.min, t.default, t.unit, t.integer), (0.0, 0.0, "", true));
+        assert_eq!(t.parse("0").unwrap(), 0, "0 is the whole law");
+        let all: u32 = QFAIR_RULES.iter().map(|(_, bit)| bit).sum();
+        assert_eq!(t.parse(&all.to_string()).unwrap(), all);
+        assert!(t.parse(&(all + 1).to_string()).is_err());
+        let listed: Vec<&str> = t.help.split([':', ',', ';']).map(str::trim).collect();
+        for (name, bit) in QFAIR_RULES {
+            let entry = format!("{name} {bit}");
+            assert!(
+                listed.contains(&entry.as_str()),
+                "{entry} not in: {}",
+                t.help
+            );
+        }
+    }
+
+    /// scripts/ablation.sh runs one sweep per rule of the table, with the
+    /// table's bit: its `RULES="name:bit ..."` line is the table.
+    #[test]
+    fn the_ablation_script_lists_the_rules_of_the_table() {
+        let script = include_str!("../../scripts/ablation.sh");
+        let line = script
+            .lines()
+            .find_map(|l| l.strip_prefix("RULES=\""))
+            .and_then(|l| l.strip_suffix('"'))
+            .expect("scripts/ablation.sh: a RULES=\"name:bit ...\" line");
+        let listed: Vec<String> = line.split_whitespace().map(str::to_string).collect();
+        let table: Vec<String> = QFAIR_RULES
+            .iter()
+            .map(|(name, bit)| format!("{name}:{bit}"))
+            .collect();
+        assert_eq!(listed, table);
     }
 }
 
