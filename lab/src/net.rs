@@ -19,6 +19,8 @@
 //! - [`qstats`]: the bottleneck qdisc's counters, sampled over a run.
 //! - [`aqm`]: CoDel, FQ-CoDel and ECN step marking at the bottleneck
 //!   (the lab's tc-BPF programs), their parameters and counters.
+//! - [`sockbuf`]: the max of the namespaces' TCP socket buffers
+//!   (`tcp_wmem`, `tcp_rmem`), which caps a flow's data in flight.
 //! - [`arrivals`]: the data segments arriving at the receivers (tc
 //!   ingress BPF), tallied per sender between the window's edges.
 //! - [`rcvbytes`]: the receivers' in-order byte counters (via `ss`).
@@ -51,4 +53,5 @@ pub mod rateload;
 pub(crate) mod rcvbytes;
 pub mod selfcheck;
 pub mod sock;
+pub mod sockbuf;
 pub mod topology;

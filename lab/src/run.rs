@@ -142,6 +142,7 @@ pub fn build_checked_network(plan: &Plan) -> Result<(Dumbbell, Vec<RttCheck>)> {
         segment_at_bottleneck: plan.segment_gso,
         aqm: plan.aqm,
         tcp_ecn: plan.tcp_ecn,
+        socket_buffer_bytes: plan.socket_buffer_bytes,
         ..Options::default()
     };
     let net = Dumbbell::build_opts(&paths, bottleneck, opts)?;

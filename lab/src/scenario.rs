@@ -12,6 +12,12 @@
 //! # optional (false when absent): the flows negotiate ECN (tcp_ecn = 1 in
 //! # the sender and receiver namespaces); needed when the bottleneck marks
 //! # tcp_ecn = true
+//! # optional (the kernel's defaults when absent): the max (third) value of
+//! # net.ipv4.tcp_wmem and tcp_rmem in the sender and receiver namespaces,
+//! # MiB, 1..=1024 (their min and default are kept): the defaults (a 4 MiB
+//! # send buffer, a 6 MiB receive buffer) cap a long-RTT flow's data in
+//! # flight near 4 MB
+//! # socket_buffer_mb = 64
 //!
 //! [bottleneck]
 //! rate_mbit = 10
@@ -115,6 +121,21 @@ pub const MAX_BUFFER_BYTES: u64 = u32::MAX as u64;
 /// including the Ethernet header).
 pub const WIRE_PACKET: u64 = 1514;
 
+/// The largest `socket_buffer_mb`, MiB.
+pub const MAX_SOCKET_BUFFER_MB: i64 = 1024;
+
+/// `socket_buffer_mb`'s value: any integer (the range is checked by
+/// [`Scenario::validate`], which names the key's line); anything else is
+/// refused here in the range check's words, not serde's.
+fn socket_buffer_mb<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    match toml::Value::deserialize(d)? {
+        toml::Value::Integer(mb) => Ok(Some(mb)),
+        other => Err(serde::de::Error::custom(format!(
+            "must be a whole number of MiB, 1..={MAX_SOCKET_BUFFER_MB}, got {other}"
+        ))),
+    }
+}
+
 /// A whole experiment.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -150,6 +171,19 @@ pub struct Scenario {
     /// Written back only when set.
     #[serde(default, skip_serializing_if = "is_false")]
     pub tcp_ecn: bool,
+    /// The max (third) value of `net.ipv4.tcp_wmem` and `net.ipv4.tcp_rmem`
+    /// in the sender and receiver namespaces, MiB (1..=
+    /// [`MAX_SOCKET_BUFFER_MB`]; see [`Scenario::socket_buffer_bytes`]):
+    /// absent, the kernel's defaults (4 MiB and 6 MiB), which cap a flow's
+    /// data in flight near 4 MB whatever its CCA. A whole number, read
+    /// through [`socket_buffer_mb`] so a fraction or a string is one line
+    /// naming the key; written back only when set.
+    #[serde(
+        default,
+        deserialize_with = "socket_buffer_mb",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub socket_buffer_mb: Option<i64>,
     /// The grid, for `lab sweep`; a resolved point has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<Sweep>,
@@ -520,6 +554,7 @@ impl Scenario {
                 format!("at most 200 flows in all, got {total}"),
             ));
         }
+        self.validate_socket_buffer()?;
         let ccas: Vec<&str> = self.flows.iter().map(|f| f.cca.as_str()).collect();
         tunables::validate(&self.tunables, &ccas)?;
         self.validate_segment_gso()?;
@@ -536,6 +571,25 @@ impl Scenario {
         let d = self.bottleneck.discipline().map_err(keyed)?;
         aqm::check_ecn(&d, self.tcp_ecn, ccas).map_err(keyed)?;
         aqm::check_build(&d, self.bottleneck.segment_gso).map_err(keyed)
+    }
+
+    /// `socket_buffer_mb`, when given: 1..=[`MAX_SOCKET_BUFFER_MB`].
+    fn validate_socket_buffer(&self) -> Result<(), ScenarioError> {
+        match self.socket_buffer_mb {
+            Some(mb) if !(1..=MAX_SOCKET_BUFFER_MB).contains(&mb) => Err(err(
+                "socket_buffer_mb",
+                format!("must be a whole number of MiB, 1..={MAX_SOCKET_BUFFER_MB}, got {mb}"),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// The max of the namespaces' TCP socket buffers, bytes
+    /// (`socket_buffer_mb` MiB), or `None` for the kernel's defaults.
+    pub fn socket_buffer_bytes(&self) -> Option<u64> {
+        self.socket_buffer_mb
+            .and_then(|mb| u64::try_from(mb).ok())
+            .map(|mb| mb << 20)
     }
 
     /// `segment_gso` without random loss: the loss program sits before the
@@ -1188,6 +1242,71 @@ one_way_delay_ms = 5
         assert!(text.contains("over_s = 3.0"), "{text}");
         let back = Scenario::from_toml(&text).unwrap();
         assert_eq!(back.flows[0].rtt_change, ramp.flows[0].rtt_change);
+    }
+
+    /// `socket_buffer_mb`: absent by default and then not written back;
+    /// a whole number of MiB, 1..=1024, kept through the scenario.toml a
+    /// run folder gets and a sweep's points; anything else one line naming
+    /// the key and its line.
+    #[test]
+    fn socket_buffer_mb_is_a_whole_number_of_mib_named_in_its_errors() {
+        let s = Scenario::from_toml(OK).unwrap();
+        assert_eq!((s.socket_buffer_mb, s.socket_buffer_bytes()), (None, None));
+        let text = toml::to_string_pretty(&s).unwrap();
+        assert!(!text.contains("socket_buffer_mb"), "{text}");
+        let with = |v: &str| {
+            OK.replace(
+                "duration_s = 10\n",
+                &format!("duration_s = 10\nsocket_buffer_mb = {v}\n"),
+            )
+        };
+        for (mb, bytes) in [(1, 1 << 20), (64, 64 << 20), (1024, 1 << 30)] {
+            let s = Scenario::from_toml(&with(&mb.to_string())).unwrap();
+            assert_eq!(
+                (s.socket_buffer_mb, s.socket_buffer_bytes()),
+                (Some(mb), Some(bytes))
+            );
+            let text = toml::to_string_pretty(&s).unwrap();
+            assert!(text.contains(&format!("socket_buffer_mb = {mb}")), "{text}");
+            let back = Scenario::from_toml(&text).unwrap();
+            assert_eq!(back.socket_buffer_mb, Some(mb));
+        }
+        // A sweep's points keep it.
+        let swept = Scenario::from_toml(&with("64"))
+            .unwrap()
+            .with_param("flows[0].rtt_ms", 200.0)
+            .unwrap();
+        assert_eq!(swept.socket_buffer_bytes(), Some(64 << 20));
+        for (bad, got) in [
+            ("0", "got 0"),
+            ("-1", "got -1"),
+            ("1025", "got 1025"),
+            ("9223372036854775807", "got 9223372036854775807"),
+            ("64.5", "got 64.5"),
+            ("64.0", "got 64.0"),
+            ("\"64\"", "got \"64\""),
+            ("true", "got true"),
+        ] {
+            let e = error_of(&with(bad));
+            assert_eq!(
+                (e.field.as_str(), e.line),
+                ("socket_buffer_mb", Some(4)),
+                "{bad}: {e}"
+            );
+            assert!(
+                e.reason
+                    .starts_with("must be a whole number of MiB, 1..=1024, ")
+                    && e.reason.ends_with(got),
+                "{bad}: {e}"
+            );
+            assert_eq!(e.to_string().lines().count(), 1, "{e}");
+        }
+        // Misspelt: the unknown-field error, as for any key.
+        let e = error_of(&OK.replace(
+            "duration_s = 10\n",
+            "duration_s = 10\nsocket_buffers_mb = 64\n",
+        ));
+        assert!(e.reason.contains("unknown field"), "{e}");
     }
 
     #[test]

@@ -10,8 +10,10 @@
 //!   integration); N runs with per-test pass counts
 //! - `demo`: deps + build + the main job (see README)
 //! - `bench <name>`: benchmarks that print figures (never timed assertions)
-//! - `bench fairness-grid --cca LIST [--rate R] [--quick] [--reps N]`:
-//!   issue 14's two-flow grid, side-by-side tables per CCA
+//! - `bench fairness-grid --cca LIST [--rate R] [--quick] [--reps N]
+//!   [--socket-buffer-mb N] [--out DIR]`: issue 14's two-flow grid,
+//!   side-by-side tables per CCA (`--socket-buffer-mb`: the max of the
+//!   namespaces' TCP socket buffers, MiB; the kernel's defaults otherwise)
 //! - `man [DIR]`: man pages of rttfairctl (clap_mangen), default target/man
 //! - `deb`: the Debian package (cargo-deb): binary, unit, config,
 //!   completions, man
@@ -109,7 +111,7 @@ fn run(args: &[String]) -> Result<()> {
             );
             println!("  deps [--print] [--distro debian|ubuntu|fedora] [--no-install]; test/demo [--no-install]");
             println!("benches: {}", BENCHES.join(", "));
-            println!("  fairness-grid --cca LIST [--rate MBIT] [--quick] [--reps N] [--out DIR]");
+            println!("  fairness-grid --cca LIST [--rate MBIT] [--quick] [--reps N] [--socket-buffer-mb N] [--out DIR]");
             Ok(())
         }
         other => bail!("unknown task '{other}' (try: cargo xtask help)"),

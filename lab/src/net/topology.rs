@@ -19,6 +19,8 @@
 //! - Option ([`Options::aqm`]): a queue discipline at the bottleneck, the
 //!   lab's tc programs (stamp on r1 egress, decision on c0 ingress; see
 //!   [`crate::net::aqm`]); FQ-CoDel's flow queues are HTB leaves.
+//! - Option ([`Options::socket_buffer_bytes`]): a larger max for the
+//!   sender's and receiver's TCP socket buffers ([`crate::net::sockbuf`]).
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
@@ -33,6 +35,7 @@ use crate::net::delay::{self, DelayElement};
 use crate::net::link::{self, Bottleneck};
 use crate::net::netns::Netns;
 use crate::net::qstats::QdiscReader;
+use crate::net::sockbuf;
 use crate::scenario::aqm::{check_build, Discipline};
 
 /// Handle of the bfifo under the bottleneck's class 1:1 ("10:"; HTB, or TBF
@@ -100,6 +103,11 @@ pub struct Options {
     /// `net.ipv4.tcp_ecn = 1` in the sender and receiver namespaces (2, the
     /// kernel's default, otherwise: accept ECN, never ask for it).
     pub tcp_ecn: bool,
+    /// The max (third) value of `net.ipv4.tcp_wmem` and `net.ipv4.tcp_rmem`
+    /// in the sender and receiver namespaces, bytes, their min and default
+    /// kept ([`sockbuf::set_tcp_buffer_max`]); `None` leaves the kernel's
+    /// defaults (4 MiB and 6 MiB), which cap a flow's data in flight.
+    pub socket_buffer_bytes: Option<u64>,
 }
 
 impl Dumbbell {
@@ -198,6 +206,10 @@ impl Dumbbell {
         }
         aqm::set_tcp_ecn(&snd, opts.tcp_ecn)?;
         aqm::set_tcp_ecn(&rcv, opts.tcp_ecn)?;
+        if let Some(max) = opts.socket_buffer_bytes {
+            sockbuf::set_tcp_buffer_max(&snd, max)?;
+            sockbuf::set_tcp_buffer_max(&rcv, max)?;
+        }
         let aqm = match opts.aqm {
             Discipline::Fifo => None,
             d => Some(Aqm::attach(

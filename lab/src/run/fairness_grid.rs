@@ -66,19 +66,24 @@ pub struct GridArgs {
     pub rate_mbit: f64,
     pub quick: bool,
     pub reps: u32,
+    /// The scenarios' `socket_buffer_mb` (`--socket-buffer-mb`): the max of
+    /// the namespaces' TCP socket buffers, MiB; `None`, the kernel's
+    /// defaults (every figure before the option was measured so).
+    pub socket_buffer_mb: Option<i64>,
 }
 
-pub const USAGE: &str =
-    "usage: fairness-grid --cca LIST [--rate MBIT] [--quick] [--reps N] [--out DIR]";
+pub const USAGE: &str = "usage: fairness-grid --cca LIST [--rate MBIT] [--quick] [--reps N] [--socket-buffer-mb N] [--out DIR]";
 
-/// Parse `--cca LIST [--rate R] [--quick] [--reps N]`. Every problem is one
-/// line naming the argument; nothing runs before the whole line parsed.
+/// Parse `--cca LIST [--rate R] [--quick] [--reps N] [--socket-buffer-mb
+/// N]`. Every problem is one line naming the argument; nothing runs before
+/// the whole line parsed.
 /// `--out` is handled by the caller and passed through in the second value.
 pub fn parse_args(args: &[String]) -> Result<(GridArgs, Option<String>)> {
     let mut ccas: Option<Vec<String>> = None;
     let mut rate_mbit = 20.0;
     let mut quick = false;
     let mut reps = 1;
+    let mut socket_buffer_mb = None;
     let mut out = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -121,6 +126,20 @@ pub fn parse_args(args: &[String]) -> Result<(GridArgs, Option<String>)> {
                     .filter(|n| (1..=100).contains(n))
                     .with_context(|| format!("--reps: '{v}' is not a whole number 1..=100"))?;
             }
+            "--socket-buffer-mb" => {
+                let v = value("--socket-buffer-mb")?;
+                let max = crate::scenario::MAX_SOCKET_BUFFER_MB;
+                socket_buffer_mb = Some(
+                    v.parse::<i64>()
+                        .ok()
+                        .filter(|n| (1..=max).contains(n))
+                        .with_context(|| {
+                            format!(
+                                "--socket-buffer-mb: '{v}' is not a whole number of MiB 1..={max}"
+                            )
+                        })?,
+                );
+            }
             "--quick" => quick = true,
             "--out" => out = Some(value("--out")?),
             other => bail!("unknown argument '{other}' ({USAGE})"),
@@ -133,6 +152,7 @@ pub fn parse_args(args: &[String]) -> Result<(GridArgs, Option<String>)> {
             rate_mbit,
             quick,
             reps,
+            socket_buffer_mb,
         },
         out,
     ))
@@ -161,14 +181,26 @@ pub fn points(quick: bool) -> Vec<GridPoint> {
 }
 
 /// The scenario of one point for one CCA: two flows, groups named by RTT.
-pub fn scenario(p: GridPoint, cca: &str, rate_mbit: f64, reps: u32) -> Result<Scenario> {
+/// With `socket_buffer_mb`, the scenario's key of that name (validated as
+/// a file's), and the run's name says it (`-sockbuf64mb`), so its folder is
+/// not the default buffers' one.
+pub fn scenario(
+    p: GridPoint,
+    cca: &str,
+    rate_mbit: f64,
+    reps: u32,
+    socket_buffer_mb: Option<i64>,
+) -> Result<Scenario> {
+    let sockbuf = socket_buffer_mb
+        .map(|mb| format!("socket_buffer_mb = {mb}\n"))
+        .unwrap_or_default();
     let base = Scenario::from_toml(&format!(
         r#"
 name = "grid"
 duration_s = {DURATION_S}
 warmup_s = {WARMUP_S}
 repetitions = {reps}
-[bottleneck]
+{sockbuf}[bottleneck]
 rate_mbit = {rate_mbit}
 buffer = {{ bdp = 1.0, rtt_ms = {REFERENCE_RTT_MS} }}
 [[flows]]
@@ -193,6 +225,11 @@ rtt_ms = {REFERENCE_RTT_MS}
         p.other_rtt_ms, p.buffer_bdp
     );
     s.description = format!("{}, {rate_mbit} Mbit/s", p.label());
+    if let Some(mb) = socket_buffer_mb {
+        s.name.push_str(&format!("-sockbuf{mb}mb"));
+        s.description
+            .push_str(&format!(", TCP socket buffers up to {mb} MiB"));
+    }
     Ok(s)
 }
 
@@ -224,7 +261,7 @@ pub fn run(args: &GridArgs, opts: &RunOptions, progress: impl Fn(&str)) -> Resul
     for p in &pts {
         let mut row = Vec::new();
         for cca in &args.ccas {
-            let s = scenario(*p, cca, args.rate_mbit, args.reps)?;
+            let s = scenario(*p, cca, args.rate_mbit, args.reps, args.socket_buffer_mb)?;
             let r = run::run(&s, opts).with_context(|| format!("{cca} at {}", p.label()))?;
             let reps: Vec<Summary> = r.reps.iter().map(|rep| rep.summary.clone()).collect();
             let worst = run::worst_of(&reps)
@@ -334,7 +371,7 @@ mod tests {
     #[test]
     fn every_point_is_a_valid_two_flow_scenario() {
         for p in points(false) {
-            let s = scenario(p, "qfair", 20.0, 3).unwrap();
+            let s = scenario(p, "qfair", 20.0, 3, None).unwrap();
             s.validate().unwrap();
             let f = s.flows();
             assert_eq!(f.len(), 2);
@@ -346,6 +383,27 @@ mod tests {
             assert_eq!(s.duration_s, DURATION_S);
             assert_eq!(s.warmup_s, WARMUP_S);
             assert_eq!(s.repetitions, 3);
+            assert_eq!(s.socket_buffer_mb, None);
+        }
+    }
+
+    /// `--socket-buffer-mb` reaches every point's scenario (and its plan,
+    /// in bytes), and names the run apart from the default buffers' one.
+    #[test]
+    fn the_socket_buffer_reaches_every_point() {
+        for p in points(true) {
+            let s = scenario(p, "qfair", 1000.0, 1, Some(64)).unwrap();
+            assert_eq!(s.socket_buffer_mb, Some(64));
+            let plan = crate::scenario::plan::Plan::resolve(&s).unwrap();
+            assert_eq!(plan.socket_buffer_bytes, Some(64 << 20));
+            let default = scenario(p, "qfair", 1000.0, 1, None).unwrap();
+            assert_eq!(s.name, format!("{}-sockbuf64mb", default.name));
+            assert_ne!(
+                plan.dir_name(),
+                crate::scenario::plan::Plan::resolve(&default)
+                    .unwrap()
+                    .dir_name()
+            );
         }
     }
 
@@ -358,13 +416,25 @@ mod tests {
                 ccas: vec!["qfair".into(), "bbr".into()],
                 rate_mbit: 100.0,
                 quick: true,
-                reps: 3
+                reps: 3,
+                socket_buffer_mb: None,
             }
         );
         assert_eq!(out, None);
         let (a, out) = parse_args(&args("--cca cubic --out /tmp/x")).unwrap();
-        assert_eq!((a.rate_mbit, a.quick, a.reps), (20.0, false, 1));
+        assert_eq!(
+            (a.rate_mbit, a.quick, a.reps, a.socket_buffer_mb),
+            (20.0, false, 1, None)
+        );
         assert_eq!(out.as_deref(), Some("/tmp/x"));
+        for (mb, want) in [("64", 64), ("1", 1), ("1024", 1024)] {
+            let (a, _) = parse_args(&args(&format!(
+                "--cca qfair --socket-buffer-mb {mb} --rate 1000"
+            )))
+            .unwrap();
+            assert_eq!((a.socket_buffer_mb, a.rate_mbit), (Some(want), 1000.0));
+        }
+        assert!(USAGE.contains("[--socket-buffer-mb N]"), "{USAGE}");
     }
 
     #[test]
@@ -381,6 +451,30 @@ mod tests {
             ("--cca qfair --reps 0", "--reps: '0'"),
             ("--cca qfair --reps 1.5", "--reps: '1.5'"),
             ("--cca qfair --fast", "unknown argument '--fast'"),
+            (
+                "--cca qfair --socket-buffer-mb",
+                "--socket-buffer-mb needs a value",
+            ),
+            (
+                "--cca qfair --socket-buffer-mb 0",
+                "--socket-buffer-mb: '0'",
+            ),
+            (
+                "--cca qfair --socket-buffer-mb -1",
+                "--socket-buffer-mb: '-1'",
+            ),
+            (
+                "--cca qfair --socket-buffer-mb 1025",
+                "--socket-buffer-mb: '1025'",
+            ),
+            (
+                "--cca qfair --socket-buffer-mb 64.5",
+                "--socket-buffer-mb: '64.5'",
+            ),
+            (
+                "--cca qfair --socket-buffer-mb big",
+                "--socket-buffer-mb: 'big'",
+            ),
         ] {
             let e = format!("{:#}", parse_args(&args(line)).unwrap_err());
             assert!(e.contains(says), "{line:?}: {e}");
@@ -412,6 +506,7 @@ mod tests {
                 rate_mbit: 20.0,
                 quick: true,
                 reps: 3,
+                socket_buffer_mb: None,
             },
             points: points(true)[..1].to_vec(),
             cells: vec![vec![cell(0.5, 0.1), cell(1.0, 0.0)]],

@@ -64,6 +64,10 @@ pub struct Plan {
     pub aqm: Discipline,
     /// ECN negotiated by the flows (the scenario's `tcp_ecn`).
     pub tcp_ecn: bool,
+    /// The max of the sender and receiver namespaces' TCP socket buffers
+    /// (`tcp_wmem`, `tcp_rmem`), bytes: the scenario's `socket_buffer_mb`
+    /// in MiB, or `None` for the kernel's defaults.
+    pub socket_buffer_bytes: Option<u64>,
     pub flows: Vec<FlowSpec>,
     /// The distinct CCAs of the flows, sorted.
     pub ccas: Vec<String>,
@@ -104,6 +108,7 @@ impl Plan {
             segment_gso: s.bottleneck.segment_gso,
             aqm,
             tcp_ecn: s.tcp_ecn,
+            socket_buffer_bytes: s.socket_buffer_bytes(),
             flows,
             ccas,
             tunables: s.tunables.clone(),
@@ -184,6 +189,7 @@ stop_s = 15
         assert_eq!(p.buffer_bytes, 10 * WIRE_PACKET);
         assert!(!p.segment_gso);
         assert_eq!((p.aqm, p.tcp_ecn), (Discipline::Fifo, false));
+        assert_eq!(p.socket_buffer_bytes, None);
         assert_eq!(p.label, "bbr+cubic");
         assert_eq!(p.ccas, ["bbr", "cubic"]);
         assert_eq!(p.flows.len(), 3);
@@ -205,6 +211,16 @@ stop_s = 15
             Plan::resolve(&Scenario::from_toml(&gso).unwrap())
                 .unwrap()
                 .segment_gso
+        );
+        let big = TWO.replace(
+            "duration_s = 20\n",
+            "duration_s = 20\nsocket_buffer_mb = 64\n",
+        );
+        assert_eq!(
+            Plan::resolve(&Scenario::from_toml(&big).unwrap())
+                .unwrap()
+                .socket_buffer_bytes,
+            Some(64 * 1024 * 1024)
         );
         let codel = TWO.replace(
             "rate_mbit = 10\n",

@@ -12,8 +12,13 @@ pub fn run(args: &[String]) -> Result<()> {
     let (g, out) = grid::parse_args(args)?;
     let commit = head_commit();
     let pts = grid::points(g.quick);
+    // Said only when set: the default's lines read as they always did.
+    let sockbuf = g
+        .socket_buffer_mb
+        .map(|mb| format!(", TCP socket buffers up to {mb} MiB"))
+        .unwrap_or_default();
     eprintln!(
-        "fairness-grid: {} points x {} CCAs x {} rep(s) x {} s at {} Mbit/s (about {:.0} min)",
+        "fairness-grid: {} points x {} CCAs x {} rep(s) x {} s at {} Mbit/s{sockbuf} (about {:.0} min)",
         pts.len(),
         g.ccas.len(),
         g.reps,
@@ -29,7 +34,7 @@ pub fn run(args: &[String]) -> Result<()> {
     };
     let res = grid::run(&g, &opts, |line| eprintln!("  {line}"))?;
     println!(
-        "fairness-grid at commit {commit}: 20 ms vs the second flow's RTT, buffer in BDP of 20 ms, {} Mbit/s, {} s per point ({} s left out), {} repetition(s), CCAs alternating per point",
+        "fairness-grid at commit {commit}: 20 ms vs the second flow's RTT, buffer in BDP of 20 ms, {} Mbit/s{sockbuf}, {} s per point ({} s left out), {} repetition(s), CCAs alternating per point",
         g.rate_mbit,
         grid::DURATION_S,
         grid::WARMUP_S,
