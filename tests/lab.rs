@@ -552,6 +552,58 @@ rtt_ms = 20
     assert!(prov.scenario.contains("segment_gso = true"));
 }
 
+/// `socket_buffer_mb` raises the ceiling (third value) of tcp_wmem and
+/// tcp_rmem in the sender's and the receiver's namespaces and keeps each
+/// namespace's min and default; without it both keep the kernel's values
+/// (what every published figure ran at). Builds two dumbbells, runs no
+/// flow (about 2 s).
+#[test]
+fn socket_buffer_mb_sets_the_tcp_buffer_ceilings_of_both_ends() {
+    let _t = KernelTest::new();
+    let scenario = |extra: &str| {
+        Scenario::from_toml(&format!(
+            r#"
+name = "sockbuf"
+description = "cubic, 20 ms, 1 BDP, 50 Mbit/s; no flow runs"
+duration_s = 3
+{extra}
+
+[bottleneck]
+rate_mbit = 50
+buffer = {{ bdp = 1.0, rtt_ms = 20.0 }}
+
+[[flows]]
+cca = "cubic"
+rtt_ms = 20
+"#
+        ))
+        .unwrap()
+    };
+    let triples = |s: &Scenario| {
+        let plan = rttfair_lab::scenario::plan::Plan::resolve(s).unwrap();
+        let (net, _) = run::build_checked_network(&plan).expect("build the plan's dumbbell");
+        let read = |ns: &netns::Netns, key: &str| -> Vec<u64> {
+            let out = ns.exec("sysctl", &["-n", key]).unwrap();
+            String::from_utf8_lossy(&out.stdout)
+                .split_whitespace()
+                .map(|v| v.parse().unwrap())
+                .collect()
+        };
+        [&net.snd, &net.rcv]
+            .iter()
+            .flat_map(|ns| ["net.ipv4.tcp_wmem", "net.ipv4.tcp_rmem"].map(|k| read(ns, k)))
+            .collect::<Vec<_>>()
+    };
+    let kernel = triples(&scenario(""));
+    let raised = triples(&scenario("socket_buffer_mb = 64"));
+    println!("kernel {kernel:?}\nraised {raised:?}");
+    for (k, r) in kernel.iter().zip(&raised) {
+        assert_eq!(k.len(), 3, "{k:?}");
+        assert!(k[2] < 64 << 20, "the kernel's ceiling is below 64 MiB: {k:?}");
+        assert_eq!((r[0], r[1], r[2]), (k[0], k[1], 64 << 20), "{r:?} against {k:?}");
+    }
+}
+
 /// A scenario's `[tunables]` reach its CCA: the lab loads qfair, sets
 /// qfair.exit_drains = 3, and provenance.json records 3 as read back from
 /// qfair's map, with this build's object (not "unknown"); afterwards qfair
