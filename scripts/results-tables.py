@@ -531,9 +531,13 @@ def aqm_rows(folder, only=None):
             drops = slash([d for d, _, _ in per], "{:.0f}")
             marks = slash([m for _, m, _ in per], "{:.0f}")
             sojourn = slash([j for _, _, j in per], "{:.1f}") + " ms"
+        jain = f"{s['jain']:.3f}"
+        if len(doc["reps"]) > 1:
+            # the mean of the repetitions, the worst one in brackets
+            jain += f" ({min(r['summary']['jain'] for r in doc['reps']):.3f})"
         lines.append(
             f"| {' / '.join(f'{r:g}' for r in rtts)} | {rate:g} | {label} | {cca} | {len(doc['reps'])} "
-            f"| {s['jain']:.3f} | {100 * s['utilization']:.1f} % | {s['qdelay_mean_ms']:.1f} ms "
+            f"| {jain} | {100 * s['utilization']:.1f} % | {s['qdelay_mean_ms']:.1f} ms "
             f"| {drops} | {marks} | {sojourn} |")
     return lines
 
