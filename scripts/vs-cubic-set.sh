@@ -10,6 +10,7 @@
 # least 30 % of the link at every point, never at its minimum window while
 # cubic holds a standing queue.
 #   scripts/vs-cubic-set.sh [CCA] [lab run options, e.g. --reps 3 --quiet]
+#   ONLY='cubic-first|2v2' scripts/vs-cubic-set.sh ...   # the points whose name matches
 # CCA: default qfair. The scenario files are written under
 # ${OUT:-lab-out/vs-cubic}/scenarios/ and every run's folder under
 # ${OUT:-lab-out/vs-cubic}/, named <rate>m-<buffer>-<order> (together,
@@ -68,6 +69,17 @@ done
 
 # The files are this script's own; the first run refuses a bad CCA or
 # option in one line, before anything is built, and stops the set.
+picked=()
+for f in "${files[@]}"; do
+  if [ -z "${ONLY:-}" ] || [[ $(basename "$f" .toml) =~ $ONLY ]]; then
+    picked+=("$f")
+  fi
+done
+if [ ${#picked[@]} -eq 0 ]; then
+  echo "vs-cubic-set: no point matches ONLY='$ONLY'" >&2
+  exit 2
+fi
+files=("${picked[@]}")
 for f in "${files[@]}"; do
   echo "== $(basename "$f" .toml) ($cca) $(date -u +%T)"
   "$B" lab run "$f" --out "$O" "$@"
