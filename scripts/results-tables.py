@@ -270,6 +270,13 @@ FIXED = {"cca", "jain", "stdr", "group_ratio", "utilization", "qdelay_mean_ms",
          "qdelay_mean_ms_worst", "retrans_ratio_worst", "reps"}
 
 
+def jain_cell(mean, worst, reps):
+    """Jain's index as a table cell: with several repetitions their mean,
+    the worst one in brackets."""
+    cell = f"{mean:.3f}"
+    return cell + f" ({worst:.3f})" if reps > 1 else cell
+
+
 def sweep_rows(folder):
     """A sweep.csv (lab sweep or merge) as one Markdown row per point: with
     several repetitions the means, and Jain's worst repetition in brackets."""
@@ -281,10 +288,8 @@ def sweep_rows(folder):
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         cells = [r["cca"]] + [r[p] for p in params]
-        jain = f"{float(r['jain']):.3f}"
-        if int(r.get("reps") or 1) > 1:
-            # the mean of the repetitions, the worst one in brackets
-            jain += f" ({float(r['jain_worst']):.3f})"
+        jain = jain_cell(float(r["jain"]), float(r.get("jain_worst") or r["jain"]),
+                         int(r.get("reps") or 1))
         cells += [jain, f"{100 * float(r['utilization']):.1f} %",
                   f"{float(r['qdelay_mean_ms']):.1f} ms"]
         cells += [f"{float(r[g]):.2f}" for g in groups]
@@ -531,10 +536,8 @@ def aqm_rows(folder, only=None):
             drops = slash([d for d, _, _ in per], "{:.0f}")
             marks = slash([m for _, m, _ in per], "{:.0f}")
             sojourn = slash([j for _, _, j in per], "{:.1f}") + " ms"
-        jain = f"{s['jain']:.3f}"
-        if len(doc["reps"]) > 1:
-            # the mean of the repetitions, the worst one in brackets
-            jain += f" ({min(r['summary']['jain'] for r in doc['reps']):.3f})"
+        jain = jain_cell(s["jain"], min(r["summary"]["jain"] for r in doc["reps"]),
+                         len(doc["reps"]))
         lines.append(
             f"| {' / '.join(f'{r:g}' for r in rtts)} | {rate:g} | {label} | {cca} | {len(doc['reps'])} "
             f"| {jain} | {100 * s['utilization']:.1f} % | {s['qdelay_mean_ms']:.1f} ms "
