@@ -252,12 +252,41 @@ pub fn sink_once(listener: TcpListener) -> u64 {
         match s.read(&mut buf) {
             Ok(0) => return total,
             Ok(n) => total += n as u64,
-            Err(e) if is_timeout(&e) => {
-                panic!("sink: nothing arrived for {STALL:?} after {total} bytes: the path stalled")
-            }
+            Err(e) if is_timeout(&e) => panic!(
+                "sink: nothing arrived for {STALL:?} after {total} bytes: the path stalled\n{}",
+                stall_report()
+            ),
             Err(e) => panic!("sink read: {e}"),
         }
     }
+}
+
+/// What a stalled connection's end can say about it, for the panic that
+/// reports the stall: the TCP sockets of the calling thread's network
+/// namespace (`ss -tinmoe`: window, backoff, retransmissions, memory) and
+/// its nonzero TCP counters that explain a segment or an ACK dropped
+/// (`nstat`). A child process starts in its parent thread's namespace, so
+/// a sink or sender thread inside a lab namespace reports that namespace.
+fn stall_report() -> String {
+    let run = |cmd: &str, args: &[&str]| {
+        std::process::Command::new(cmd)
+            .args(args)
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_else(|e| format!("({cmd}: {e})\n"))
+    };
+    let counters: String = run("nstat", &["-asz"])
+        .lines()
+        .filter(|l| {
+            let nonzero = l.split_whitespace().nth(1).is_some_and(|v| v != "0");
+            nonzero && (l.starts_with("Tcp") || l.contains("Drop") || l.contains("Prune"))
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    format!(
+        "ss -tinmoe:\n{}nstat (TCP, nonzero):\n{counters}",
+        run("ss", &["-tinmoe"])
+    )
 }
 
 fn is_timeout(e: &std::io::Error) -> bool {
@@ -285,9 +314,10 @@ pub fn blast(s: &mut std::net::TcpStream, dur: Duration) -> u64 {
     while Instant::now() < end {
         match s.write(&buf) {
             Ok(n) => sent += n as u64,
-            Err(e) if is_timeout(&e) => {
-                panic!("sender: a write blocked for {STALL:?} after {sent} bytes: the path stalled")
-            }
+            Err(e) if is_timeout(&e) => panic!(
+                "sender: a write blocked for {STALL:?} after {sent} bytes: the path stalled\n{}",
+                stall_report()
+            ),
             Err(e) => panic!("write: {e}"),
         }
     }

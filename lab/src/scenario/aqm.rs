@@ -261,9 +261,11 @@ pub fn check_ecn(d: &Discipline, tcp_ecn: bool, ccas: &[&str]) -> std::result::R
     for c in ccas {
         match ecn_response(c) {
             EcnResponse::Reacts | EcnResponse::ReactsAtLowRtt => {}
-            EcnResponse::Ignores => return Err(format!(
+            EcnResponse::Ignores => {
+                return Err(format!(
                 "{key}: CCA {c} does not react to ECN marks (only cubic, reno, dctcp, qfair, bbr3)"
-            )),
+            ))
+            }
         }
     }
     Ok(())
