@@ -599,8 +599,15 @@ rtt_ms = 20
     println!("kernel {kernel:?}\nraised {raised:?}");
     for (k, r) in kernel.iter().zip(&raised) {
         assert_eq!(k.len(), 3, "{k:?}");
-        assert!(k[2] < 64 << 20, "the kernel's ceiling is below 64 MiB: {k:?}");
-        assert_eq!((r[0], r[1], r[2]), (k[0], k[1], 64 << 20), "{r:?} against {k:?}");
+        assert!(
+            k[2] < 64 << 20,
+            "the kernel's ceiling is below 64 MiB: {k:?}"
+        );
+        assert_eq!(
+            (r[0], r[1], r[2]),
+            (k[0], k[1], 64 << 20),
+            "{r:?} against {k:?}"
+        );
     }
 }
 
