@@ -43,6 +43,15 @@ A table that is computed from data is marked in the Markdown by a line
                              given): Jain, utilization, queue, and per
                              flow the discipline's drops, CE marks and
                              mean sojourn (per repetition)
+  ablation FOLDER            qfair's ablation (scripts/ablation.sh): FOLDER
+                             (under docs/data) holds one subfolder per
+                             rule switched off, and `baseline` (the whole
+                             law), each with the sweep's runs; one row per
+                             point and rule: Jain mean (worst) and each
+                             repetition's, utilization, queue, the change
+                             of Jain's mean against the whole law and
+                             whether it exceeds the run-to-run spread (the
+                             wider range of the two sets of repetitions)
   readme                     README's one results table
 
 The grids' runs are listed, oldest first, in docs/data/grids/runs.csv
@@ -545,6 +554,53 @@ def aqm_rows(folder, only=None):
     return lines
 
 
+def ablation_rows(folder):
+    """One row per point and rule of an ablation (see the kinds above)."""
+    base = data_dir(folder)
+    rules = sorted(d for d in os.listdir(path(base)) if os.path.isdir(path(os.path.join(base, d))))
+    if "baseline" not in rules:
+        raise Fail(f"{base} has no baseline/ (the whole law's runs)")
+    rules.remove("baseline")
+    points = {}
+    for rule in ["baseline"] + rules:
+        for run, doc in run_summaries(os.path.join(base, rule)):
+            sc = doc["scenario"]
+            b = sc["bottleneck"]
+            key = (tuple(flow_rtts(sc)), b["rate_mbit"], aqm_label(b))
+            if (key, rule) in points:
+                raise Fail(f"{run}: a second run of {rule} at the same point")
+            points[(key, rule)] = doc
+    lines = ["| flows, ms | Mbit/s | discipline | rule off | reps | jain | each repetition "
+             "| util | queue | Δ jain | beyond spread |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for key in sorted({k for k, _ in points}, key=lambda k: (len(k[0]), k[0], k[1], k[2])):
+        whole = points.get((key, "baseline"))
+        if whole is None:
+            raise Fail(f"{base}: no baseline run at {key}")
+        wj = [r["summary"]["jain"] for r in whole["reps"]]
+        for rule in ["baseline"] + rules:
+            doc = points.get((key, rule))
+            if doc is None:
+                continue
+            reps = [r["summary"] for r in doc["reps"]]
+            jains = [r["jain"] for r in reps]
+            rtts, rate, label = key
+            if rule == "baseline":
+                delta = beyond = "–"
+            else:
+                d = statistics.mean(jains) - statistics.mean(wj)
+                spread = max(max(wj) - min(wj), max(jains) - min(jains))
+                delta = f"{d:+.3f}"
+                beyond = "yes" if abs(d) > spread else "no"
+            lines.append(
+                f"| {' / '.join(f'{r:g}' for r in rtts)} | {rate:g} | {label} "
+                f"| {'none (whole law)' if rule == 'baseline' else rule} | {len(reps)} "
+                f"| {jain_cell(statistics.mean(jains), min(jains), len(reps))} "
+                f"| {each(jains, '{:.3f}')} "
+                f"| {100 * statistics.mean(r['utilization'] for r in reps):.1f} % "
+                f"| {statistics.mean(r['qdelay_mean_ms'] for r in reps):.1f} ms | {delta} | {beyond} |")
+    return lines
+
+
 def generate(spec):
     kind, *args = spec.split()
     try:
@@ -568,6 +624,8 @@ def generate(spec):
             return shares_rows(args[0])
         if kind == "aqm" and len(args) in (1, 2):
             return aqm_rows(*args)
+        if kind == "ablation" and len(args) == 1:
+            return ablation_rows(args[0])
     except KeyError as e:
         raise Fail(f"table {spec!r}: no {e} in its data")
     raise Fail(f"unknown table {spec!r}")
