@@ -47,7 +47,7 @@ A table that is computed from data is marked in the Markdown by a line
                              (under docs/data) holds one subfolder per
                              rule switched off, and `baseline` (the whole
                              law), each with the sweep's runs; one row per
-                             point and rule: Jain mean (worst) and each
+                             point (run folder name) and rule: Jain mean (worst) and each
                              repetition's, utilization, queue, the change
                              of Jain's mean against the whole law and
                              whether it exceeds the whole law's run-to-run
@@ -564,29 +564,27 @@ def ablation_rows(folder):
     if "baseline" not in rules:
         raise Fail(f"{base} has no baseline/ (the whole law's runs)")
     rules.remove("baseline")
+    # A point is its run folder's name: scripts/ablation.sh runs the same
+    # scenario under every rule, so the sweep names each point alike.
     points = {}
     for rule in ["baseline"] + rules:
         for run, doc in run_summaries(os.path.join(base, rule)):
-            sc = doc["scenario"]
-            b = sc["bottleneck"]
-            key = (tuple(flow_rtts(sc)), b["rate_mbit"], aqm_label(b))
-            if (key, rule) in points:
-                raise Fail(f"{run}: a second run of {rule} at the same point")
-            points[(key, rule)] = doc
+            points[(os.path.basename(run), rule)] = doc
     lines = ["| flows, ms | Mbit/s | discipline | rule off | reps | jain | each repetition "
              "| util | queue | Δ jain | beyond spread |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for key in sorted({k for k, _ in points}, key=lambda k: (len(k[0]), k[0], k[1], k[2])):
-        whole = points.get((key, "baseline"))
+    for name in sorted({n for n, _ in points}, key=natural):
+        whole = points.get((name, "baseline"))
         if whole is None:
-            raise Fail(f"{base}: no baseline run at {key}")
+            raise Fail(f"{base}: no baseline run of {name}")
         wj = [r["summary"]["jain"] for r in whole["reps"]]
+        sc = whole["scenario"]
+        rtts, rate, label = flow_rtts(sc), sc["bottleneck"]["rate_mbit"], aqm_label(sc["bottleneck"])
         for rule in ["baseline"] + rules:
-            doc = points.get((key, rule))
+            doc = points.get((name, rule))
             if doc is None:
                 continue
             reps = [r["summary"] for r in doc["reps"]]
             jains = [r["jain"] for r in reps]
-            rtts, rate, label = key
             if rule == "baseline":
                 delta = beyond = "–"
             else:
