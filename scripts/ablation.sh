@@ -11,7 +11,13 @@
 # run), so a bad scenario or rule stops before anything runs. The time is
 # the scenario's sweep times the rules plus one. Needs root and a release
 # build.
-#   scripts/ablation.sh SCENARIO [RULE ...] [-- lab sweep options, e.g. --reps 3 --quiet]
+# A scenario without a [sweep] table (qfair beside another CCA, e.g.
+# scenarios/real-vs-cubic/) runs with `lab run` instead, its flows' CCAs
+# kept. `lab run` has no dry run: it checks the copy before it starts,
+# the baseline's runs first, and the copies differ in the bit alone.
+# BASELINE_REPS=N gives the baseline N repetitions (the spread a rule must
+# exceed) while the rules run the scenario's or --reps's count.
+#   scripts/ablation.sh SCENARIO [RULE ...] [-- lab sweep/run options, e.g. --reps 3 --quiet]
 # SCENARIO: a file, or the name of one in scenarios/ (scenarios/NAME.toml).
 # Results under ${OUT:-lab-out/ablation}/<rule>/<name>-sweep/ (<rule>:
 # baseline or the rule's name; OUT and RTTFAIRCTL relative to the
@@ -90,22 +96,52 @@ done
 B=${RTTFAIRCTL:-./target/release/rttfairctl}
 O=${OUT:-lab-out/ablation}
 
-# Every flow's `cca = "..."` line as qfair's.
-on_qfair='s/^\([[:space:]]*cca[[:space:]]*=[[:space:]]*\)"[^"]*"/\1"qfair"/'
+# A sweep gives every flow qfair (`cca = "..."` lines rewritten, as
+# --cca qfair runs it anyway); a single run keeps each flow's CCA.
+if grep -q '^\[sweep\][[:space:]]*$' "$src"; then
+  mode=sweep
+  flows='every flow on qfair'
+  on_qfair=(-e 's/^\([[:space:]]*cca[[:space:]]*=[[:space:]]*\)"[^"]*"/\1"qfair"/')
+else
+  mode=run
+  flows="the flows' CCAs kept"
+  on_qfair=(-e '')
+fi
+if [ -n "${BASELINE_REPS:-}" ]; then
+  case $BASELINE_REPS in
+    '' | *[!0-9]* | 0)
+      echo "ablation: BASELINE_REPS must be a positive count, not '$BASELINE_REPS'" >&2
+      exit 2
+      ;;
+  esac
+  for a in "$@"; do
+    if [ "$a" = "--reps" ] || [ "${a#--reps=}" != "$a" ]; then
+      echo "ablation: BASELINE_REPS and --reps both given: the baseline's count would be ambiguous" >&2
+      exit 2
+    fi
+  done
+fi
 # copy RULE BIT: the scenario with qfair.rules_off = BIT, at $O/RULE/.
 copy() {
   local dir=$O/$1 key="\"qfair.rules_off\" = $2"
   mkdir -p "$dir"
   {
-    echo "# scripts/ablation.sh: $src with qfair.rules_off = $2 ($1), every flow on qfair"
+    echo "# scripts/ablation.sh: $src with qfair.rules_off = $2 ($1), $flows"
     if grep -q '^\[tunables\][[:space:]]*$' "$src"; then
-      sed -e "$on_qfair" -e "/^\\[tunables\\][[:space:]]*\$/a $key" "$src"
+      sed "${on_qfair[@]}" -e "/^\\[tunables\\][[:space:]]*\$/a $key" "$src"
     else
-      sed -e "$on_qfair" "$src"
+      sed "${on_qfair[@]}" "$src"
       printf '\n[tunables]\n%s\n' "$key"
     fi
   } >"$dir/$base.toml"
   echo "$dir/$base.toml"
+}
+# The options of RULE's pass: the baseline's repetitions its own.
+pass_opts() {
+  opts=("$@")
+  if [ "$rule" = baseline ] && [ -n "${BASELINE_REPS:-}" ]; then
+    opts+=(--reps "$BASELINE_REPS")
+  fi
 }
 
 runs=("baseline:0")
@@ -114,9 +150,11 @@ copies=()
 for run in "${runs[@]}"; do
   rule=${run%%:*} bit=${run#*:}
   c=$(copy "$rule" "$bit")
+  pass_opts "$@"
   # The dry run checks the copy, its points and the options, and runs
   # nothing: any refusal stops the whole ablation.
-  if ! why=$("$B" lab sweep "$c" --cca qfair --out "$O/$rule" "${check[@]}" "$@" 2>&1 >/dev/null); then
+  if [ $mode = sweep ] &&
+    ! why=$("$B" lab sweep "$c" --cca qfair --out "$O/$rule" "${check[@]}" "${opts[@]}" 2>&1 >/dev/null); then
     echo "ablation: $c: $why" >&2
     exit 1
   fi
@@ -125,7 +163,12 @@ done
 for entry in "${copies[@]}"; do
   rule=${entry%%:*} rest=${entry#*:}
   bit=${rest%%:*} c=${rest#*:}
+  pass_opts "$@"
   echo "== $base, $rule (qfair.rules_off = $bit) $(date -u +%T)"
-  "$B" lab sweep "$c" --cca qfair --out "$O/$rule" "$@"
+  if [ $mode = sweep ]; then
+    "$B" lab sweep "$c" --cca qfair --out "$O/$rule" "${opts[@]}"
+  else
+    "$B" lab run "$c" --out "$O/$rule" "${opts[@]}"
+  fi
 done
 echo "ablation: $base: swept baseline ${wanted[*]}; results under $O"
