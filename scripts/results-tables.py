@@ -47,11 +47,13 @@ A table that is computed from data is marked in the Markdown by a line
                              (under docs/data) holds one subfolder per
                              rule switched off, and `baseline` (the whole
                              law), each with the sweep's runs; one row per
-                             point (run folder name) and rule: Jain mean (worst) and each
+                             point (its run folder's name, the CCA's suffix
+                             dropped) and rule: Jain mean (worst) and each
                              repetition's, utilization, queue, the change
-                             of Jain's mean against the whole law and
-                             whether it exceeds the whole law's run-to-run
-                             spread there (the range of its repetitions)
+                             of Jain's mean against the whole law, and
+                             whether it is worse or better beyond the whole
+                             law's run-to-run spread there (the range of
+                             its repetitions) or within it
   readme                     README's one results table
 
 The grids' runs are listed, oldest first, in docs/data/grids/runs.csv
@@ -570,15 +572,16 @@ def ablation_rows(folder):
     for rule in ["baseline"] + rules:
         for run, doc in run_summaries(os.path.join(base, rule)):
             points[(os.path.basename(run), rule)] = doc
-    lines = ["| flows, ms | Mbit/s | discipline | rule off | reps | jain | each repetition "
-             "| util | queue | Δ jain | beyond spread |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| point | flows, ms | Mbit/s | rule off | reps | jain | each repetition "
+             "| util | queue | Δ jain | vs spread |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name in sorted({n for n, _ in points}, key=natural):
         whole = points.get((name, "baseline"))
         if whole is None:
             raise Fail(f"{base}: no baseline run of {name}")
         wj = [r["summary"]["jain"] for r in whole["reps"]]
         sc = whole["scenario"]
-        rtts, rate, label = flow_rtts(sc), sc["bottleneck"]["rate_mbit"], aqm_label(sc["bottleneck"])
+        rtts, rate = flow_rtts(sc), sc["bottleneck"]["rate_mbit"]
+        point = name.removesuffix("-qfair")
         for rule in ["baseline"] + rules:
             doc = points.get((name, rule))
             if doc is None:
@@ -591,9 +594,9 @@ def ablation_rows(folder):
                 d = statistics.mean(jains) - statistics.mean(wj)
                 spread = max(wj) - min(wj)
                 delta = f"{d:+.3f}"
-                beyond = "yes" if abs(d) > spread else "no"
+                beyond = "worse" if d < -spread else "better" if d > spread else "within"
             lines.append(
-                f"| {' / '.join(f'{r:g}' for r in rtts)} | {rate:g} | {label} "
+                f"| {point} | {' / '.join(f'{r:g}' for r in rtts)} | {rate:g} "
                 f"| {'none (whole law)' if rule == 'baseline' else rule} | {len(reps)} "
                 f"| {jain_cell(statistics.mean(jains), min(jains), len(reps))} "
                 f"| {each(jains, '{:.3f}')} "
