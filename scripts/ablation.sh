@@ -16,7 +16,10 @@
 # kept. `lab run` has no dry run: it checks the copy before it starts,
 # the baseline's runs first, and the copies differ in the bit alone.
 # BASELINE_REPS=N gives the baseline N repetitions (the spread a rule must
-# exceed) while the rules run the scenario's or --reps's count.
+# exceed) while the rules run the scenario's or --reps's count; 0 runs no
+# baseline (its runs are already under $OUT/baseline from an earlier call).
+# A RULE of several names joined by "+" (noise+excess) switches them off
+# together: the law without all of them, in one pass named so.
 #   scripts/ablation.sh SCENARIO [RULE ...] [-- lab sweep/run options, e.g. --reps 3 --quiet]
 # SCENARIO: a file, or the name of one in scenarios/ (scenarios/NAME.toml).
 # Results under ${OUT:-lab-out/ablation}/<rule>/<name>-sweep/ (<rule>:
@@ -53,21 +56,28 @@ else
   exit 2
 fi
 base=$(basename "$src" .toml)
+# bit_of NAME[+NAME...]: the sum of the rules' bits; fails on an unknown
+# name or one named twice.
 bit_of() {
-  local r
-  for r in $RULES; do
-    if [ "${r%%:*}" = "$1" ]; then
-      echo "${r#*:}"
-      return 0
-    fi
+  local r name sum=0 seen=+
+  for name in ${1//+/ }; do
+    case $seen in *"+$name+"*) return 1 ;; esac
+    seen=$seen$name+
+    for r in $RULES; do
+      if [ "${r%%:*}" = "$name" ]; then
+        sum=$((sum | ${r#*:}))
+        continue 2
+      fi
+    done
+    return 1
   done
-  return 1
+  [ "$sum" -gt 0 ] && echo "$sum"
 }
 # The rules up to "--" (or the first option); the rest is lab sweep's.
 wanted=()
 while [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; do
   if ! bit_of "$1" >/dev/null; then
-    echo "ablation: no rule '$1'" >&2
+    echo "ablation: '$1' is not a rule, nor rules joined by + (each once)" >&2
     usage
   fi
   for r in "${wanted[@]}"; do
@@ -109,8 +119,8 @@ else
 fi
 if [ -n "${BASELINE_REPS:-}" ]; then
   case $BASELINE_REPS in
-    '' | *[!0-9]* | 0)
-      echo "ablation: BASELINE_REPS must be a positive count, not '$BASELINE_REPS'" >&2
+    '' | *[!0-9]*)
+      echo "ablation: BASELINE_REPS must be a count, not '$BASELINE_REPS'" >&2
       exit 2
       ;;
   esac
@@ -144,7 +154,10 @@ pass_opts() {
   fi
 }
 
-runs=("baseline:0")
+runs=()
+if [ "${BASELINE_REPS:-}" != 0 ]; then
+  runs+=("baseline:0")
+fi
 for r in "${wanted[@]}"; do runs+=("$r:$(bit_of "$r")"); done
 copies=()
 for run in "${runs[@]}"; do
@@ -171,4 +184,4 @@ for entry in "${copies[@]}"; do
     "$B" lab run "$c" --out "$O/$rule" "${opts[@]}"
   fi
 done
-echo "ablation: $base: swept baseline ${wanted[*]}; results under $O"
+echo "ablation: $base: swept ${runs[*]%%:*}; results under $O"
