@@ -54,6 +54,13 @@ A table that is computed from data is marked in the Markdown by a line
                              whether it is worse or better beyond the whole
                              law's run-to-run spread there (the range of
                              its repetitions) or within it
+  ablation-matrix FOLDER     the same runs as `ablation`, a row per rule
+                             and a column per point: the whole law's Jain
+                             (mean, with its spread), then per rule the
+                             change of Jain's mean, in bold when worse
+                             beyond the spread, marked + when better
+                             beyond it; the last column counts the points
+                             the rule carries (worse without it)
   readme                     README's one results table
 
 The grids' runs are listed, oldest first, in docs/data/grids/runs.csv
@@ -556,33 +563,80 @@ def aqm_rows(folder, only=None):
     return lines
 
 
-def ablation_rows(folder):
-    """One row per point and rule of an ablation (see the kinds above). The
-    spread a change must exceed is the whole law's: the noise of the law as
-    it ships, which a rule switched off must move the point beyond (its own
-    repetitions can scatter more, which is part of what it does)."""
+def ablation_points(folder):
+    """{(point name, rule): summary document} of an ablation FOLDER and its
+    rules, baseline first (see ablation_rows)."""
     base = data_dir(folder)
     rules = sorted(d for d in os.listdir(path(base)) if os.path.isdir(path(os.path.join(base, d))))
     if "baseline" not in rules:
         raise Fail(f"{base} has no baseline/ (the whole law's runs)")
     rules.remove("baseline")
-    # A point is its run folder's name: scripts/ablation.sh runs the same
-    # scenario under every rule, so the sweep names each point alike.
     points = {}
     for rule in ["baseline"] + rules:
         for run, doc in run_summaries(os.path.join(base, rule)):
             points[(os.path.basename(run), rule)] = doc
+    for name in {n for n, _ in points}:
+        if (name, "baseline") not in points:
+            raise Fail(f"{base}: no baseline run of {name}")
+    return points, ["baseline"] + rules
+
+
+def ablation_change(points, name, rule):
+    """(Δ of Jain's mean against the whole law, the whole law's spread) of
+    rule at point name, or None if it did not run there."""
+    doc = points.get((name, rule))
+    if doc is None:
+        return None
+    wj = [r["summary"]["jain"] for r in points[(name, "baseline")]["reps"]]
+    jains = [r["summary"]["jain"] for r in doc["reps"]]
+    return statistics.mean(jains) - statistics.mean(wj), max(wj) - min(wj)
+
+
+def ablation_matrix(folder):
+    """A row per rule, a column per point (see the kinds above)."""
+    points, rules = ablation_points(folder)
+    names = sorted({n for n, _ in points}, key=natural)
+    head = "| rule off | " + " | ".join(n.removesuffix("-qfair") for n in names) + " | carries |"
+    lines = [head, "|" + "---|" * (len(names) + 2)]
+    cells = []
+    for n in names:
+        wj = [r["summary"]["jain"] for r in points[(n, "baseline")]["reps"]]
+        cells.append(f"{statistics.mean(wj):.3f} ± {(max(wj) - min(wj)) / 2:.3f}")
+    lines.append("| none (whole law: Jain, ± half its spread) | " + " | ".join(cells) + " | – |")
+    for rule in rules[1:]:
+        cells, carries = [], 0
+        for n in names:
+            ch = ablation_change(points, n, rule)
+            if ch is None:
+                cells.append("–")
+                continue
+            d, spread = ch
+            if d < -spread:
+                carries += 1
+                cells.append(f"**{d:+.3f}**")
+            else:
+                cells.append(f"{d:+.3f}" + (" +" if d > spread else ""))
+        lines.append(f"| {rule} | " + " | ".join(cells) + f" | {carries} |")
+    return lines
+
+
+def ablation_rows(folder):
+    """One row per point and rule of an ablation (see the kinds above). The
+    spread a change must exceed is the whole law's: the noise of the law as
+    it ships, which a rule switched off must move the point beyond (its own
+    repetitions can scatter more, which is part of what it does)."""
+    # A point is its run folder's name: scripts/ablation.sh runs the same
+    # scenario under every rule, so the sweep names each point alike.
+    points, rules = ablation_points(folder)
     lines = ["| point | flows, ms | Mbit/s | rule off | reps | jain | each repetition "
              "| util | queue | Δ jain | vs spread |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name in sorted({n for n, _ in points}, key=natural):
-        whole = points.get((name, "baseline"))
-        if whole is None:
-            raise Fail(f"{base}: no baseline run of {name}")
+        whole = points[(name, "baseline")]
         wj = [r["summary"]["jain"] for r in whole["reps"]]
         sc = whole["scenario"]
         rtts, rate = flow_rtts(sc), sc["bottleneck"]["rate_mbit"]
         point = name.removesuffix("-qfair")
-        for rule in ["baseline"] + rules:
+        for rule in rules:
             doc = points.get((name, rule))
             if doc is None:
                 continue
@@ -591,8 +645,7 @@ def ablation_rows(folder):
             if rule == "baseline":
                 delta = beyond = "–"
             else:
-                d = statistics.mean(jains) - statistics.mean(wj)
-                spread = max(wj) - min(wj)
+                d, spread = ablation_change(points, name, rule)
                 delta = f"{d:+.3f}"
                 beyond = "worse" if d < -spread else "better" if d > spread else "within"
             lines.append(
@@ -630,6 +683,8 @@ def generate(spec):
             return aqm_rows(*args)
         if kind == "ablation" and len(args) == 1:
             return ablation_rows(args[0])
+        if kind == "ablation-matrix" and len(args) == 1:
+            return ablation_matrix(args[0])
     except KeyError as e:
         raise Fail(f"table {spec!r}: no {e} in its data")
     raise Fail(f"unknown table {spec!r}")
