@@ -125,7 +125,7 @@ if [ -n "${BASELINE_REPS:-}" ]; then
       ;;
   esac
   for a in "$@"; do
-    if [ "$a" = "--reps" ] || [ "${a#--reps=}" != "$a" ]; then
+    if [ "$BASELINE_REPS" != 0 ] && { [ "$a" = "--reps" ] || [ "${a#--reps=}" != "$a" ]; }; then
       echo "ablation: BASELINE_REPS and --reps both given: the baseline's count would be ambiguous" >&2
       exit 2
     fi
