@@ -54,13 +54,17 @@ A table that is computed from data is marked in the Markdown by a line
                              whether it is worse or better beyond the whole
                              law's run-to-run spread there (the range of
                              its repetitions) or within it
-  ablation-matrix FOLDER     the same runs as `ablation`, a row per rule
+  ablation-matrix FOLDER [queue]
+                             the same runs as `ablation`, a row per rule
                              and a column per point: the whole law's Jain
                              (mean, with its spread), then per rule the
                              change of Jain's mean, in bold when worse
                              beyond the spread, marked + when better
                              beyond it; the last column counts the points
-                             the rule carries (worse without it)
+                             the rule carries (worse without it). With
+                             `queue`: the mean queueing delay instead,
+                             the whole law's as mean (lowest-highest run),
+                             a rule's in bold when above the highest run
   readme                     README's one results table
 
 The grids' runs are listed, oldest first, in docs/data/grids/runs.csv
@@ -592,9 +596,39 @@ def ablation_change(points, name, rule):
     return statistics.mean(jains) - statistics.mean(wj), max(wj) - min(wj)
 
 
-def ablation_matrix(folder):
+def ablation_queue_matrix(points, rules, names):
+    """ablation_matrix's queue form: a point's queue is worse without a
+    rule when the mean exceeds the whole law's highest run."""
+    def queues(n, rule):
+        doc = points.get((n, rule))
+        return None if doc is None else [r["summary"]["qdelay_mean_ms"] for r in doc["reps"]]
+    lines = ["| rule off | " + " | ".join(n.removesuffix("-qfair") for n in names) + " | carries |",
+             "|" + "---|" * (len(names) + 2)]
+    cells = [f"{statistics.mean(q):.1f} ({min(q):.1f}-{max(q):.1f})"
+             for q in (queues(n, "baseline") for n in names)]
+    lines.append("| none (whole law: queue, ms, mean (runs' range)) | " + " | ".join(cells) + " | – |")
+    for rule in rules[1:]:
+        cells, carries = [], 0
+        for n in names:
+            q = queues(n, rule)
+            if q is None:
+                cells.append("–")
+                continue
+            worse = statistics.mean(q) > max(queues(n, "baseline"))
+            carries += worse
+            cell = f"{statistics.mean(q):.1f}"
+            cells.append(f"**{cell}**" if worse else cell)
+        lines.append(f"| {rule} | " + " | ".join(cells) + f" | {carries} |")
+    return lines
+
+
+def ablation_matrix(folder, metric="jain"):
     """A row per rule, a column per point (see the kinds above)."""
     points, rules = ablation_points(folder)
+    if metric == "queue":
+        return ablation_queue_matrix(points, rules, sorted({n for n, _ in points}, key=natural))
+    if metric != "jain":
+        raise Fail(f"ablation-matrix: no metric {metric!r} (jain or queue)")
     names = sorted({n for n, _ in points}, key=natural)
     head = "| rule off | " + " | ".join(n.removesuffix("-qfair") for n in names) + " | carries |"
     lines = [head, "|" + "---|" * (len(names) + 2)]
@@ -683,8 +717,8 @@ def generate(spec):
             return aqm_rows(*args)
         if kind == "ablation" and len(args) == 1:
             return ablation_rows(args[0])
-        if kind == "ablation-matrix" and len(args) == 1:
-            return ablation_matrix(args[0])
+        if kind == "ablation-matrix" and len(args) in (1, 2):
+            return ablation_matrix(*args)
     except KeyError as e:
         raise Fail(f"table {spec!r}: no {e} in its data")
     raise Fail(f"unknown table {spec!r}")
