@@ -22,9 +22,9 @@
 # together: the law without all of them, in one pass named so.
 #   scripts/ablation.sh SCENARIO [RULE ...] [-- lab sweep/run options, e.g. --reps 3 --quiet]
 # SCENARIO: a file, or the name of one in scenarios/ (scenarios/NAME.toml).
-# Results under ${OUT:-lab-out/ablation}/<rule>/<name>-sweep/ (<rule>:
-# baseline or the rule's name; OUT and RTTFAIRCTL relative to the
-# repository, as in scripts/aqm-set.sh).
+# Results under ${OUT:-lab-out/ablation}/<rule>/<name>-sweep/ (a single
+# run: <rule>/<its run folder>/; <rule>: baseline or the rule's name; OUT
+# and RTTFAIRCTL relative to the repository, as in scripts/aqm-set.sh).
 set -euo pipefail
 # A scenario file named relative to the caller's directory, before the cd.
 given=
