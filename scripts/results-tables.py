@@ -596,60 +596,48 @@ def ablation_change(points, name, rule):
     return statistics.mean(jains) - statistics.mean(wj), max(wj) - min(wj)
 
 
-def ablation_queue_matrix(points, rules, names):
-    """ablation_matrix's queue form: a point's queue is worse without a
-    rule when the mean exceeds the whole law's highest run."""
-    def queues(n, rule):
-        doc = points.get((n, rule))
-        return None if doc is None else [r["summary"]["qdelay_mean_ms"] for r in doc["reps"]]
-    lines = ["| rule off | " + " | ".join(n.removesuffix("-qfair") for n in names) + " | carries |",
-             "|" + "---|" * (len(names) + 2)]
-    cells = [f"{statistics.mean(q):.1f} ({min(q):.1f}-{max(q):.1f})"
-             for q in (queues(n, "baseline") for n in names)]
-    lines.append("| none (whole law: queue, ms, mean (runs' range)) | " + " | ".join(cells) + " | – |")
-    for rule in rules[1:]:
-        cells, carries = [], 0
-        for n in names:
-            q = queues(n, rule)
-            if q is None:
-                cells.append("–")
-                continue
-            worse = statistics.mean(q) > max(queues(n, "baseline"))
-            carries += worse
-            cell = f"{statistics.mean(q):.1f}"
-            cells.append(f"**{cell}**" if worse else cell)
-        lines.append(f"| {rule} | " + " | ".join(cells) + f" | {carries} |")
-    return lines
-
-
 def ablation_matrix(folder, metric="jain"):
-    """A row per rule, a column per point (see the kinds above)."""
+    """A row per rule, a column per point (see the kinds above): per metric
+    the whole law's cell, and a rule's cell with whether the point is worse
+    without the rule."""
     points, rules = ablation_points(folder)
-    if metric == "queue":
-        return ablation_queue_matrix(points, rules, sorted({n for n, _ in points}, key=natural))
-    if metric != "jain":
+
+    def values(n, rule, key):
+        doc = points.get((n, rule))
+        return None if doc is None else [r["summary"][key] for r in doc["reps"]]
+
+    if metric == "jain":
+        title = "Jain, ± half its spread"
+        whole_cell = lambda w: f"{statistics.mean(w):.3f} ± {(max(w) - min(w)) / 2:.3f}"
+
+        def rule_cell(n, rule):
+            d, spread = ablation_change(points, n, rule)
+            return f"{d:+.3f}" + (" +" if d > spread else ""), d < -spread
+        key = "jain"
+    elif metric == "queue":
+        title = "queue, ms, mean (runs' range)"
+        whole_cell = lambda w: f"{statistics.mean(w):.1f} ({min(w):.1f}-{max(w):.1f})"
+
+        def rule_cell(n, rule):
+            q = statistics.mean(values(n, rule, key))
+            return f"{q:.1f}", q > max(values(n, "baseline", key))
+        key = "qdelay_mean_ms"
+    else:
         raise Fail(f"ablation-matrix: no metric {metric!r} (jain or queue)")
     names = sorted({n for n, _ in points}, key=natural)
-    head = "| rule off | " + " | ".join(n.removesuffix("-qfair") for n in names) + " | carries |"
-    lines = [head, "|" + "---|" * (len(names) + 2)]
-    cells = []
-    for n in names:
-        wj = [r["summary"]["jain"] for r in points[(n, "baseline")]["reps"]]
-        cells.append(f"{statistics.mean(wj):.3f} ± {(max(wj) - min(wj)) / 2:.3f}")
-    lines.append("| none (whole law: Jain, ± half its spread) | " + " | ".join(cells) + " | – |")
+    lines = ["| rule off | " + " | ".join(n.removesuffix("-qfair") for n in names) + " | carries |",
+             "|" + "---|" * (len(names) + 2),
+             f"| none (whole law: {title}) | "
+             + " | ".join(whole_cell(values(n, "baseline", key)) for n in names) + " | – |"]
     for rule in rules[1:]:
         cells, carries = [], 0
         for n in names:
-            ch = ablation_change(points, n, rule)
-            if ch is None:
+            if (n, rule) not in points:
                 cells.append("–")
                 continue
-            d, spread = ch
-            if d < -spread:
-                carries += 1
-                cells.append(f"**{d:+.3f}**")
-            else:
-                cells.append(f"{d:+.3f}" + (" +" if d > spread else ""))
+            cell, worse = rule_cell(n, rule)
+            carries += worse
+            cells.append(f"**{cell.removesuffix(' +')}**" if worse else cell)
         lines.append(f"| {rule} | " + " | ".join(cells) + f" | {carries} |")
     return lines
 
